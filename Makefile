@@ -1,0 +1,50 @@
+# Two commands: `make tables` (the main job on the embedded tiny preset) and `make test`.
+SHELL := /bin/bash
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+PY := $(VENV)/bin/python
+CORES ?= all
+PRESET ?= presets/tiny.yaml
+# The tiny preset never needs the Hub; this keeps transformers/datasets from trying.
+export HF_HUB_OFFLINE ?= 1
+export HF_DATASETS_OFFLINE ?= 1
+
+.PHONY: tables test install install-test lint bench lock clean
+
+$(VENV)/.installed: pyproject.toml constraints.txt
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -c constraints.txt -e .
+	touch $@
+
+$(VENV)/.installed-test: $(VENV)/.installed
+	$(PY) -m pip install -q -c constraints.txt -e '.[test]'
+	touch $@
+
+install: $(VENV)/.installed
+install-test: $(VENV)/.installed-test
+
+tables: install
+	$(VENV)/bin/snakemake --cores $(CORES) --configfile $(PRESET) all_tables
+	@echo
+	@echo "Tables (paper | ours mean ± std | Δ) are in results/tables/:"
+	@find results/tables -name '*.md' | sort | sed 's/^/  /'
+
+test: install-test
+	$(VENV)/bin/pytest -q
+
+lint: install-test
+	$(VENV)/bin/snakemake --lint --configfile $(PRESET)
+	$(VENV)/bin/snakefmt --check Snakefile rules/
+
+bench: install-test
+	$(PY) benchmarks/train_throughput.py
+
+# Re-pin every installed version after changing pyproject.toml.
+lock: install-test
+	( echo '# Exact versions of every package the project installs (pip install -c constraints.txt).'; \
+	  echo '# Regenerate with `make lock` after changing pyproject.toml.'; \
+	  $(PY) -m pip freeze --exclude-editable | sed 's/^torch==\(.*\)+cpu/torch==\1/' ) > constraints.txt
+
+clean:
+	rm -rf results logs .snakemake
