@@ -1,0 +1,92 @@
+"""Atomic file output and JSON-lines I/O.
+
+Every writer goes through `atomic_path`: the data is written to a temporary file beside
+the target and renamed into place only when complete, so a crash or a validation error
+never leaves a half-written output behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from xlt.errors import DataFormatError
+
+
+@contextlib.contextmanager
+def atomic_path(target: str | Path) -> Iterator[Path]:
+    """Yield a temporary path; move it onto `target` only if the block succeeds."""
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    os.close(fd)
+    tmp_path = Path(tmp)
+    try:
+        yield tmp_path
+        os.replace(tmp_path, target)
+    finally:
+        if tmp_path.exists():
+            tmp_path.unlink()
+
+
+def write_text(target: str | Path, text: str) -> None:
+    with atomic_path(target) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+
+
+def write_json(target: str | Path, obj: Any) -> None:
+    write_text(target, json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+
+
+def write_jsonl(target: str | Path, records: Iterable[dict]) -> int:
+    n = 0
+    with atomic_path(target) as tmp, open(tmp, "w", encoding="utf-8") as f:
+        for rec in records:
+            f.write(json.dumps(rec, ensure_ascii=False) + "\n")
+            n += 1
+    return n
+
+
+def read_jsonl(path: str | Path) -> list[dict]:
+    """Read JSON lines; a bad line raises DataFormatError naming file:line."""
+    out = []
+    with open(path, "rb") as f:
+        for lineno, raw in enumerate(f, 1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise DataFormatError(path, lineno, f"invalid UTF-8 ({e.reason})") from None
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise DataFormatError(path, lineno, f"invalid JSON ({e.msg})") from None
+            if not isinstance(rec, dict):
+                raise DataFormatError(path, lineno, "expected a JSON object")
+            out.append(rec)
+    return out
+
+
+def read_json(path: str | Path) -> Any:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except UnicodeDecodeError as e:
+        raise DataFormatError(path, None, f"invalid UTF-8 ({e.reason})") from None
+    except json.JSONDecodeError as e:
+        raise DataFormatError(path, e.lineno, f"invalid JSON ({e.msg})") from None
+
+
+def sha256_file(path: str | Path, chunk: int = 1 << 20) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(chunk):
+            h.update(block)
+    return h.hexdigest()
