@@ -1,0 +1,88 @@
+"""Validate the workflow configuration and resolve cross-references.
+
+JSON-schema errors are rewritten as one line naming the key (dotted path) and, for an
+enumeration, the allowed values; cross-references (a paper's encoder, hparams, language
+set) are checked against what the config declares.
+"""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+
+import yaml
+
+from xlt.errors import XltError
+from xlt.registry import TASKS
+
+SCHEMA = Path(__file__).resolve().parent.parent / "schemas" / "config.schema.yaml"
+
+
+def _key(path) -> str:
+    out = ""
+    for p in path:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+    return out or "(top level)"
+
+
+def _explain(err) -> str:
+    key = _key(err.absolute_path)
+    v = err.validator
+    if v == "enum":
+        return f"config key {key}: {err.instance!r} is not allowed; allowed: {', '.join(map(str, err.validator_value))}"
+    if v == "additionalProperties":
+        allowed = sorted(err.schema.get("properties", {}))
+        extra = sorted(set(err.instance) - set(allowed))
+        hint = ""
+        if extra and allowed:
+            close = difflib.get_close_matches(extra[0], allowed, n=1)
+            hint = f" Did you mean {close[0]!r}?" if close else ""
+        return f"config key {key}: unknown key(s) {extra}; allowed: {', '.join(allowed)}.{hint}"
+    if v == "required":
+        return f"config key {key}: {err.message}"
+    if v == "type":
+        return f"config key {key}: {err.instance!r} should be of type {err.validator_value}"
+    if v == "oneOf" and key.startswith("encoders."):
+        return f"config key {key}: an encoder needs exactly one of hub, path, build"
+    return f"config key {key}: {err.message}"
+
+
+def validate(config: dict, schema_path: str | Path = SCHEMA) -> dict:
+    import jsonschema
+
+    schema = yaml.safe_load(Path(schema_path).read_text())
+    validator = jsonschema.Draft202012Validator(schema)
+    errors = sorted(validator.iter_errors(config), key=lambda e: (len(list(e.absolute_path)), str(e.absolute_path)))
+    if errors:
+        deepest = max(errors, key=lambda e: len(list(e.absolute_path)))
+        raise XltError(_explain(deepest))
+    _check_references(config)
+    return config
+
+
+def _ref(kind: str, key: str, name: str, allowed) -> None:
+    if name not in allowed:
+        close = difflib.get_close_matches(name, list(allowed), n=1)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        raise XltError(f"config key {key}: unknown {kind} {name!r}; allowed: {', '.join(sorted(allowed))}.{hint}")
+
+
+def _check_references(config: dict) -> None:
+    from xlt.engine.config import TrainConfig
+
+    for name, profile in config.get("hparams", {}).items():
+        TrainConfig.from_dict({"task": "pos", "encoder": "", **profile}, where=f"config key hparams.{name}")
+    for slug, paper in config.get("papers", {}).items():
+        _ref("encoder", f"papers.{slug}.encoder", paper["encoder"], config["encoders"])
+        _ref("hparams profile", f"papers.{slug}.hparams", paper["hparams"], config["hparams"])
+        _ref("language set", f"papers.{slug}.languages", paper["languages"], config["language_sets"])
+        langs = config["language_sets"][paper["languages"]]
+        _ref("source language", f"papers.{slug}.source", paper["source"], langs)
+        for task in paper.get("tasks", []):
+            _ref("task", f"papers.{slug}.tasks", task, TASKS)
+            missing = [lang for lang in langs if lang not in TASKS[task].languages]
+            if missing:
+                raise XltError(
+                    f"config key papers.{slug}.languages: task {task} has no data for {missing}; "
+                    f"its source offers: {', '.join(TASKS[task].languages)}"
+                )

@@ -1,0 +1,56 @@
+"""The hyperparameters of one fine-tuning run: one small dataclass, a comment per field."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+from xlt.errors import XltError
+
+
+@dataclass
+class TrainConfig:
+    task: str  # registry name (xlt.registry.TASKS)
+    encoder: str  # Hub id or local directory of the initial encoder
+    encoder_revision: str | None = None  # Hub revision (commit) of the encoder
+    seed: int = 1  # seeds data order, dropout and head initialisation
+    lr: float = 2e-5  # peak learning rate of AdamW
+    epochs: int = 3
+    batch_size: int = 32  # training batch size (examples, or windows for long inputs)
+    eval_batch_size: int = 64
+    warmup_ratio: float = 0.1  # share of steps with a linear warmup; then linear decay to 0
+    schedule: str = "linear"  # "linear" (warmup + decay) or "constant" (warmup + constant)
+    weight_decay: float = 0.01  # AdamW decoupled decay (not on biases and LayerNorm)
+    adam_betas: tuple[float, float] = (0.9, 0.999)
+    adam_eps: float = 1e-8
+    max_grad_norm: float = 1.0  # gradient clipping; 0 turns it off
+    max_length: int = 128  # subwords per window, specials included
+    stride: int = 64  # tagging: window step; QA: doc-stride overlap
+    dropout: float = 0.1
+    select: str = "best"  # "best" dev epoch, or "last" epoch (the adjust paper's choice)
+    select_metric: str | None = None  # default: the task's first metric; averaged over dev sets
+    checkpoint_every: int = 100  # optimizer steps between resumable checkpoints
+    max_train_examples: int | None = None  # cap on training examples per file (None = all)
+    device: str = "auto"  # "auto" (CUDA when present), "cpu", "cuda"
+    progress: bool = True  # tqdm bar with rate and ETA
+    extras: dict = field(default_factory=dict)  # composable extras (later: fusion, mixup, ...)
+
+    @classmethod
+    def from_dict(cls, d: dict, where: str = "config") -> "TrainConfig":
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(d) - names)
+        if unknown:
+            raise XltError(f"{where}: unknown training option(s) {unknown}; allowed: {sorted(names)}")
+        d = dict(d)
+        if "adam_betas" in d:
+            d["adam_betas"] = tuple(d["adam_betas"])
+        cfg = cls(**d)
+        for key, allowed in (("select", ("best", "last")), ("schedule", ("linear", "constant")), ("device", ("auto", "cpu", "cuda"))):
+            if getattr(cfg, key) not in allowed:
+                raise XltError(f"{where}: {key}={getattr(cfg, key)!r}; allowed: {', '.join(allowed)}")
+        return cfg
+
+    def to_dict(self) -> dict:
+        d = dataclasses.asdict(self)
+        d["adam_betas"] = list(d["adam_betas"])
+        return d

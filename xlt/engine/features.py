@@ -1,0 +1,164 @@
+"""Turn normalised records into model features, one encoder input per feature.
+
+Tagging and parsing label the first subword of each word. Sequences longer than the
+maximum length are cut into overlapping windows; each word is scored in exactly one window,
+the one where it sits farthest from an edge, so every word keeps as much context as it can.
+QA uses the usual doc-stride windows over the context with offsets kept for decoding.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xlt.labels import label_index
+from xlt.errors import XltError
+from xlt.registry import Task
+
+
+@dataclass
+class Encoded:
+    """Features plus what decoding needs to map them back to examples."""
+
+    features: list[dict]
+    lengths: list[int]
+
+
+def _specials(tokenizer) -> tuple[int, int]:
+    if tokenizer.cls_token_id is None or tokenizer.sep_token_id is None:
+        raise XltError(f"tokenizer {tokenizer.name_or_path!r} has no CLS/SEP tokens")
+    return tokenizer.cls_token_id, tokenizer.sep_token_id
+
+
+def assign_windows(first_subword: list[int], n_subwords: int, window: int, stride: int):
+    """Split n_subwords into windows [start, start+window); give each word one window.
+
+    Returns a list of (start, end, [word indices scored in this window]).
+    """
+    if n_subwords <= window:
+        return [(0, n_subwords, list(range(len(first_subword))))]
+    starts = list(range(0, n_subwords - window + stride, stride))
+    starts = sorted({min(s, n_subwords - window) for s in starts})
+    owned: dict[int, list[int]] = {s: [] for s in starts}
+    for w, p in enumerate(first_subword):
+        best = max(
+            (s for s in starts if s <= p < s + window),
+            key=lambda s: min(p - s, s + window - 1 - p),
+        )
+        owned[best].append(w)
+    return [(s, s + window, owned[s]) for s in starts if owned[s]]
+
+
+def encode_token_task(task: Task, records: list[dict], tokenizer, max_length: int, stride: int) -> Encoded:
+    """Tagging (labels per first subword) and parsing (word starts, heads, relations)."""
+    cls_id, sep_id = _specials(tokenizer)
+    window = max_length - 2
+    labels = label_index(task)
+    parsing = task.head == "biaffine"
+    feats: list[dict] = []
+    for ex_i, rec in enumerate(records):
+        words = rec["tokens"]
+        enc = tokenizer(words, is_split_into_words=True, add_special_tokens=False)
+        ids, word_ids = enc["input_ids"], enc.word_ids()
+        first: list[int] = []
+        for pos, w in enumerate(word_ids):
+            if w is not None and (pos == 0 or word_ids[pos - 1] != w):
+                first.append(pos)
+        if len(first) != len(words):  # a word the tokenizer maps to nothing: give it [UNK]
+            ids, first = _with_unk_words(tokenizer, words)
+        gold = rec.get(task.label_field) if not parsing else rec.get("deprel")
+        for start, end, owned in assign_windows(first, len(ids), window, stride):
+            piece = [cls_id] + ids[start:end] + [sep_id]
+            f = {"input_ids": piece, "example": ex_i}
+            if parsing:
+                f["word_starts"] = [first[w] - start + 1 for w in owned]
+                f["word_index"] = owned
+                f["n_words"] = len(owned)
+                if gold is not None:
+                    f["word_heads"] = [int(rec["head"][w]) for w in owned]
+                    f["word_rels"] = [labels[gold[w]] for w in owned]
+            else:
+                lab = [-100] * len(piece)
+                wid = [-1] * len(piece)
+                for w in owned:
+                    pos = first[w] - start + 1
+                    wid[pos] = w
+                    if gold is not None:
+                        lab[pos] = labels[gold[w]]
+                f["word_ids"] = wid
+                if gold is not None:
+                    f["labels"] = lab
+            feats.append(f)
+    return Encoded(feats, [len(f["input_ids"]) for f in feats])
+
+
+def _with_unk_words(tokenizer, words: list[str]) -> tuple[list[int], list[int]]:
+    ids: list[int] = []
+    first: list[int] = []
+    for w in words:
+        sub = tokenizer(w, add_special_tokens=False)["input_ids"] or [tokenizer.unk_token_id]
+        first.append(len(ids))
+        ids.extend(sub)
+    return ids, first
+
+
+def encode_sequence_task(task: Task, records: list[dict], tokenizer, max_length: int) -> Encoded:
+    """Sentence or sentence-pair classification."""
+    labels = label_index(task)
+    pair = task.input == "text_pair"
+    enc = tokenizer(
+        [r["text"] for r in records],
+        [r["text_pair"] for r in records] if pair else None,
+        truncation=True,
+        max_length=max_length,
+    )
+    feats = []
+    for i, rec in enumerate(records):
+        f = {"input_ids": enc["input_ids"][i], "example": i}
+        if "token_type_ids" in enc:
+            f["token_type_ids"] = enc["token_type_ids"][i]
+        if rec.get("label") is not None:
+            f["label"] = labels[str(rec["label"])]
+        feats.append(f)
+    return Encoded(feats, [len(f["input_ids"]) for f in feats])
+
+
+def encode_qa(records: list[dict], tokenizer, max_length: int, stride: int, train: bool) -> Encoded:
+    """SQuAD-style windows over the context (question first, context second)."""
+    enc = tokenizer(
+        [r["question"].lstrip() for r in records],
+        [r["context"] for r in records],
+        truncation="only_second",
+        max_length=max_length,
+        stride=stride,
+        return_overflowing_tokens=True,
+        return_offsets_mapping=True,
+    )
+    feats = []
+    for i, ex_i in enumerate(enc["overflow_to_sample_mapping"]):
+        seq_ids = enc.sequence_ids(i)
+        offsets = [o if seq_ids[k] == 1 else None for k, o in enumerate(enc["offset_mapping"][i])]
+        f = {"input_ids": enc["input_ids"][i], "example": ex_i, "offsets": offsets}
+        if "token_type_ids" in enc:
+            f["token_type_ids"] = enc["token_type_ids"][i]
+        answers = records[ex_i].get("answers")
+        if train and answers and answers["text"]:
+            s_char = answers["answer_start"][0]
+            e_char = s_char + len(answers["text"][0])
+            ctx = [k for k, o in enumerate(offsets) if o is not None]
+            s_tok = e_tok = 0  # the [CLS] position means "no answer in this window"
+            if ctx and offsets[ctx[0]][0] <= s_char and offsets[ctx[-1]][1] >= e_char:
+                s_tok = next(k for k in ctx if offsets[k][1] > s_char)
+                e_tok = next(k for k in reversed(ctx) if offsets[k][0] < e_char)
+            f["start_positions"], f["end_positions"] = s_tok, e_tok
+        feats.append(f)
+    return Encoded(feats, [len(f["input_ids"]) for f in feats])
+
+
+def encode(task: Task, records: list[dict], tokenizer, max_length: int, stride: int, train: bool) -> Encoded:
+    if task.head in ("tagging", "biaffine"):
+        return encode_token_task(task, records, tokenizer, max_length, stride)
+    if task.head == "classification":
+        return encode_sequence_task(task, records, tokenizer, max_length)
+    if task.head == "span_qa":
+        return encode_qa(records, tokenizer, max_length, stride, train)
+    raise XltError(f"task {task.name}: no feature encoder for head {task.head!r}")

@@ -1,0 +1,302 @@
+"""The fine-tuning loop: AdamW, warmup + linear decay, dev evaluation with model selection,
+resumable checkpoints, a grace signal, and a loud stop on a non-finite loss.
+
+Resumption is exact on CPU: a checkpoint holds the weights, the optimizer and scheduler
+states, the torch RNG state and the position in the epoch; the epoch's batch order is a
+pure function of (seed, epoch). A run killed at any point (kill -9 included) and started
+again ends with the same weights and metrics as an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from safetensors.torch import load_file, save_file
+
+from xlt.engine.batching import collate, length_grouped_batches
+from xlt.engine.config import TrainConfig
+from xlt.engine.features import Encoded, encode
+from xlt.engine.model import build_model, load_encoder, save_model
+from xlt.engine.predict import autocast, decode, run_model, to_device
+from xlt.errors import XltError
+from xlt.io import read_jsonl
+from xlt.provenance import provenance
+from xlt.registry import get_task
+
+
+class Preempted(XltError):
+    """Raised after a grace signal (SIGTERM/SIGUSR1) once the checkpoint is safely written."""
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
+def pick_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise XltError("device=cuda but no CUDA device is visible")
+    return torch.device(name)
+
+
+def load_records(paths, cap: int | None = None) -> list[dict]:
+    records: list[dict] = []
+    for p in paths:
+        recs = read_jsonl(p)
+        records.extend(recs[:cap] if cap else recs)
+    if not records:
+        raise XltError(f"no examples in {', '.join(map(str, paths))}")
+    return records
+
+
+def evaluate_records(model, tokenizer, task, records, cfg: TrainConfig, device) -> tuple[list, dict]:
+    from xlt.metrics import compute_metrics
+
+    enc = encode(task, records, tokenizer, cfg.max_length, cfg.stride, train=False)
+    outs = run_model(model, enc, tokenizer.pad_token_id, cfg.eval_batch_size, device)
+    preds = decode(task, records, enc, outs)
+    golds = [gold_of(task, r) for r in records]
+    return preds, compute_metrics(task.name, golds, preds)
+
+
+def gold_of(task, rec: dict):
+    if task.head == "biaffine":
+        return {"head": rec["head"], "deprel": rec["deprel"], "upos": rec.get("upos")}
+    return rec[task.label_field]
+
+
+class _GraceSignal:
+    """Turns SIGTERM / SIGUSR1 (SLURM's warnings before a kill) into a flag the loop checks."""
+
+    def __init__(self):
+        self.received: int | None = None
+        self._old = {}
+
+    def __enter__(self):
+        for sig in (signal.SIGTERM, signal.SIGUSR1):
+            try:
+                self._old[sig] = signal.signal(sig, self._handle)
+            except ValueError:  # not the main thread
+                pass
+        return self
+
+    def _handle(self, signum, frame):
+        self.received = signum
+
+    def __exit__(self, *exc):
+        for sig, old in self._old.items():
+            signal.signal(sig, old)
+
+
+class Checkpointer:
+    """`<dir>/last/` holds the newest complete checkpoint; written to a temp dir and renamed."""
+
+    def __init__(self, directory: str | Path):
+        self.dir = Path(directory)
+
+    def _candidates(self):
+        return [self.dir / "last", self.dir / "last.old"]
+
+    def load(self):
+        for c in self._candidates():
+            if (c / "state.json").exists():
+                state = json.loads((c / "state.json").read_text())
+                return c, state
+        return None, None
+
+    def save(self, model, optimizer, scheduler, state: dict) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=".ckpt.", dir=self.dir))
+        save_file({k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()}, tmp / "model.safetensors")
+        torch.save(
+            {"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(), "rng": torch.get_rng_state(),
+             "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None},
+            tmp / "optim.pt",
+        )
+        (tmp / "state.json").write_text(json.dumps(state))  # written last: marks completeness
+        last, old = self._candidates()
+        if old.exists():
+            shutil.rmtree(old)
+        if last.exists():
+            os.replace(last, old)
+        os.replace(tmp, last)
+        if old.exists():
+            shutil.rmtree(old)
+
+    def save_best(self, model) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        tmp = self.dir / ".best.safetensors.tmp"
+        save_file({k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()}, tmp)
+        os.replace(tmp, self.dir / "best.safetensors")
+
+    def best_state(self):
+        return load_file(self.dir / "best.safetensors")
+
+    def clear(self) -> None:
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _optimizer(model, cfg: TrainConfig, device):
+    decay, no_decay = [], []
+    for name, p in model.named_parameters():
+        (no_decay if p.ndim < 2 or "LayerNorm" in name or "layer_norm" in name else decay).append(p)
+    groups = [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+    return torch.optim.AdamW(groups, lr=cfg.lr, betas=cfg.adam_betas, eps=cfg.adam_eps, fused=device.type == "cuda")
+
+
+def _scheduler(optimizer, cfg: TrainConfig, total: int):
+    warmup = int(cfg.warmup_ratio * total)
+
+    def factor(step: int) -> float:
+        if step < warmup:
+            return (step + 1) / (warmup + 1)
+        if cfg.schedule == "constant":
+            return 1.0
+        return max(0.0, (total - step) / max(1, total - warmup))
+
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+
+
+def _select_score(metrics_by_file: dict[str, dict], metric: str) -> float:
+    return float(np.mean([m[metric] for m in metrics_by_file.values()]))
+
+
+def train(
+    cfg: TrainConfig,
+    train_files: list[str],
+    dev_files: list[str],
+    out_dir: str | Path,
+    checkpoint_dir: str | Path,
+    resolved_config: dict | None = None,
+    stop_after_steps: int | None = None,
+) -> dict:
+    """Fine-tune and save the selected model to `out_dir`; return its summary.
+
+    `stop_after_steps` simulates a kill after that many optimizer steps of this process
+    (used by the resume test and the benchmark; a real kill needs no cooperation).
+    """
+    task = get_task(cfg.task)
+    device = pick_device(cfg.device)
+    metric = cfg.select_metric or task.metrics[0]
+    if metric not in task.metrics:
+        raise XltError(f"select_metric={metric!r} is not a metric of task {task.name}; allowed: {', '.join(task.metrics)}")
+    if device.type == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = True
+
+    seed_everything(cfg.seed)
+    encoder, tokenizer = load_encoder(cfg.encoder, cfg.encoder_revision, dropout=cfg.dropout)
+    model = build_model(task, encoder, cfg.dropout).to(device)  # head init depends on the seed only
+
+    train_records = load_records(train_files, cfg.max_train_examples)
+    dev_sets = {str(p): load_records([p]) for p in dev_files}
+    enc: Encoded = encode(task, train_records, tokenizer, cfg.max_length, cfg.stride, train=True)
+    steps_per_epoch = len(length_grouped_batches(enc.lengths, cfg.batch_size, cfg.seed, 0))
+    total = steps_per_epoch * cfg.epochs
+    optimizer = _optimizer(model, cfg, device)
+    scheduler = _scheduler(optimizer, cfg, total)
+
+    ckpt = Checkpointer(checkpoint_dir)
+    state = {"epoch": 0, "step_in_epoch": 0, "global_step": 0, "best": None, "best_epoch": None, "history": [], "resumed_from": []}
+    where, saved = ckpt.load()
+    if where is not None:
+        model.load_state_dict(load_file(where / "model.safetensors"))
+        blob = torch.load(where / "optim.pt", weights_only=False)
+        optimizer.load_state_dict(blob["optimizer"])
+        scheduler.load_state_dict(blob["scheduler"])
+        torch.set_rng_state(blob["rng"])
+        if blob.get("cuda_rng") is not None and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all(blob["cuda_rng"])
+        state = saved
+        state["resumed_from"].append(state["global_step"])
+        print(f"resuming from step {state['global_step']} (epoch {state['epoch']}, batch {state['step_in_epoch']})", file=sys.stderr)
+
+    steps_this_process = 0
+    t0 = time.perf_counter()
+    bar = None
+    if cfg.progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=total, initial=state["global_step"], desc=f"{task.name} seed{cfg.seed}", unit="step",
+                   mininterval=1.0 if sys.stderr.isatty() else 30.0, file=sys.stderr)
+    with _GraceSignal() as grace:
+        while state["epoch"] < cfg.epochs:
+            epoch = state["epoch"]
+            batches = length_grouped_batches(enc.lengths, cfg.batch_size, cfg.seed, epoch)
+            model.train()
+            for bi in range(state["step_in_epoch"], len(batches)):
+                batch = to_device(collate([enc.features[i] for i in batches[bi]], tokenizer.pad_token_id), device)
+                with autocast(device):
+                    loss = model(batch)["loss"]
+                if not torch.isfinite(loss):
+                    raise XltError(
+                        f"non-finite loss ({loss.item()}) at step {state['global_step'] + 1} "
+                        f"(epoch {epoch + 1}, batch {bi + 1}/{len(batches)}); lr={scheduler.get_last_lr()[0]:.3g}. "
+                        "Nothing was saved for this step; lower the learning rate or check the data."
+                    )
+                loss.backward()
+                if cfg.max_grad_norm:
+                    torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.max_grad_norm)
+                optimizer.step()
+                scheduler.step()
+                optimizer.zero_grad(set_to_none=True)
+                state["global_step"] += 1
+                state["step_in_epoch"] = bi + 1
+                steps_this_process += 1
+                if bar:
+                    bar.update(1)
+                    bar.set_postfix(loss=f"{loss.item():.4f}", refresh=False)
+                interrupted = grace.received is not None or (stop_after_steps is not None and steps_this_process >= stop_after_steps)
+                if interrupted or state["global_step"] % cfg.checkpoint_every == 0:
+                    ckpt.save(model, optimizer, scheduler, state)
+                if interrupted:
+                    why = f"signal {grace.received}" if grace.received is not None else f"stop_after_steps={stop_after_steps}"
+                    raise Preempted(f"stopped by {why} at step {state['global_step']}; checkpoint saved in {ckpt.dir}, rerun to resume")
+            # End of epoch: evaluate on dev, keep the best, checkpoint the new position.
+            dev_metrics = {p: evaluate_records(model, tokenizer, task, recs, cfg, device)[1] for p, recs in dev_sets.items()}
+            score = _select_score(dev_metrics, metric)
+            state["history"].append({"epoch": epoch + 1, "step": state["global_step"], "dev": dev_metrics, metric: score})
+            if cfg.select == "last" or state["best"] is None or score > state["best"]:
+                state["best"], state["best_epoch"] = score, epoch + 1
+                ckpt.save_best(model)
+            state["epoch"], state["step_in_epoch"] = epoch + 1, 0
+            ckpt.save(model, optimizer, scheduler, state)
+            model.train()
+    if bar:
+        bar.close()
+
+    model.load_state_dict(ckpt.best_state())
+    elapsed = time.perf_counter() - t0
+    summary = {
+        "select_metric": metric,
+        "selected_epoch": state["best_epoch"],
+        "selected_dev_score": state["best"],
+        "global_steps": state["global_step"],
+        "steps_this_process": steps_this_process,
+        "resumed_from": state["resumed_from"],
+        "history": state["history"],
+        "train_examples": len(train_records),
+        "train_features": len(enc.features),
+        "seconds_this_process": round(elapsed, 3),
+    }
+    meta = {
+        "labels": list(task.labels) if task.labels else None,
+        "train": summary,
+        "provenance": provenance(resolved_config or cfg.to_dict(), cfg.seed, [*train_files, *dev_files]),
+        "train_config": cfg.to_dict(),
+    }
+    save_model(model, tokenizer, out_dir, meta)
+    ckpt.clear()
+    return summary
