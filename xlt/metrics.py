@@ -1,0 +1,513 @@
+"""Evaluation metrics for every task in the registry, in percent (0-100) as the papers print.
+
+Entry point: :func:`compute_metrics` dispatches on the registry's task head and returns
+exactly the metrics named in ``Task.metrics``. Library code does the counting wherever a
+maintained library exists:
+
+- tagging (pos) and classification: scikit-learn (``accuracy_score``, ``f1_score``);
+- NER spans: seqeval 1.2.2 (strict IOB2 after :func:`repair_bio`);
+- QA (EM / F1): written here. The SQuAD v1.1 and MLQA scores only exist as the official
+  evaluation *scripts* (rajpurkar/SQuAD-explorer ``evaluate-v1.1.py``,
+  facebookresearch/MLQA ``mlqa_evaluation_v1.py``); neither is published as a package, and
+  the one maintained library implementation (HF ``evaluate``'s ``squad`` metric) carries only
+  the English SQuAD normalisation, loads its code from the Hub at run time, and has no
+  per-language MLQA variant. The functions below re-implement both scripts' behaviour,
+  including MLQA's quirks (see :func:`normalize_answer`);
+- dependency parsing (UAS / LAS without PUNCT and SYM): a count, written here
+  (:func:`attachment_scores`).
+
+Significance tests and seed aggregation live in :mod:`xlt.stats`.
+
+Every failure a caller can act on (length mismatch, unknown task, unknown label, malformed
+gold answers) raises :class:`xlt.errors.XltError`.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+import unicodedata
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from numbers import Integral
+
+from sklearn.metrics import accuracy_score
+from sklearn.metrics import f1_score as sk_f1_score
+
+from xlt.errors import XltError
+from xlt.registry import Task, get_task
+
+__all__ = [
+    "compute_metrics",
+    "tagging_metrics",
+    "ner_metrics",
+    "classification_metrics",
+    "qa_metrics",
+    "parsing_metrics",
+    "repair_bio",
+    "normalize_answer",
+    "is_mlqa_punct",
+    "qa_exact_match",
+    "qa_f1",
+    "attachment_scores",
+    "MLQA_LANGUAGES",
+]
+
+
+# --------------------------------------------------------------------------- dispatch
+
+
+def compute_metrics(
+    task_name: str, golds: list, preds: list, lang: str | None = None
+) -> dict[str, float]:
+    """Every metric the registry names for ``task_name``, in percent.
+
+    Input shapes (one entry per example, ``golds`` and ``preds`` aligned):
+
+    - ``pos`` / ``ner`` (head ``tagging``): ``list[list[str]]`` tag names per token;
+    - classification tasks: ``list[str]`` label names (``"entailment"``, ``"1"``...);
+    - ``qa``: golds are answer dicts ``{"text": [str, ...], ...}`` (the normalised record's
+      ``answers`` field) or plain ``list[str]``; preds are ``list[str]``. ``lang`` picks the
+      answer normalisation, see :func:`normalize_answer`: ``None`` is the SQuAD v1.1 script
+      (what XQuAD's and SQuAD's official evaluation use), an MLQA language code is the MLQA
+      script's per-language variant;
+    - ``parsing``: golds are records with ``head``, ``deprel``, ``upos`` (the normalised
+      record); preds are records with ``head`` and ``deprel``.
+
+    ``lang`` is used by QA only and ignored by the other tasks.
+    """
+    task = get_task(task_name)
+    _check_lengths(golds, preds, what="examples")
+    if len(golds) == 0:
+        raise XltError(f"task {task.name}: nothing to evaluate (0 examples)")
+    if task.head == "tagging":
+        if task.name == "ner" or _is_bio_labelset(task.labels):
+            scores = ner_metrics(golds, preds, labels=task.labels)
+        else:
+            scores = tagging_metrics(golds, preds, labels=task.labels)
+    elif task.head == "classification":
+        scores = classification_metrics(golds, preds, labels=task.labels)
+    elif task.head == "span_qa":
+        scores = qa_metrics(golds, preds, lang=lang)
+    elif task.head == "biaffine":
+        scores = parsing_metrics(golds, preds, labels=task.labels)
+    else:  # pragma: no cover - the registry only declares known heads
+        raise XltError(f"task {task.name}: no metrics for head {task.head!r}")
+    return _select(task, scores)
+
+
+def _select(task: Task, scores: dict[str, float]) -> dict[str, float]:
+    missing = [m for m in task.metrics if m not in scores]
+    if missing:
+        raise XltError(
+            f"task {task.name}: metric(s) {', '.join(missing)} named in the registry are not "
+            f"computed for head {task.head!r}; computed: {', '.join(sorted(scores))}"
+        )
+    return {m: float(scores[m]) for m in task.metrics}
+
+
+def _is_bio_labelset(labels) -> bool:
+    return bool(labels) and any(lab.startswith(("B-", "I-")) for lab in labels)
+
+
+# --------------------------------------------------------------------------- checks
+
+
+def _check_lengths(golds: Sequence, preds: Sequence, what: str, where: str = "") -> None:
+    if len(golds) != len(preds):
+        raise XltError(
+            f"{where}golds has {len(golds)} {what} but preds has {len(preds)}; "
+            "they must be aligned one to one"
+        )
+
+
+def _check_labels(values: Iterable, allowed, side: str, where: str = "") -> None:
+    """Raise on the first label outside ``allowed`` (``None`` = open label set)."""
+    if allowed is None:
+        return
+    allowed_set = set(allowed)
+    for v in values:
+        if v not in allowed_set:
+            raise XltError(
+                f"{where}unknown {side} label {v!r} ({type(v).__name__}); "
+                f"allowed: {', '.join(allowed)}"
+            )
+
+
+def _check_sequences(golds: Sequence, preds: Sequence, labels) -> tuple[list, list]:
+    """Validate per-sentence lengths and labels; return flat gold and pred tag lists."""
+    flat_g: list[str] = []
+    flat_p: list[str] = []
+    for i, (g, p) in enumerate(zip(golds, preds, strict=True)):
+        if isinstance(g, str) or isinstance(p, str):
+            raise XltError(f"example {i}: expected a list of tags per sentence, got a string")
+        _check_lengths(g, p, what="tokens", where=f"example {i}: ")
+        _check_labels(g, labels, "gold", where=f"example {i}: ")
+        _check_labels(p, labels, "predicted", where=f"example {i}: ")
+        flat_g.extend(g)
+        flat_p.extend(p)
+    if not flat_g:
+        raise XltError("nothing to evaluate: every sentence is empty")
+    return flat_g, flat_p
+
+
+# --------------------------------------------------------------------------- tagging / classification
+
+
+def _acc_f1(gold: list[str], pred: list[str]) -> dict[str, float]:
+    # Labels = the union of the label names present in gold or pred, not the registry's
+    # whole label set: a class absent from both sides has no defined F1, and counting it as
+    # 0 would lower F1-macro by an amount that depends on the test set's coverage. This is
+    # also scikit-learn's own default (labels=None) and what the papers' sklearn/seqeval
+    # based scripts compute. A class present on one side only gets F1 0 (zero_division=0).
+    labels = sorted(set(gold) | set(pred))
+    acc = accuracy_score(gold, pred)
+    f1_macro = sk_f1_score(gold, pred, labels=labels, average="macro", zero_division=0)
+    f1_micro = sk_f1_score(gold, pred, labels=labels, average="micro", zero_division=0)
+    return {"accuracy": 100.0 * acc, "f1_macro": 100.0 * f1_macro, "f1_micro": 100.0 * f1_micro}
+
+
+def tagging_metrics(
+    golds: Sequence[Sequence[str]], preds: Sequence[Sequence[str]], labels=None
+) -> dict[str, float]:
+    """Token accuracy, F1-macro and F1-micro over the flattened tags of all sentences.
+
+    With one tag per token and every present label counted, F1-micro equals accuracy; it is
+    reported because the papers print it.
+    """
+    _check_lengths(golds, preds, what="sentences")
+    flat_g, flat_p = _check_sequences(golds, preds, labels)
+    return _acc_f1(flat_g, flat_p)
+
+
+def classification_metrics(
+    golds: Sequence[str], preds: Sequence[str], labels=None
+) -> dict[str, float]:
+    """Accuracy and F1-macro (scikit-learn) over label names (str)."""
+    _check_lengths(golds, preds, what="examples")
+    if len(golds) == 0:
+        raise XltError("nothing to evaluate (0 examples)")
+    _check_labels(golds, labels, "gold")
+    _check_labels(preds, labels, "predicted")
+    return _acc_f1(list(golds), list(preds))
+
+
+# --------------------------------------------------------------------------- NER
+
+
+def repair_bio(tags: Sequence[str]) -> list[str]:
+    """Turn any BIO tag sequence into a valid IOB2 one.
+
+    The conventional repair (conlleval's and seqeval's default-mode reading): an ``I-X``
+    that does not continue an ``X`` span - first token, after ``O``, or after ``B-Y``/``I-Y``
+    with ``Y != X`` - opens a new span, i.e. becomes ``B-X``. Valid sequences come back
+    unchanged. Tags other than ``O``, ``B-<type>``, ``I-<type>`` raise :class:`XltError`.
+    """
+    out: list[str] = []
+    prev_type: str | None = None  # entity type of the previous token, None after O
+    for i, tag in enumerate(tags):
+        if tag == "O":
+            out.append(tag)
+            prev_type = None
+            continue
+        if not isinstance(tag, str) or len(tag) < 3 or tag[:2] not in ("B-", "I-"):
+            raise XltError(f"token {i}: {tag!r} is not a BIO tag (O, B-<type>, I-<type>)")
+        prefix, etype = tag[0], tag[2:]
+        if prefix == "I" and prev_type != etype:
+            tag = f"B-{etype}"
+        out.append(tag)
+        prev_type = etype
+    return out
+
+
+def ner_metrics(
+    golds: Sequence[Sequence[str]], preds: Sequence[Sequence[str]], labels=None
+) -> dict[str, float]:
+    """Span F1 (micro and macro over entity types, seqeval) and token accuracy.
+
+    Both sides go through :func:`repair_bio` (a no-op on valid gold), then seqeval scores
+    spans in strict IOB2 mode. After the repair every sequence is valid IOB2, so strict
+    mode and seqeval's default conlleval-style mode find the same spans; strict is chosen
+    so that the span reading is the declared IOB2 scheme rather than a heuristic, and any
+    invalid sequence that slipped through would be scored by the scheme, not guessed at.
+
+    ``span_f1_macro`` averages per-type F1 over the entity types present in gold or pred.
+    With no entity at all on either side both span scores are 0.0 (conlleval's convention).
+    ``accuracy`` is token accuracy on the tags as given (before repair): it measures the
+    tagger's output, the repair only serves the span reading.
+    """
+    from seqeval.metrics import f1_score as seq_f1_score
+    from seqeval.scheme import IOB2
+
+    _check_lengths(golds, preds, what="sentences")
+    flat_g, flat_p = _check_sequences(golds, preds, labels)
+    rg = [repair_bio(s) for s in golds]
+    rp = [repair_bio(s) for s in preds]
+    has_entity = any(t != "O" for s in rg for t in s) or any(t != "O" for s in rp for t in s)
+    if has_entity:
+        kw = dict(mode="strict", scheme=IOB2, zero_division=0)
+        span_micro = seq_f1_score(rg, rp, average="micro", **kw)
+        span_macro = seq_f1_score(rg, rp, average="macro", **kw)
+    else:
+        span_micro = span_macro = 0.0
+    return {
+        "span_f1": 100.0 * float(span_micro),
+        "span_f1_macro": 100.0 * float(span_macro),
+        "accuracy": 100.0 * accuracy_score(flat_g, flat_p),
+    }
+
+
+# --------------------------------------------------------------------------- QA
+
+# The MLQA script's punctuation: every Unicode code point of a P* category, plus ASCII
+# string.punctuation (which adds the ASCII symbols $ + < = > ^ ` | ~, category S*). MLQA
+# builds the set over all code points at import (~1.1M calls); testing the category per
+# character is the same set without that start-up cost.
+_ASCII_PUNCT = frozenset(string.punctuation)
+
+
+def is_mlqa_punct(ch: str) -> bool:
+    """True for a character MLQA's normalisation deletes as punctuation."""
+    return ch in _ASCII_PUNCT or unicodedata.category(ch).startswith("P")
+
+
+# Article patterns of mlqa_evaluation_v1.py, applied after lowercasing and punctuation
+# removal; `\b` is Unicode-aware on str patterns, so Vietnamese words match whole.
+_ARTICLES = {
+    "en": re.compile(r"\b(a|an|the)\b"),
+    "es": re.compile(r"\b(un|una|unos|unas|el|la|los|las)\b"),
+    "de": re.compile(r"\b(ein|eine|einen|einem|eines|einer|der|die|das|den|dem|des)\b"),
+    "vi": re.compile(r"\b(của|là|cái|chiếc|những)\b"),
+    # MLQA writes '\sال^|ال'. Its first branch can never match (`^` after three characters,
+    # no MULTILINE), so the pattern replaces *every* occurrence of the letters ال with a
+    # space - word-initial definite article and word-internal letters alike ("مال" ->
+    # "م "). We keep that behaviour: the published MLQA Arabic numbers were computed with
+    # it, and a "fixed" normaliser would not reproduce them.
+    "ar": re.compile("ال"),
+    "hi": None,  # no articles
+    "zh": None,  # no articles
+}
+_SQUAD_ARTICLES = re.compile(r"\b(a|an|the)\b")
+MLQA_LANGUAGES = tuple(sorted(_ARTICLES))
+_MIXED_SEGMENTATION = frozenset({"zh"})
+_CJK = re.compile(r"[\u4e00-\u9fa5]")  # MLQA's range (CJK Unified Ideographs, GB2312-era end)
+
+
+def _mixed_segmentation(text: str) -> list[str]:
+    """MLQA's Chinese segmentation: each CJK character (and punctuation mark) is a token,
+    runs of other characters are split on whitespace."""
+    out: list[str] = []
+    buf: list[str] = []
+    for ch in text:
+        if _CJK.match(ch) or is_mlqa_punct(ch):
+            if buf:
+                out.extend("".join(buf).split())
+                buf = []
+            out.append(ch)
+        else:
+            buf.append(ch)
+    if buf:
+        out.extend("".join(buf).split())
+    return out
+
+
+def normalize_answer(s: str, lang: str | None = None) -> str:
+    """Normalise an answer string as the official QA evaluation scripts do.
+
+    ``lang=None``: SQuAD v1.1 (``evaluate-v1.1.py``; also XQuAD's official evaluation):
+    lowercase, drop ASCII ``string.punctuation``, drop English articles, collapse whitespace.
+
+    ``lang`` in :data:`MLQA_LANGUAGES` (ar de en es hi vi zh): ``mlqa_evaluation_v1.py``, in
+    its order - lowercase; drop every Unicode punctuation character (categories ``P*``,
+    plus ASCII ``string.punctuation``); replace the language's articles by a space (en: a an
+    the; es: un una unos unas el la los las; de: ein eine einen einem eines einer der die
+    das den dem des; vi: của là cái chiếc những; ar: every occurrence of ال, see
+    ``_ARTICLES``; hi, zh: none); tokenise - on whitespace, except zh, which uses mixed
+    segmentation (each CJK character is a token, other runs are whitespace-split) - and
+    join the tokens with single spaces.
+
+    Any other language raises :class:`XltError`, as the MLQA script does: there is no
+    published per-language rule for it (use ``lang=None`` for XQuAD languages such as ru).
+    """
+    if not isinstance(s, str):
+        raise XltError(f"answer must be a string, got {type(s).__name__}: {s!r}")
+    text = s.lower()
+    if lang is None:
+        text = "".join(ch for ch in text if ch not in _ASCII_PUNCT)
+        text = _SQUAD_ARTICLES.sub(" ", text)
+        return " ".join(text.split())
+    _check_qa_lang(lang)
+    text = "".join(ch for ch in text if not is_mlqa_punct(ch))
+    pattern = _ARTICLES[lang]
+    if pattern is not None:
+        text = pattern.sub(" ", text)
+    tokens = _mixed_segmentation(text) if lang in _MIXED_SEGMENTATION else text.split()
+    return " ".join(t for t in tokens if t.strip())
+
+
+def _check_qa_lang(lang: str | None) -> None:
+    if lang is not None and lang not in _ARTICLES:
+        raise XltError(
+            f"no MLQA answer normalisation for language {lang!r}; MLQA defines "
+            f"{', '.join(MLQA_LANGUAGES)}. Pass lang=None for the SQuAD v1.1 normalisation "
+            "(XQuAD's official evaluation)."
+        )
+
+
+def _em(pred: str, gold: str, lang: str | None) -> float:
+    return float(normalize_answer(pred, lang) == normalize_answer(gold, lang))
+
+
+def _f1(pred: str, gold: str, lang: str | None) -> float:
+    p = normalize_answer(pred, lang).split()
+    g = normalize_answer(gold, lang).split()
+    same = sum((Counter(p) & Counter(g)).values())
+    if same == 0:  # SQuAD v1.1 / MLQA: two empty answers score F1 0 (EM still 1)
+        return 0.0
+    precision, recall = same / len(p), same / len(g)
+    return 2 * precision * recall / (precision + recall)
+
+
+def _gold_texts(gold, i: int) -> list[str]:
+    if isinstance(gold, Mapping):
+        if "text" not in gold:
+            raise XltError(f"example {i}: gold answers dict has no 'text' field: {gold!r}")
+        texts = gold["text"]
+    else:
+        texts = gold
+    if isinstance(texts, str) or not isinstance(texts, Sequence):
+        raise XltError(f"example {i}: gold answers must be a list of strings, got {texts!r}")
+    if len(texts) == 0:
+        raise XltError(f"example {i}: no gold answer to compare with")
+    if not all(isinstance(t, str) for t in texts):
+        raise XltError(f"example {i}: gold answers must be strings, got {texts!r}")
+    return list(texts)
+
+
+def qa_exact_match(pred: str, gold_answers: Sequence[str], lang: str | None = None) -> float:
+    """1.0 if ``pred`` matches any gold answer after normalisation, else 0.0."""
+    return max(_em(pred, g, lang) for g in gold_answers)
+
+
+def qa_f1(pred: str, gold_answers: Sequence[str], lang: str | None = None) -> float:
+    """Bag-of-tokens F1 (0-1) of ``pred``, maximised over the gold answers."""
+    return max(_f1(pred, g, lang) for g in gold_answers)
+
+
+def qa_metrics(golds: Sequence, preds: Sequence[str], lang: str | None = None) -> dict[str, float]:
+    """SQuAD/MLQA ``exact_match`` and ``f1``: per question the max over gold answers,
+    averaged over questions, in percent."""
+    _check_lengths(golds, preds, what="questions")
+    if len(golds) == 0:
+        raise XltError("nothing to evaluate (0 questions)")
+    _check_qa_lang(lang)
+    em = f1 = 0.0
+    for i, (gold, pred) in enumerate(zip(golds, preds, strict=True)):
+        texts = _gold_texts(gold, i)
+        if not isinstance(pred, str):
+            raise XltError(f"example {i}: predicted answer must be a string, got {pred!r}")
+        em += qa_exact_match(pred, texts, lang)
+        f1 += qa_f1(pred, texts, lang)
+    n = len(golds)
+    return {"exact_match": 100.0 * em / n, "f1": 100.0 * f1 / n}
+
+
+# --------------------------------------------------------------------------- parsing
+
+
+def _as_sentences(x, name: str) -> list[list]:
+    """Accept one flat sentence or a list of sentences."""
+    if isinstance(x, str) or not isinstance(x, Sequence):
+        raise XltError(f"{name} must be a list (of words or of sentences), got {type(x).__name__}")
+    if len(x) and all(isinstance(s, Sequence) and not isinstance(s, str) for s in x):
+        return [list(s) for s in x]
+    return [list(x)]
+
+
+def attachment_scores(
+    gold_heads,
+    gold_rels,
+    pred_heads,
+    pred_rels,
+    upos,
+    ignore_upos: Iterable[str] = ("PUNCT", "SYM"),
+) -> dict[str, float]:
+    """Unlabelled and labelled attachment scores, in percent.
+
+    Each argument is either one sentence (a list over words) or a list of sentences.
+    A word counts when its gold UPOS is not in ``ignore_upos`` (default: PUNCT and SYM, as
+    the papers report LAS). UAS: predicted head == gold head; LAS: head and relation both
+    right, relations compared on their universal part (``nmod:poss`` is ``nmod``).
+    """
+    sents = {
+        "gold_heads": _as_sentences(gold_heads, "gold_heads"),
+        "gold_rels": _as_sentences(gold_rels, "gold_rels"),
+        "pred_heads": _as_sentences(pred_heads, "pred_heads"),
+        "pred_rels": _as_sentences(pred_rels, "pred_rels"),
+        "upos": _as_sentences(upos, "upos"),
+    }
+    n_sent = {k: len(v) for k, v in sents.items()}
+    if len(set(n_sent.values())) != 1:
+        raise XltError(
+            "attachment_scores: different numbers of sentences: "
+            + ", ".join(f"{k}={v}" for k, v in n_sent.items())
+        )
+    ignore = set(ignore_upos)
+    total = uas = las = 0
+    for i, row in enumerate(zip(*sents.values(), strict=True)):
+        lens = dict(zip(sents, map(len, row), strict=True))
+        if len(set(lens.values())) != 1:
+            raise XltError(
+                f"sentence {i}: different numbers of words: "
+                + ", ".join(f"{k}={v}" for k, v in lens.items())
+            )
+        for j, (gh, gr, ph, pr, pos) in enumerate(zip(*row, strict=True)):
+            for h, name in ((gh, "gold"), (ph, "predicted")):
+                if not isinstance(h, Integral) or isinstance(h, bool):
+                    raise XltError(f"sentence {i}, word {j}: {name} head {h!r} is not an int")
+            if pos in ignore:
+                continue
+            total += 1
+            if int(gh) == int(ph):
+                uas += 1
+                if _base_rel(gr) == _base_rel(pr):
+                    las += 1
+    if total == 0:
+        raise XltError(
+            "attachment_scores: no word to score (every word is empty or has an ignored "
+            f"gold UPOS: {', '.join(sorted(ignore))})"
+        )
+    return {"uas": 100.0 * uas / total, "las": 100.0 * las / total}
+
+
+def _base_rel(rel: str) -> str:
+    if not isinstance(rel, str):
+        raise XltError(f"dependency relation must be a string, got {rel!r}")
+    return rel.split(":", 1)[0]
+
+
+def parsing_metrics(golds: Sequence[Mapping], preds: Sequence[Mapping], labels=None):
+    """UAS / LAS (without PUNCT, SYM) from normalised records.
+
+    golds: ``{"head": [int], "deprel": [str], "upos": [str], ...}``;
+    preds: ``{"head": [int], "deprel": [str], ...}``. Relations are checked against
+    ``labels`` (the registry's UD relations) after cutting subtypes.
+    """
+    _check_lengths(golds, preds, what="sentences")
+    cols: dict[str, list] = {"gh": [], "gr": [], "ph": [], "pr": [], "upos": []}
+    for i, (g, p) in enumerate(zip(golds, preds, strict=True)):
+        for rec, side, keys in (
+            (g, "gold", ("head", "deprel", "upos")),
+            (p, "predicted", ("head", "deprel")),
+        ):
+            if not isinstance(rec, Mapping) or any(k not in rec for k in keys):
+                raise XltError(f"example {i}: {side} record needs fields {', '.join(keys)}")
+        if labels is not None:
+            _check_labels(map(_base_rel, g["deprel"]), labels, "gold", where=f"example {i}: ")
+            _check_labels(map(_base_rel, p["deprel"]), labels, "predicted", where=f"example {i}: ")
+        cols["gh"].append(list(g["head"]))
+        cols["gr"].append(list(g["deprel"]))
+        cols["ph"].append(list(p["head"]))
+        cols["pr"].append(list(p["deprel"]))
+        cols["upos"].append(list(g["upos"]))
+    return attachment_scores(cols["gh"], cols["gr"], cols["ph"], cols["pr"], cols["upos"])
