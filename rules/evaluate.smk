@@ -1,0 +1,21 @@
+# Evaluation of a fine-tuned model on one split of a named language set.
+
+
+rule evaluate:
+    input:
+        model=f"{RESULTS}/models/{{encoder}}/{{init}}/{{task}}/{{recipe}}/seed{{seed}}",
+        data=f"{RESULTS}/data/{{task}}",
+    output:
+        metrics=f"{RESULTS}/eval/{{encoder}}/{{init}}/{{task}}/{{recipe}}/seed{{seed}}/{{split}}.{{langset}}.json",
+        predictions=f"{RESULTS}/eval/{{encoder}}/{{init}}/{{task}}/{{recipe}}/seed{{seed}}/{{split}}.{{langset}}.predictions.jsonl",
+    params:
+        langs=lambda w: " ".join(config["language_sets"][w.langset]),
+    threads: config["threads"]["evaluate"]
+    log:
+        "logs/eval/{encoder}/{init}/{task}/{recipe}/seed{seed}/{split}.{langset}.log",
+    conda:
+        ENV
+    shell:
+        "python workflow_scripts/evaluate.py --model {input.model} --data {input.data}"
+        " --split {wildcards.split} --langs {params.langs} --out {output.metrics}"
+        " --predictions {output.predictions} --threads {threads} 2> {log}"

@@ -1,0 +1,23 @@
+# Paper tables: published value, ours (mean ± std over seeds), difference.
+
+
+rule crossmulti_table2:
+    input:
+        T.crossmulti_table2_inputs(config),
+    output:
+        T.table_files(config, "crossmulti", "table2"),
+    params:
+        spec=lambda w: as_json(config["papers"]["crossmulti"]),
+        prefix=f"{RESULTS}/tables/crossmulti/table2",
+    log:
+        "logs/tables/crossmulti/table2.log",
+    conda:
+        ENV
+    shell:
+        "python workflow_scripts/make_table.py --paper crossmulti --table table2"
+        " --spec {params.spec:q} --inputs {input} --out-prefix {params.prefix} 2> {log}"
+
+
+rule crossmulti_all:
+    input:
+        T.paper_tables(config, "crossmulti"),

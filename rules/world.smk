@@ -1,0 +1,16 @@
+# The synthetic world of the tiny preset: every dataset in its real source's format.
+
+
+rule world:
+    output:
+        manifest=f"{RESULTS}/world/manifest.json",
+    params:
+        world=lambda w: as_json(config["world"]),
+        raw_root=config["raw_root"],
+    log:
+        f"logs/world/world.log",
+    conda:
+        ENV
+    shell:
+        "python workflow_scripts/make_world.py --world {params.world:q}"
+        " --raw-root {params.raw_root} --manifest {output.manifest} 2> {log}"

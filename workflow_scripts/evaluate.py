@@ -1,0 +1,24 @@
+"""Evaluate a fine-tuned model on one split of several languages; write metrics and predictions."""
+
+import argparse
+
+from xlt.cli import run, set_threads
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--data", required=True)
+    ap.add_argument("--split", required=True)
+    ap.add_argument("--langs", nargs="+", required=True)
+    ap.add_argument("--out", required=True, help="metrics JSON")
+    ap.add_argument("--predictions", required=True, help="predictions JSON lines")
+    ap.add_argument("--threads", type=int, default=None)
+    a = ap.parse_args()
+    set_threads(a.threads)
+    from xlt.finetune import evaluate_model
+
+    evaluate_model(a.model, a.data, a.split, a.langs, a.out, a.predictions)
+
+
+run(main)

@@ -1,0 +1,27 @@
+"""Fine-tune an encoder on one task (training languages from the recipe) and save the model."""
+
+import argparse
+
+from xlt.cli import json_arg, run, set_threads
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--task", required=True)
+    ap.add_argument("--encoder", required=True, help="Hub id or local directory")
+    ap.add_argument("--revision", default=None)
+    ap.add_argument("--data", required=True, help="the task's normalised data folder")
+    ap.add_argument("--train-langs", nargs="+", required=True)
+    ap.add_argument("--hparams", type=json_arg, required=True)
+    ap.add_argument("--seed", type=int, required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--checkpoint-dir", required=True)
+    ap.add_argument("--threads", type=int, default=None)
+    a = ap.parse_args()
+    set_threads(a.threads)
+    from xlt.finetune import finetune
+
+    finetune(a.task, a.encoder, a.revision, a.data, a.train_langs, a.hparams, a.seed, a.out, a.checkpoint_dir)
+
+
+run(main)

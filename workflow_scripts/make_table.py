@@ -1,0 +1,21 @@
+"""Render one paper table: the published value, ours (mean ± std over seeds), the difference."""
+
+import argparse
+
+from xlt.cli import json_arg, run
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--paper", required=True)
+    ap.add_argument("--table", required=True)
+    ap.add_argument("--spec", type=json_arg, required=True, help="the paper's config block (JSON)")
+    ap.add_argument("--inputs", nargs="+", required=True)
+    ap.add_argument("--out-prefix", required=True, help="writes <prefix>.csv, .md, .tex")
+    a = ap.parse_args()
+    from xlt.tables import make_table
+
+    make_table(a.paper, a.table, a.spec, a.inputs, a.out_prefix)
+
+
+run(main)

@@ -1,0 +1,71 @@
+"""From a task's normalised data folder to a fine-tuned model, and from a model to metrics."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from xlt.engine.config import TrainConfig
+from xlt.errors import XltError
+from xlt.io import write_json, write_jsonl
+from xlt.provenance import provenance
+from xlt.registry import check_language, get_task
+
+
+def split_file(data_dir: str | Path, lang: str, split: str) -> Path:
+    path = Path(data_dir) / lang / f"{split}.jsonl"
+    if not path.exists():
+        raise XltError(f"{path}: missing; prepared languages in {data_dir}: "
+                       f"{', '.join(sorted(p.name for p in Path(data_dir).iterdir() if p.is_dir())) or 'none'}")
+    return path
+
+
+def finetune(task: str, encoder: str, revision: str | None, data_dir: str, train_langs: list[str],
+             hparams: dict, seed: int, out: str, checkpoint_dir: str) -> dict:
+    from xlt.engine.trainer import train
+
+    t = get_task(task)
+    for lang in train_langs:
+        check_language(t, lang)
+    cfg = TrainConfig.from_dict({**hparams, "task": task, "encoder": encoder, "encoder_revision": revision, "seed": seed},
+                                where="hparams")
+    train_files = [split_file(data_dir, lang, "train") for lang in train_langs]
+    # Model selection on the dev sets of the training language(s): no target-language peeking.
+    dev_files = [split_file(data_dir, lang, "dev") for lang in train_langs]
+    resolved = {"task": task, "train_langs": train_langs, "data_dir": str(data_dir), **cfg.to_dict()}
+    return train(cfg, train_files, dev_files, out, checkpoint_dir, resolved_config=resolved)
+
+
+def evaluate_model(model_dir: str, data_dir: str, split: str, langs: list[str], out: str, predictions: str,
+                   device: str = "auto") -> dict:
+    """Metrics per language (and their average) on one split; predictions beside them."""
+    import json
+
+    from xlt.engine.model import load_model
+    from xlt.engine.trainer import evaluate_records, load_records, pick_device
+
+    dev = pick_device(device)
+    model, tokenizer, meta = load_model(model_dir, dev)
+    task = get_task(meta["task"])
+    cfg = TrainConfig.from_dict(meta["train_config"])
+    results, rows, files = {}, [], []
+    for lang in langs:
+        path = split_file(data_dir, lang, split)
+        files.append(path)
+        records = load_records([path])
+        preds, metrics = evaluate_records(model, tokenizer, task, records, cfg, dev)
+        results[lang] = {**metrics, "n": len(records)}
+        rows.extend({"lang": lang, "id": r.get("id"), "prediction": p} for r, p in zip(records, preds))
+    avg = {m: sum(results[lang][m] for lang in langs) / len(langs) for m in task.metrics}
+    report = {
+        "task": task.name,
+        "split": split,
+        "model": str(model_dir),
+        "seed": meta["provenance"]["seed"],
+        "metrics": results,
+        "average": avg,
+        "model_provenance": {"code": meta["provenance"]["code"], "data_sha256": meta["provenance"]["data_sha256"]},
+        "provenance": provenance({"model": str(model_dir), "split": split, "langs": langs}, meta["provenance"]["seed"], files),
+    }
+    write_jsonl(predictions, rows)
+    write_json(out, report)
+    return report

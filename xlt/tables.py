@@ -1,0 +1,146 @@
+"""Paper tables: the published value, ours (mean ± std over seeds) and the difference.
+
+Every number comes from a file a rule made (evaluation JSONs) or from the published data
+in `xlt/published/`; nothing is typed here. A table is rendered three ways: a long CSV
+(one row per cell, machine-readable), Markdown and LaTeX (the paper's layout).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from xlt.errors import XltError
+from xlt.io import read_json, write_text
+from xlt.stats import mean_std
+from xlt.targets import Recipe
+
+TASK_LABELS = {"pos": "POS", "ner": "NER", "pawsx": "PI", "marc": "SA", "xnli": "XNLI", "qa": "QA", "parsing": "DEP"}
+
+
+def paper_vs_ours(ours: pd.DataFrame, published: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """Join per-seed scores with the published value on `keys`.
+
+    `ours` has columns keys + [seed, value]; `published` keys + [value]. Every published
+    cell appears in the result; a cell we did not compute shows NaN (never silently dropped).
+    """
+    agg = (
+        ours.groupby(keys, sort=False)["value"]
+        .apply(list)
+        .reset_index()
+        .assign(
+            ours_mean=lambda d: d["value"].map(lambda v: mean_std(v)[0]),
+            ours_std=lambda d: d["value"].map(lambda v: mean_std(v)[1]),
+            n_seeds=lambda d: d["value"].map(len),
+        )
+        .drop(columns="value")
+    )
+    pub = published[keys + ["value"]].rename(columns={"value": "paper"})
+    table = pub.merge(agg, on=keys, how="outer")
+    table["delta"] = table["ours_mean"] - table["paper"]
+    return table
+
+
+def _fmt(x: float, digits: int = 2) -> str:
+    return "–" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
+
+
+def _fmt_delta(x: float) -> str:
+    return "–" if x is None or math.isnan(x) else f"{x:+.2f}"
+
+
+def cell_text(row) -> tuple[str, str, str]:
+    ours = "–" if math.isnan(row["ours_mean"]) else f"{row['ours_mean']:.2f} ± {row['ours_std']:.2f}"
+    return _fmt(row["paper"]), ours, _fmt_delta(row["delta"])
+
+
+def render_grid(table: pd.DataFrame, row_keys: list[str], col_key: str, title: str, notes: list[str]) -> tuple[str, str]:
+    """Markdown and LaTeX in the paper's layout; each cell shows paper / ours ± std / Δ."""
+    cols = list(dict.fromkeys(table[col_key]))
+    rows = list(dict.fromkeys(map(tuple, table[row_keys].values.tolist())))
+    lookup = {(tuple(r[k] for k in row_keys), r[col_key]): r for _, r in table.iterrows()}
+
+    def label(rk):
+        return " ".join(TASK_LABELS.get(v, str(v)) for v in rk)
+
+    md = [f"## {title}", "", "Each cell: paper · ours (mean ± std over seeds) · Δ = ours − paper", ""]
+    md.append("| | " + " | ".join(c.upper() for c in cols) + " |")
+    md.append("|---|" + "---|" * len(cols))
+    tex = [
+        "% " + title,
+        "\\begin{tabular}{l" + "r" * len(cols) + "}",
+        "\\toprule",
+        " & " + " & ".join(c.upper() for c in cols) + " \\\\",
+        "\\midrule",
+    ]
+    for rk in rows:
+        cells_md, cells_tex = [], []
+        for c in cols:
+            r = lookup.get((rk, c))
+            if r is None:
+                cells_md.append("–")
+                cells_tex.append("--")
+                continue
+            p, o, d = cell_text(r)
+            cells_md.append(f"{p} · {o} · {d}")
+            cells_tex.append(f"{p} / {o.replace('±', '$\\pm$')} / {d}")
+        md.append(f"| {label(rk)} | " + " | ".join(cells_md) + " |")
+        tex.append(f"{label(rk)} & " + " & ".join(cells_tex) + " \\\\")
+    tex += ["\\bottomrule", "\\end{tabular}"]
+    md += [""] + [f"- {n}" for n in notes]
+    return "\n".join(md) + "\n", "\n".join(tex) + "\n"
+
+
+def write_table(table: pd.DataFrame, out_prefix: str | Path, md: str, tex: str) -> None:
+    out_prefix = str(out_prefix)
+    write_text(out_prefix + ".csv", table.to_csv(index=False, float_format="%.4f"))
+    write_text(out_prefix + ".md", md)
+    write_text(out_prefix + ".tex", tex)
+
+
+# ---- per-table builders ---------------------------------------------------------------------
+
+
+def _eval_rows(inputs: list[str], metric: str, setting_of) -> pd.DataFrame:
+    rows = []
+    for path in inputs:
+        report = read_json(path)
+        recipe = Recipe.parse(Path(report["model"]).parent.name)
+        for lang, m in report["metrics"].items():
+            if metric not in m:
+                raise XltError(f"{path}: no metric {metric!r}; has {', '.join(k for k in m if k != 'n')}")
+            rows.append({"task": report["task"], "setting": setting_of(recipe), "lang": lang, "seed": report["seed"], "value": m[metric]})
+    return pd.DataFrame(rows)
+
+
+def crossmulti_table2(spec: dict, inputs: list[str]) -> tuple[pd.DataFrame, str, str]:
+    from xlt.published import load_published
+
+    source = spec["source"]
+    ours = _eval_rows(inputs, spec["metric"], lambda r: "cross" if r.train_langs == (source,) else "multi")
+    published = load_published("crossmulti", "table2")
+    published = published[published["task"].isin(spec["tasks"])]
+    keys = ["task", "setting", "lang"]
+    table = paper_vs_ours(ours, published, keys)
+    seeds = sorted(ours["seed"].unique().tolist())
+    notes = [
+        f"Metric: {spec['metric']} (×100). Encoder: {spec['encoder']}. Seeds: {seeds}.",
+        "cross = fine-tuned on the source language only; multi = on all four languages.",
+    ]
+    md, tex = render_grid(table, ["task", "setting"], "lang", "crossmulti Table 2: cross- vs multi-lingual fine-tuning", notes)
+    return table, md, tex
+
+
+BUILDERS = {("crossmulti", "table2"): crossmulti_table2}
+
+
+def make_table(paper: str, table_id: str, spec: dict, inputs: list[str], out_prefix: str) -> pd.DataFrame:
+    try:
+        builder = BUILDERS[(paper, table_id)]
+    except KeyError:
+        raise XltError(f"no table {paper}/{table_id}; known: {', '.join(f'{p}/{t}' for p, t in BUILDERS)}") from None
+    table, md, tex = builder(spec, inputs)
+    write_table(table, out_prefix, md, tex)
+    return table
