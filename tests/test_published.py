@@ -1,0 +1,147 @@
+"""The published numbers: complete, well-formed, and equal to the papers where spot-checked."""
+
+from __future__ import annotations
+
+from importlib import resources
+
+import pandas as pd
+import pytest
+
+from xlt.errors import XltError
+from xlt.published import SLUGS, _index, list_published, load_published, table_info
+
+ROOT = resources.files("xlt.published")
+
+# Number of numbers each table prints (a `-` cell is not a number), counted from the paper.
+CELLS = {
+    ("crossmulti", "table1"): 8 * 4,  # 4 datasets x {train, test} x 4 langs
+    ("crossmulti", "table2"): 4 * 2 * 4,  # 4 tasks x 2 settings x 4 langs
+    ("crossmulti", "table3"): 8 * 4 - 8,  # 8 models x 4 probing tasks, diagonal `-`
+    ("crossmulti", "table4"): 8 * 3 * 4 * 2 - 4 * 3 * 2,  # models x K x tasks x (ovlp, corr)
+    ("crossmulti", "table5"): 4 * 3 * 4,  # 4 tasks x (cross, multi, mbert) x 4 langs
+    ("crossmulti", "table6"): 4 * 4 * 4 - 2 * 4,  # POS +FA / +combined are `-`
+}
+
+# (slug, table, {key: value}, expected value[, significant])
+SPOT = [
+    ("crossmulti", "table2", dict(task="pos", setting="cross", lang="en"), 93.85),
+    ("crossmulti", "table2", dict(task="pos", setting="multi", lang="es"), 86.29),
+    ("crossmulti", "table2", dict(task="marc", setting="cross", lang="de"), 43.42),
+    ("crossmulti", "table2", dict(task="pawsx", setting="multi", lang="fr"), 91.45),
+    ("crossmulti", "table1", dict(task="pos", split="train", lang="en"), 12543),
+    ("crossmulti", "table1", dict(task="pos", split="test", lang="fr"), 416),
+    ("crossmulti", "table1", dict(task="marc", split="train", lang="de"), 200000),
+    ("crossmulti", "table1", dict(task="pawsx", split="train", lang="es"), 49401),
+    ("crossmulti", "table3", dict(task="pawsx", setting="multi", probe_task="marc"), -4.37),
+    ("crossmulti", "table3", dict(task="ner", setting="cross", probe_task="pos"), -1.14),
+    ("crossmulti", "table4",
+     dict(task="pos", setting="cross", probe_task="ner", topk=60, metric="spearman"), 0.50, True),
+    ("crossmulti", "table4",
+     dict(task="marc", setting="multi", probe_task="marc", topk=80, metric="overlap"), 64, False),
+    ("crossmulti", "table4",
+     dict(task="ner", setting="cross", probe_task="pawsx", topk=40, metric="spearman"), -0.30,
+     False),
+    ("crossmulti", "table5", dict(task="pos", setting="cross", lang="de"), 6237.60),
+    ("crossmulti", "table5", dict(task="marc", setting="mbert", lang="fr"), 25.77),
+    ("crossmulti", "table6", dict(task="ner", setting="combined", lang="fr"), 94.83),
+    ("crossmulti", "table6", dict(task="pos", setting="da", lang="en"), 91.60),
+]
+
+
+def _csv_files() -> set[tuple[str, str]]:
+    found = set()
+    for d in ROOT.iterdir():
+        if d.is_dir() and not d.name.startswith("__"):
+            found |= {(d.name, f.name[: -len(".csv")]) for f in d.iterdir() if f.name.endswith(".csv")}
+    return found
+
+
+def test_index_and_csvs_match():
+    listed = set(list_published())
+    assert len(listed) == len(list_published()), "duplicate index entries"
+    files = _csv_files()
+    assert listed - files == set(), "index entries without a CSV"
+    assert files - listed == set(), "CSVs without an index entry"
+
+
+def test_index_entries_complete():
+    for (slug, tid), e in _index()["tables"].items():
+        assert slug in SLUGS
+        for field in ("caption", "unit", "keys", "cells"):
+            assert e.get(field) not in (None, "", []), f"{slug}/{tid}: {field} missing"
+        assert slug in _index()["papers"]
+
+
+@pytest.mark.parametrize("slug,tid", list_published())
+def test_table_well_formed(slug, tid):
+    df = load_published(slug, tid)
+    keys = table_info(slug, tid)["keys"]
+    assert len(df) > 0
+    assert not df[keys].isna().any().any()
+    dup = df[df.duplicated(keys, keep=False)]
+    assert dup.empty, f"duplicate keys:\n{dup}"
+    assert pd.api.types.is_float_dtype(df["value"]) and df["value"].notna().all()
+    for k in keys:
+        if df[k].dtype == object or pd.api.types.is_string_dtype(df[k]):
+            assert (df[k].astype(str).str.strip() == df[k].astype(str)).all()
+            assert (df[k].astype(str) != "").all()
+    if "significant" in df:
+        assert df["significant"].dtype == bool
+    assert len(df) == table_info(slug, tid)["cells"], "index.yaml `cells` disagrees with the CSV"
+
+
+@pytest.mark.parametrize("slug,tid", sorted(CELLS))
+def test_cell_counts_as_printed(slug, tid):
+    assert len(load_published(slug, tid)) == CELLS[(slug, tid)]
+
+
+def test_every_table_has_a_printed_count():
+    assert set(list_published()) <= set(CELLS)
+
+
+@pytest.mark.parametrize("spot", SPOT, ids=lambda s: f"{s[0]}-{s[1]}-{'-'.join(map(str, s[2].values()))}")
+def test_spot_values(spot):
+    slug, tid, key, expected, *sig = spot
+    df = load_published(slug, tid)
+    mask = pd.Series(True, index=df.index)
+    for k, v in key.items():
+        mask &= df[k] == v
+    hit = df[mask]
+    assert len(hit) == 1, f"{key}: {len(hit)} rows"
+    assert hit["value"].item() == pytest.approx(expected, abs=1e-9)
+    if sig:
+        assert bool(hit["significant"].item()) is sig[0]
+
+
+def test_unknown_slug_and_table_fail_clearly():
+    with pytest.raises(XltError, match="allowed: crossmulti, dlfa"):
+        load_published("crossmult", "table2")
+    with pytest.raises(XltError, match="allowed: .*table2"):
+        load_published("crossmulti", "table99")
+
+
+# --- consistency the papers themselves imply -------------------------------------------
+
+
+def _get(df, **key):
+    mask = pd.Series(True, index=df.index)
+    for k, v in key.items():
+        mask &= df[k] == v
+    return df[mask]["value"].item()
+
+
+def test_crossmulti_table6_repeats_table2_cross():
+    t2 = load_published("crossmulti", "table2").query("setting == 'cross'")
+    t6 = load_published("crossmulti", "table6").query("setting == 'cross'")
+    m = t2.merge(t6, on=["task", "setting", "lang"])
+    assert len(m) == 16 and (m.value_x == m.value_y).all()
+
+
+def test_crossmulti_prose_claims():
+    t2 = load_published("crossmulti", "table2")
+    gain = lambda lang: _get(t2, task="pawsx", setting="multi", lang=lang) - _get(  # noqa: E731
+        t2, task="pawsx", setting="cross", lang=lang)
+    assert gain("de") == pytest.approx(3.50) and gain("fr") == pytest.approx(5.42)
+    t5 = load_published("crossmulti", "table5")
+    r = _get(t5, task="pos", setting="cross", lang="de") / _get(t5, task="pos", setting="multi", lang="de")
+    assert 100 * (r - 1) == pytest.approx(945.33, abs=0.01)
