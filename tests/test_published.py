@@ -20,6 +20,7 @@ CELLS = {
     ("crossmulti", "table4"): 8 * 3 * 4 * 2 - 4 * 3 * 2,  # models x K x tasks x (ovlp, corr)
     ("crossmulti", "table5"): 4 * 3 * 4,  # 4 tasks x (cross, multi, mbert) x 4 langs
     ("crossmulti", "table6"): 4 * 4 * 4 - 2 * 4,  # POS +FA / +combined are `-`
+    ("underspec", "table1"): 9 * 2 * 3,  # 9 langs x {train, dev} x (XNLI, NER, UD)
 }
 
 # (slug, table, {key: value}, expected value[, significant])
@@ -45,6 +46,11 @@ SPOT = [
     ("crossmulti", "table5", dict(task="marc", setting="mbert", lang="fr"), 25.77),
     ("crossmulti", "table6", dict(task="ner", setting="combined", lang="fr"), 94.83),
     ("crossmulti", "table6", dict(task="pos", setting="da", lang="en"), 91.60),
+    ("underspec", "table1", dict(task="xnli", lang="de", split="train"), 392703),
+    ("underspec", "table1", dict(task="ner", lang="hi", split="dev"), 1000),
+    ("underspec", "table1", dict(task="pos", lang="en", split="dev"), 2002),
+    ("underspec", "table1", dict(task="pos", lang="vi", split="train"), 1400),
+    ("underspec", "table1", dict(task="pos", lang="zh", split="dev"), 500),
 ]
 
 
