@@ -21,6 +21,15 @@ CELLS = {
     ("crossmulti", "table5"): 4 * 3 * 4,  # 4 tasks x (cross, multi, mbert) x 4 langs
     ("crossmulti", "table6"): 4 * 4 * 4 - 2 * 4,  # POS +FA / +combined are `-`
     ("underspec", "table1"): 9 * 2 * 3,  # 9 langs x {train, dev} x (XNLI, NER, UD)
+    ("adjust", "table1"): 5,  # Wikipedia pages of en es ru vi hi
+    ("adjust", "table2"): 2 * 3 * 4,  # (XNLI, mixed) x 3 models x 4 langs
+    ("adjust", "table3"): 3 * 4,
+    ("adjust", "table4"): 3 * 8 + 2 * 3 * 7,  # cross-lingual blocks lack ru TyDi QA
+    ("adjust", "table5"): 5 * 4,  # 5 sizes x (XNLI, NER, TyDi QA, XQuAD)
+    ("adjust", "table6"): 4 * 4,
+    ("adjust", "table7"): 4 * 4,
+    ("adjust", "table8"): 1 + 4 + 3 + 3,  # original SQuAD is one merged cell
+    ("adjust", "table9"): 3 * 4,
 }
 
 # (slug, table, {key: value}, expected value[, significant])
@@ -51,6 +60,24 @@ SPOT = [
     ("underspec", "table1", dict(task="pos", lang="en", split="dev"), 2002),
     ("underspec", "table1", dict(task="pos", lang="vi", split="train"), 1400),
     ("underspec", "table1", dict(task="pos", lang="zh", split="dev"), 500),
+    ("adjust", "table1", dict(lang="hi"), 150000),
+    ("adjust", "table2", dict(dataset="xnli", model="original", lang="es"), 74.20, False),
+    ("adjust", "table2", dict(dataset="xnli_mixed", model="adjusted_continual", lang="hi"), 61.09, True),
+    ("adjust", "table3", dict(model="adjusted", lang="es"), 73.28, False),
+    ("adjust", "table3", dict(model="adjusted", lang="hi"), 68.22, True),
+    ("adjust", "table4", dict(question="target", context="target", dataset="tydiqa",
+                              model="adjusted_continual", lang="ru"), 67.63, False),
+    ("adjust", "table4", dict(question="target", context="en", dataset="mlqa",
+                              model="adjusted", lang="hi"), 44.91, True),
+    ("adjust", "table4", dict(question="en", context="target", dataset="xquad",
+                              model="original", lang="es"), 76.71, False),
+    ("adjust", "table5", dict(size=250000, task="qa", dataset="xquad", lang="ru"), -2.17),
+    ("adjust", "table5", dict(size=5000, task="xnli", dataset="xnli", lang="ru"), 0.62),
+    ("adjust", "table6", dict(mode="subword_alignment", task="qa", dataset="mlqa", lang="hi"), -5.01),
+    ("adjust", "table7", dict(tokens="cls", task="qa", dataset="xquad", lang="hi"), 0.5),
+    ("adjust", "table8", dict(dataset="squad", model="original", align_lang="none", eval_lang="en"), 89.26),
+    ("adjust", "table8", dict(dataset="mlqa", model="adjusted", align_lang="hi", eval_lang="hi"), 60.77),
+    ("adjust", "table9", dict(model="adjusted_100k", task="qa", dataset="xquad", lang="hi"), 65.10),
 ]
 
 
@@ -151,3 +178,23 @@ def test_crossmulti_prose_claims():
     t5 = load_published("crossmulti", "table5")
     r = _get(t5, task="pos", setting="cross", lang="de") / _get(t5, task="pos", setting="multi", lang="de")
     assert 100 * (r - 1) == pytest.approx(945.33, abs=0.01)
+
+
+def test_adjust_cross_table_consistency():
+    t6 = load_published("adjust", "table6").query("mode == 'avg'").drop(columns="mode")
+    t7 = load_published("adjust", "table7").query("tokens == 'all'").drop(columns="tokens")
+    m = t6.merge(t7, on=["task", "dataset", "lang"])
+    assert len(m) == 4 and (m.value_x == m.value_y).all()
+    # Table 5's 30K row is tables 2-4 ru (adjusted - original), to rounding.
+    t5 = load_published("adjust", "table5").query("size == 30000")
+    t2, t3, t4 = (load_published("adjust", t) for t in ("table2", "table3", "table4"))
+    gain = {
+        "xnli": _get(t2, dataset="xnli", model="adjusted", lang="ru")
+        - _get(t2, dataset="xnli", model="original", lang="ru"),
+        "wikiann": _get(t3, model="adjusted", lang="ru") - _get(t3, model="original", lang="ru"),
+    }
+    for ds in ("tydiqa", "xquad"):
+        k = dict(question="target", context="target", dataset=ds, lang="ru")
+        gain[ds] = _get(t4, model="adjusted", **k) - _get(t4, model="original", **k)
+    for ds, g in gain.items():
+        assert _get(t5, dataset=ds) == pytest.approx(g, abs=0.015), ds
