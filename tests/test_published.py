@@ -30,6 +30,14 @@ CELLS = {
     ("adjust", "table7"): 4 * 4,
     ("adjust", "table8"): 1 + 4 + 3 + 3,  # original SQuAD is one merged cell
     ("adjust", "table9"): 3 * 4,
+    ("dlfa", "table1"): 4 + 4 + 5 + 5,  # NER/POS test sizes are ranges (two numbers)
+    ("dlfa", "table2"): 12 * 4,  # baseline + D_11..D_1 x 4 tasks
+    ("dlfa", "table3"): 2 * 3 * 2,  # 2 tasks x 3 models x (enf, noenf)
+    ("dlfa", "table4"): 3 * 6,
+    ("dlfa", "table5"): 4 * 7,  # 4 tasks x (baseline + 2 layers x {G, L, both})
+    ("dlfa", "table6"): 2 * 2,
+    ("dlfa", "table7"): 3 * 3,  # 3 tasks x (baseline, proposed, best layer)
+    ("dlfa", "text_d12"): 3,
 }
 
 # (slug, table, {key: value}, expected value[, significant])
@@ -78,6 +86,20 @@ SPOT = [
     ("adjust", "table8", dict(dataset="squad", model="original", align_lang="none", eval_lang="en"), 89.26),
     ("adjust", "table8", dict(dataset="mlqa", model="adjusted", align_lang="hi", eval_lang="hi"), 60.77),
     ("adjust", "table9", dict(model="adjusted_100k", task="qa", dataset="xquad", lang="hi"), 65.10),
+    ("dlfa", "table1", dict(task="pos", stat="test_max"), 20436),
+    ("dlfa", "table1", dict(task="xnli", stat="train"), 392702),
+    ("dlfa", "table2", dict(task="xnli", model="d11", lang="avg"), 66.91),
+    ("dlfa", "table2", dict(task="pos", model="baseline", lang="avg"), 70.28),
+    ("dlfa", "table2", dict(task="ner", model="d8", lang="avg"), 63.34),
+    ("dlfa", "table3", dict(task="pawsx", model="d6", lang="avg_noenf"), 82.12),
+    ("dlfa", "table4", dict(task="pawsx", model="d6", lang="es"), 89.09),
+    ("dlfa", "table4", dict(task="pawsx", model="baseline", lang="ko"), 69.6),
+    ("dlfa", "table5", dict(task="pawsx", model="d6_l", lang="avg"), 84.1707),
+    ("dlfa", "table5", dict(task="pos", model="d11_g", lang="avg"), 71.2763),
+    ("dlfa", "table6", dict(task="pawsx", model="d6"), 0.9461),
+    ("dlfa", "table7", dict(encoder="xlmr_base", task="ner", model="dlfa", metric="score"), 62.85),
+    ("dlfa", "table7", dict(encoder="xlmr_base", task="pos", model="dlfa", metric="best_layer"), 8),
+    ("dlfa", "text_d12", dict(task="pawsx", model="d12", lang="avg"), 82.01),
 ]
 
 
@@ -198,3 +220,18 @@ def test_adjust_cross_table_consistency():
         gain[ds] = _get(t4, model="adjusted", **k) - _get(t4, model="original", **k)
     for ds, g in gain.items():
         assert _get(t5, dataset=ds) == pytest.approx(g, abs=0.015), ds
+
+
+def test_dlfa_cross_table_consistency():
+    t2 = load_published("dlfa", "table2")
+    t5 = load_published("dlfa", "table5")
+    m = t5.merge(t2, on=["task", "model", "lang"])
+    assert len(m) == 4 * 3  # baseline and the two full-AIF models of each task
+    assert (abs(m.value_x - m.value_y) <= 0.006).all()
+    t3 = load_published("dlfa", "table3")
+    nlang = {"xnli": 15, "pawsx": 7}
+    for (task, model), g in t3.groupby(["task", "model"]):
+        enf, noenf = (_get(g, lang=k) for k in ("avg_enf", "avg_noenf"))
+        n = nlang[task]
+        assert (2 * enf + (n - 2) * noenf) / n == pytest.approx(
+            _get(t2, task=task, model=model, lang="avg"), abs=0.03)
