@@ -38,6 +38,23 @@ CELLS = {
     ("dlfa", "table6"): 2 * 2,
     ("dlfa", "table7"): 3 * 3,  # 3 tasks x (baseline, proposed, best layer)
     ("dlfa", "text_d12"): 3,
+    ("xmixup", "table1"): 2 * 2 * 13,  # (mBERT, XLM-R) x (POS, NER) x 13 langs
+    ("xmixup", "table2"): 4,
+    ("xmixup", "table3"): 5 * 11 + (11 + 1 + 8 + 11),  # XLM-R block; mBERT/Joint-Align/Trans-train/X-Mixup
+    ("xmixup", "table4"): 1 + 4 + 4,
+    ("xmixup", "table5"): 6 * 4,  # XNLI, POS, MLQA F1, MLQA EM
+    ("xmixup", "table6"): 3 * 16,  # (trans-train, X-Mixup, delta) x (15 langs + avg)
+    ("xmixup", "table7"): 2 * 3 * 16,
+    ("xmixup", "table8"): 6 * 8,
+    ("xmixup", "table9"): 4 + 4 + 1 + 1,
+    ("xmixup", "table10"): 2 * 3,
+    ("xmixup", "table11"): 7 * 16,
+    ("xmixup", "table12"): 7 * 8,
+    ("xmixup", "table13"): 6 * 34,  # 33 langs + avg, no MMTE row
+    ("xmixup", "table14"): 7 * 40,  # no avg column
+    ("xmixup", "table15"): 7 * 12 * 2,
+    ("xmixup", "table16"): 7 * 8 * 2 - 7,  # MMTE per-language EM is `-`
+    ("xmixup", "table17"): 7 * 10 * 2,
 }
 
 # (slug, table, {key: value}, expected value[, significant])
@@ -100,6 +117,40 @@ SPOT = [
     ("dlfa", "table7", dict(encoder="xlmr_base", task="ner", model="dlfa", metric="score"), 62.85),
     ("dlfa", "table7", dict(encoder="xlmr_base", task="pos", model="dlfa", metric="best_layer"), 8),
     ("dlfa", "text_d12", dict(task="pawsx", model="d12", lang="avg"), 82.01),
+    ("xmixup", "table1", dict(encoder="xlmr_large", task="pos", lang="ja"), 15.9),
+    ("xmixup", "table1", dict(encoder="mbert", task="ner", lang="kk"), 45.8),
+    ("xmixup", "table2", dict(task="pawsx", setting="translate_train"), 0.93, True),
+    ("xmixup", "table3", dict(encoder="xlmr_large", model="xmixup", task="qa", dataset="tydiqa",
+                              metric="em"), 52.8),
+    ("xmixup", "table3", dict(encoder="mbert", model="joint_align", task="xnli", dataset="xnli",
+                              metric="acc"), 72.3),
+    ("xmixup", "table3", dict(encoder="xlmr_large", model="filter", task="avg", dataset="avg",
+                              metric="avg"), 74.4),
+    ("xmixup", "table4", dict(encoder="xlmr_base", model="xtune_r2", task="qa", dataset="mlqa",
+                              metric="em"), 51.1),
+    ("xmixup", "table5", dict(encoder="xlmr_large", model="constant_ratio", task="pos", dataset="pos",
+                              metric="f1"), 77.8),
+    ("xmixup", "table6", dict(model="xmixup", group="unseen", lang="sw"), 80.3),
+    ("xmixup", "table6", dict(model="delta", group="all", lang="avg"), 1.8),
+    ("xmixup", "table7", dict(metric="cka", model="xmixup", lang="ar"), 0.84),
+    ("xmixup", "table7", dict(metric="accuracy", model="delta", lang="sw"), 4.2),
+    ("xmixup", "table8", dict(model="xtune", task="qa", dataset="tydiqa"), 0.9),
+    ("xmixup", "table9", dict(encoder="xlmr_large", model="wo_kl", task="xnli", dataset="xnli",
+                              metric="acc"), 84.3),
+    ("xmixup", "table10", dict(param="p_k", task_type="qa"), 2000),
+    ("xmixup", "table11", dict(model="mmte", lang="sw"), 61.9),
+    ("xmixup", "table12", dict(model="xmixup", lang="fr"), 94.6),
+    ("xmixup", "table13", dict(model="xtune", lang="avg"), 79.3),
+    ("xmixup", "table13", dict(model="xlm", lang="yo"), 20.5),
+    ("xmixup", "table14", dict(model="xmixup", lang="th"), 4.4),
+    ("xmixup", "table14", dict(model="mmte", lang="ja"), 31.2),
+    ("xmixup", "table15", dict(model="filter", lang="de", metric="em"), 67.0),
+    ("xmixup", "table16", dict(model="filter", lang="de", metric="em"), 60.0),
+    ("xmixup", "table15", dict(model="xmixup", lang="zh", metric="f1"), 72.4),
+    ("xmixup", "table16", dict(model="mmte", lang="avg", metric="em"), 41.4),
+    ("xmixup", "table16", dict(model="mmte", lang="hi", metric="f1"), 46.2),
+    ("xmixup", "table17", dict(model="xlm", lang="ko", metric="em"), 5.1),
+    ("xmixup", "table17", dict(model="xtune", lang="avg", metric="f1"), 75.3),
 ]
 
 
@@ -235,3 +286,37 @@ def test_dlfa_cross_table_consistency():
         n = nlang[task]
         assert (2 * enf + (n - 2) * noenf) / n == pytest.approx(
             _get(t2, task=task, model=model, lang="avg"), abs=0.03)
+
+
+def test_xmixup_cross_table_consistency():
+    # Table 1 repeats the zero-shot mBERT / XLM-R cells of tables 13 (POS) and 14 (NER).
+    t1 = load_published("xmixup", "table1")
+    enc = {"mbert": "mbert", "xlmr_large": "xlmr"}
+    for task, tid in (("pos", "table13"), ("ner", "table14")):
+        per = load_published("xmixup", tid)
+        for _, row in t1[t1.task == task].iterrows():
+            assert _get(per, model=enc[row.encoder], lang=row.lang) == row.value
+    # Table 3's X-Mixup (XLM-R) numbers are the averages of tables 11-17.
+    t3 = load_published("xmixup", "table3").query("encoder == 'xlmr_large' and model == 'xmixup'")
+    for tid, ds, metrics in [("table11", "xnli", ["acc"]), ("table12", "pawsx", ["acc"]),
+                             ("table13", "pos", ["f1"]), ("table15", "xquad", ["f1", "em"]),
+                             ("table16", "mlqa", ["f1", "em"]), ("table17", "tydiqa", ["f1", "em"])]:
+        per = load_published("xmixup", tid)
+        for m in metrics:
+            key = dict(model="xmixup", lang="avg") | ({"metric": m} if "metric" in per else {})
+            assert _get(per, **key) == _get(t3, dataset=ds, metric=m)
+    # Avg. column = mean over 7 datasets, QA counted as (F1 + EM) / 2.
+    t3 = load_published("xmixup", "table3")
+    for enc_, model in [("xlmr_large", "zero_shot"), ("xlmr_large", "xmixup"), ("mbert", "zero_shot"),
+                        ("mbert", "xmixup")]:
+        g = t3[(t3.encoder == enc_) & (t3.model == model)]
+        per_ds = g[g.dataset != "avg"].groupby("dataset").value.mean()
+        assert len(per_ds) == 7
+        assert per_ds.mean() == pytest.approx(_get(g, dataset="avg"), abs=0.05)
+    # Table 7 deltas agree with their rows; table 8's 39.8% claim.
+    t7 = load_published("xmixup", "table7")
+    p = t7.pivot_table(index=["metric", "lang"], columns="model", values="value")
+    assert ((p.xmixup - p.trans_train - p.delta).abs() <= 0.051).all()
+    t8 = load_published("xmixup", "table8")
+    red = 1 - _get(t8, model="xmixup", dataset="avg") / _get(t8, model="trans_train", dataset="avg")
+    assert 100 * red == pytest.approx(39.8, abs=0.05)
