@@ -6,14 +6,14 @@ rule prepare_task:
         T.raw_inputs(config),
     output:
         directory(f"{RESULTS}/data/{{task}}"),
-    params:
-        langs=lambda w: " ".join(T.task_languages(config, w.task)),
-        data=lambda w: as_json(config["data"]),
-        raw_root=config["raw_root"],
     log:
         "logs/data/{task}.prepare.log",
     conda:
         ENV
+    params:
+        langs=lambda w: " ".join(T.task_languages(config, w.task)),
+        data=lambda w: as_json(config["data"]),
+        raw_root=config["raw_root"],
     shell:
         "python workflow_scripts/prepare_task.py --task {wildcards.task} --langs {params.langs}"
         " --raw-root {params.raw_root} --data {params.data:q} --out {output} 2> {log}"

@@ -7,13 +7,15 @@ rule encoder_corpus:
         world=rules.world.output.manifest,
     output:
         f"{RESULTS}/encoders/{{encoder}}.corpus.txt",
-    params:
-        world=lambda w: as_json(config["world"]),
-        sentences=lambda w: config["encoders"][w.encoder]["build"].get("pretrain_sentences", 2000),
     log:
         "logs/encoders/{encoder}.corpus.log",
     conda:
         ENV
+    params:
+        world=lambda w: as_json(config["world"]),
+        sentences=lambda w: config["encoders"][w.encoder]["build"].get(
+            "pretrain_sentences", 2000
+        ),
     shell:
         "python workflow_scripts/encoder_corpus.py --world {params.world:q}"
         " --sentences {params.sentences} --out {output} 2> {log}"
@@ -24,14 +26,14 @@ rule build_encoder:
         corpus=rules.encoder_corpus.output,
     output:
         directory(f"{RESULTS}/encoders/{{encoder}}"),
-    params:
-        build=lambda w: as_json(config["encoders"][w.encoder]["build"]),
-        checkpoints=f"{RESULTS}/checkpoints/encoders/{{encoder}}",
-    threads: config["threads"]["train"]
     log:
         "logs/encoders/{encoder}.build.log",
     conda:
         ENV
+    threads: config["threads"]["train"]
+    params:
+        build=lambda w: as_json(config["encoders"][w.encoder]["build"]),
+        checkpoints=f"{RESULTS}/checkpoints/encoders/{{encoder}}",
     shell:
         "python workflow_scripts/build_encoder.py --corpus {input.corpus} --build {params.build:q}"
         " --out {output} --checkpoint-dir {params.checkpoints} --threads {threads} 2> {log}"

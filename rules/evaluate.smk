@@ -8,13 +8,13 @@ rule evaluate:
     output:
         metrics=f"{RESULTS}/eval/{{encoder}}/{{init}}/{{task}}/{{recipe}}/seed{{seed}}/{{split}}.{{langset}}.json",
         predictions=f"{RESULTS}/eval/{{encoder}}/{{init}}/{{task}}/{{recipe}}/seed{{seed}}/{{split}}.{{langset}}.predictions.jsonl",
-    params:
-        langs=lambda w: " ".join(config["language_sets"][w.langset]),
-    threads: config["threads"]["evaluate"]
     log:
         "logs/eval/{encoder}/{init}/{task}/{recipe}/seed{seed}/{split}.{langset}.log",
     conda:
         ENV
+    threads: config["threads"]["evaluate"]
+    params:
+        langs=lambda w: " ".join(config["language_sets"][w.langset]),
     shell:
         "python workflow_scripts/evaluate.py --model {input.model} --data {input.data}"
         " --split {wildcards.split} --langs {params.langs} --out {output.metrics}"

@@ -6,18 +6,20 @@ rule finetune:
         data=f"{RESULTS}/data/{{task}}",
         encoder=lambda w: T.encoder_inputs(config, w.encoder),
     output:
-        directory(f"{RESULTS}/models/{{encoder}}/pretrained/{{task}}/{{recipe}}/seed{{seed}}"),
+        directory(
+            f"{RESULTS}/models/{{encoder}}/pretrained/{{task}}/{{recipe}}/seed{{seed}}"
+        ),
+    log:
+        "logs/models/{encoder}/pretrained/{task}/{recipe}/seed{seed}.log",
+    conda:
+        ENV
+    threads: config["threads"]["train"]
     params:
         encoder=lambda w: T.encoder_source(config, w.encoder),
         revision=lambda w: T.encoder_revision_arg(config, w.encoder),
         train_langs=lambda w: " ".join(T.Recipe.parse(w.recipe).train_langs),
         hparams=lambda w: as_json(T.hparams(config, w.recipe)),
         checkpoints=f"{RESULTS}/checkpoints/models/{{encoder}}/pretrained/{{task}}/{{recipe}}/seed{{seed}}",
-    threads: config["threads"]["train"]
-    log:
-        "logs/models/{encoder}/pretrained/{task}/{recipe}/seed{seed}.log",
-    conda:
-        ENV
     shell:
         "python workflow_scripts/finetune.py --task {wildcards.task} --encoder {params.encoder}"
         " {params.revision} --data {input.data} --train-langs {params.train_langs}"

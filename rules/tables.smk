@@ -6,13 +6,13 @@ rule crossmulti_table2:
         T.crossmulti_table2_inputs(config),
     output:
         T.table_files(config, "crossmulti", "table2"),
-    params:
-        spec=lambda w: as_json(config["papers"]["crossmulti"]),
-        prefix=f"{RESULTS}/tables/crossmulti/table2",
     log:
         "logs/tables/crossmulti/table2.log",
     conda:
         ENV
+    params:
+        spec=lambda w: as_json(config["papers"]["crossmulti"]),
+        prefix=lambda w, output: output[0].rsplit(".", 1)[0],
     shell:
         "python workflow_scripts/make_table.py --paper crossmulti --table table2"
         " --spec {params.spec:q} --inputs {input} --out-prefix {params.prefix} 2> {log}"

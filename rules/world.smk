@@ -4,13 +4,13 @@
 rule world:
     output:
         manifest=f"{RESULTS}/world/manifest.json",
-    params:
-        world=lambda w: as_json(config["world"]),
-        raw_root=config["raw_root"],
     log:
         f"logs/world/world.log",
     conda:
         ENV
+    params:
+        world=lambda w: as_json(config["world"]),
+        raw_root=config["raw_root"],
     shell:
         "python workflow_scripts/make_world.py --world {params.world:q}"
         " --raw-root {params.raw_root} --manifest {output.manifest} 2> {log}"

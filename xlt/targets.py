@@ -75,6 +75,41 @@ def built_encoders(cfg: dict) -> list[str]:
     return [name for name, spec in cfg["encoders"].items() if "build" in spec]
 
 
+def encoder_inputs(cfg: dict, name: str) -> list[str]:
+    """The DAG dependency of a fine-tuning job on its encoder (none for Hub encoders)."""
+    return [encoder_source(cfg, name)] if name in built_encoders(cfg) else []
+
+
+def encoder_revision_arg(cfg: dict, name: str) -> str:
+    rev = cfg["encoders"][name].get("revision")
+    return f"--revision {rev}" if rev else ""
+
+
+def hparams(cfg: dict, recipe: str) -> dict:
+    name = Recipe.parse(recipe).hparams
+    if name not in cfg["hparams"]:
+        raise XltError(f"recipe {recipe!r}: unknown hparams profile {name!r}; allowed: {', '.join(sorted(cfg['hparams']))}")
+    return cfg["hparams"][name]
+
+
+def raw_inputs(cfg: dict) -> list[str]:
+    """What a prepare job waits for: the world (tiny preset), or the raw sources."""
+    if cfg.get("world"):
+        return [f"{cfg['results']}/world/manifest.json"]
+    return []
+
+
+def task_languages(cfg: dict, task: str) -> list[str]:
+    """Every language any configured paper needs for `task`, in a stable order."""
+    langs: list[str] = []
+    for paper in cfg["papers"].values():
+        if task in paper.get("tasks", []):
+            langs += cfg["language_sets"][paper["languages"]]
+    if not langs:
+        raise XltError(f"no configured paper uses task {task!r}")
+    return list(dict.fromkeys(langs))
+
+
 # ---- crossmulti ---------------------------------------------------------------------------
 
 
