@@ -20,7 +20,7 @@ def split_file(data_dir: str | Path, lang: str, split: str) -> Path:
 
 
 def finetune(task: str, encoder: str, revision: str | None, data_dir: str, train_langs: list[str],
-             hparams: dict, seed: int, out: str, checkpoint_dir: str) -> dict:
+             hparams: dict, seed: int, out: str, checkpoint_dir: str, kill_after_steps: int | None = None) -> dict:
     from xlt.engine.trainer import train
 
     t = get_task(task)
@@ -32,7 +32,7 @@ def finetune(task: str, encoder: str, revision: str | None, data_dir: str, train
     # Model selection on the dev sets of the training language(s): no target-language peeking.
     dev_files = [split_file(data_dir, lang, "dev") for lang in train_langs]
     resolved = {"task": task, "train_langs": train_langs, "data_dir": str(data_dir), **cfg.to_dict()}
-    return train(cfg, train_files, dev_files, out, checkpoint_dir, resolved_config=resolved)
+    return train(cfg, train_files, dev_files, out, checkpoint_dir, resolved_config=resolved, kill_after_steps=kill_after_steps)
 
 
 def evaluate_model(model_dir: str, data_dir: str, split: str, langs: list[str], out: str, predictions: str,

@@ -25,7 +25,7 @@ class TrainConfig:
     adam_eps: float = 1e-8
     max_grad_norm: float = 1.0  # gradient clipping; 0 turns it off
     max_length: int = 128  # subwords per window, specials included
-    stride: int = 64  # tagging: window step; QA: doc-stride overlap
+    stride: int = 32  # tagging: window step; QA: doc-stride overlap (below max_length/2)
     dropout: float = 0.1
     select: str = "best"  # "best" dev epoch, or "last" epoch (the adjust paper's choice)
     select_metric: str | None = None  # default: the task's first metric; averaged over dev sets
@@ -48,6 +48,8 @@ class TrainConfig:
         for key, allowed in (("select", ("best", "last")), ("schedule", ("linear", "constant")), ("device", ("auto", "cpu", "cuda"))):
             if getattr(cfg, key) not in allowed:
                 raise XltError(f"{where}: {key}={getattr(cfg, key)!r}; allowed: {', '.join(allowed)}")
+        if not 0 < cfg.stride < cfg.max_length // 2:
+            raise XltError(f"{where}: stride={cfg.stride} must be positive and below max_length/2 (max_length={cfg.max_length})")
         return cfg
 
     def to_dict(self) -> dict:

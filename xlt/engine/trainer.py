@@ -182,11 +182,13 @@ def train(
     checkpoint_dir: str | Path,
     resolved_config: dict | None = None,
     stop_after_steps: int | None = None,
+    kill_after_steps: int | None = None,
 ) -> dict:
     """Fine-tune and save the selected model to `out_dir`; return its summary.
 
-    `stop_after_steps` simulates a kill after that many optimizer steps of this process
-    (used by the resume test and the benchmark; a real kill needs no cooperation).
+    Testing aids: `stop_after_steps` stops like a grace signal would (checkpoint, then
+    Preempted); `kill_after_steps` SIGKILLs this process after that many steps, with no
+    chance to save anything, exactly like `kill -9` or a node failure.
     """
     task = get_task(cfg.task)
     device = pick_device(cfg.device)
@@ -255,6 +257,8 @@ def train(
                 state["global_step"] += 1
                 state["step_in_epoch"] = bi + 1
                 steps_this_process += 1
+                if kill_after_steps is not None and steps_this_process >= kill_after_steps:
+                    os.kill(os.getpid(), signal.SIGKILL)
                 if bar:
                     bar.update(1)
                     bar.set_postfix(loss=f"{loss.item():.4f}", refresh=False)

@@ -1,0 +1,61 @@
+"""Shared fixtures: a tiny encoder built once per session, small normalised datasets."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from xlt.cli import quiet_libraries
+from xlt.io import write_jsonl
+
+REPO = Path(__file__).resolve().parent.parent
+WORDS = ["lo", "ka", "mi", "ten", "sor", "bal", "ura", "quo", "nen", "pil", "Anna", "Berlin", "42", "."]
+
+
+def _sentence(rng: random.Random) -> list[str]:
+    return [rng.choice(WORDS) for _ in range(rng.randint(3, 9))]
+
+
+def _upos(w: str) -> str:
+    return "PROPN" if w[0].isupper() else "NUM" if w.isdigit() else "PUNCT" if w == "." else "NOUN"
+
+
+@pytest.fixture(scope="session")
+def tiny_encoder(tmp_path_factory) -> Path:
+    """A 2-layer BERT with a WordPiece vocabulary, MLM-trained for a few steps (seconds)."""
+    import torch
+
+    from xlt.encoder_pretrain import EncoderShape, MLMConfig, pretrain_mlm, train_wordpiece
+
+    quiet_libraries()
+    torch.set_num_threads(1)
+    root = tmp_path_factory.mktemp("encoder")
+    rng = random.Random(0)
+    texts = [" ".join(_sentence(rng)) for _ in range(400)]
+    train_wordpiece(texts, 200, root / "tok")
+    shape = EncoderShape(layers=2, hidden=32, heads=2, intermediate=64, max_positions=64)
+    pretrain_mlm(texts, root / "tok", root / "enc", root / "ckpt", shape, MLMConfig(steps=10, batch_size=32), progress=False)
+    return root / "enc"
+
+
+@pytest.fixture(scope="session")
+def toy_data(tmp_path_factory) -> Path:
+    """Normalised pos / marc / qa data for two languages in the layout of results/data/<task>/."""
+    root = tmp_path_factory.mktemp("data")
+    rng = random.Random(1)
+    for lang in ("en", "de"):
+        for split, n in (("train", 96), ("dev", 32), ("test", 32)):
+            sents = [_sentence(rng) for _ in range(n)]
+            write_jsonl(root / "pos" / lang / f"{split}.jsonl",
+                        [{"id": f"{lang}{i}", "tokens": s, "upos": [_upos(w) for w in s]} for i, s in enumerate(sents)])
+            write_jsonl(root / "marc" / lang / f"{split}.jsonl",
+                        [{"id": f"{lang}{i}", "text": " ".join(s), "label": "5" if "ka" in s else "1"} for i, s in enumerate(sents)])
+            qa = []
+            for i, s in enumerate(sents):
+                ctx = " ".join(s) + " Anna ten Berlin ."
+                qa.append({"id": f"{lang}{i}", "context": ctx, "question": "ten ?",
+                           "answers": {"text": ["Berlin"], "answer_start": [ctx.index("Berlin")]}})
+            write_jsonl(root / "qa" / lang / f"{split}.jsonl", qa)
+    return root
