@@ -17,6 +17,7 @@ from xlt.io import read_json, write_text
 from xlt.stats import mean_std
 from xlt.targets import Recipe
 
+PM_TEX = "$\\pm$"
 TASK_LABELS = {"pos": "POS", "ner": "NER", "pawsx": "PI", "marc": "SA", "xnli": "XNLI", "qa": "QA", "parsing": "DEP"}
 
 
@@ -85,7 +86,7 @@ def render_grid(table: pd.DataFrame, row_keys: list[str], col_key: str, title: s
                 continue
             p, o, d = cell_text(r)
             cells_md.append(f"{p} · {o} · {d}")
-            cells_tex.append(f"{p} / {o.replace('±', '$\\pm$')} / {d}")
+            cells_tex.append(f"{p} / {o.replace('±', PM_TEX)} / {d}")
         md.append(f"| {label(rk)} | " + " | ".join(cells_md) + " |")
         tex.append(f"{label(rk)} & " + " & ".join(cells_tex) + " \\\\")
     tex += ["\\bottomrule", "\\end{tabular}"]

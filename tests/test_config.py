@@ -1,0 +1,56 @@
+import copy
+from pathlib import Path
+
+import pytest
+import yaml
+
+from xlt.config import validate
+from xlt.errors import XltError
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def deep_merge(base: dict, over: dict) -> dict:
+    """Snakemake's --configfile semantics: nested dicts merge, other values replace."""
+    out = copy.deepcopy(base)
+    for k, v in over.items():
+        out[k] = deep_merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def shipped_configs():
+    base = yaml.safe_load((REPO / "config.yaml").read_text())
+    yield "config.yaml", base
+    for preset in sorted((REPO / "presets").glob("*.yaml")):
+        yield preset.name, deep_merge(base, yaml.safe_load(preset.read_text()))
+
+
+@pytest.mark.parametrize("name,cfg", list(shipped_configs()), ids=lambda x: x if isinstance(x, str) else "")
+def test_every_shipped_config_validates(name, cfg):
+    validate(cfg)
+
+
+def base():
+    return dict(shipped_configs())["config.yaml"]
+
+
+@pytest.mark.parametrize(
+    "mutate,message",
+    [
+        (lambda c: c["papers"]["crossmulti"]["tasks"].append("nre"),
+         r"config key papers\.crossmulti\.tasks\[4\]: 'nre' is not allowed; allowed: pos, ner, pawsx, marc"),
+        (lambda c: c["papers"]["crossmulti"].update(encoder="mbrt"),
+         r"papers\.crossmulti\.encoder: unknown encoder 'mbrt'; allowed: .*Did you mean 'mbert'\?"),
+        (lambda c: c["hparams"]["crossmulti"].update(select="worst"),
+         r"config key hparams\.crossmulti\.select: 'worst' is not allowed; allowed: best, last"),
+        (lambda c: c.update(resultz="x"), r"unknown key\(s\) \['resultz'\]; allowed: .*Did you mean 'results'\?"),
+        (lambda c: c["hparams"]["crossmulti"].update(epochs="five"), r"hparams\.crossmulti\.epochs: 'five' should be of type integer"),
+        (lambda c: c["language_sets"].update(crossmulti=["en", "xx"]), r"task pos has no data for \['xx'\]"),
+        (lambda c: c["hparams"]["crossmulti"].update(learning_rate=1), r"hparams\.crossmulti: unknown training option"),
+    ],
+)
+def test_bad_config_names_the_key_and_allowed_values(mutate, message):
+    cfg = base()
+    mutate(cfg)
+    with pytest.raises(XltError, match=message):
+        validate(cfg)

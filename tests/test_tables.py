@@ -1,0 +1,37 @@
+import json
+import math
+
+import pandas as pd
+
+from xlt.tables import make_table, paper_vs_ours
+
+
+def test_paper_vs_ours_mean_std_and_delta():
+    ours = pd.DataFrame({"task": ["pos"] * 3, "lang": ["en"] * 3, "seed": [1, 2, 3], "value": [90.0, 92.0, 94.0]})
+    pub = pd.DataFrame({"task": ["pos", "pos"], "lang": ["en", "de"], "value": [93.0, 70.0]})
+    t = paper_vs_ours(ours, pub, ["task", "lang"]).set_index("lang")
+    assert t.loc["en", "ours_mean"] == 92.0
+    assert t.loc["en", "ours_std"] == 2.0  # sample std of 90, 92, 94
+    assert t.loc["en", "delta"] == -1.0
+    assert t.loc["en", "n_seeds"] == 3
+    assert math.isnan(t.loc["de", "ours_mean"])  # a published cell we did not run stays visible
+
+
+def test_crossmulti_table2_renders_every_cell(tmp_path):
+    spec = {"source": "en", "metric": "f1_macro", "tasks": ["pos", "ner", "pawsx", "marc"], "encoder": "tiny"}
+    inputs = []
+    for task in spec["tasks"]:
+        for recipe in ("en.crossmulti", "de+en+es+fr.crossmulti"):
+            for seed in (1, 2):
+                path = tmp_path / f"{task}-{recipe}-{seed}.json"
+                metrics = {lang: {"f1_macro": 50.0 + seed + (10 if "+" in recipe else 0), "n": 10} for lang in ("en", "de", "es", "fr")}
+                path.write_text(json.dumps({"task": task, "seed": seed, "model": f"results/models/tiny/pretrained/{task}/{recipe}/seed{seed}", "metrics": metrics}))
+                inputs.append(str(path))
+    table = make_table("crossmulti", "table2", spec, inputs, str(tmp_path / "table2"))
+    assert len(table) == 32 and table["ours_mean"].notna().all() and table["paper"].notna().all()
+    row = table[(table.task == "pos") & (table.setting == "cross") & (table.lang == "en")].iloc[0]
+    assert row["paper"] == 93.85 and row["ours_mean"] == 51.5 and abs(row["delta"] - (51.5 - 93.85)) < 1e-9
+    md = (tmp_path / "table2.md").read_text()
+    assert "93.85 · 51.50 ± 0.71 · -42.35" in md
+    assert (tmp_path / "table2.tex").read_text().count("\\\\") == 9  # header + 8 rows
+    assert len(pd.read_csv(tmp_path / "table2.csv")) == 32
