@@ -1,0 +1,73 @@
+#!/usr/bin/env python
+"""Fetch one catalog source into the raw layout (the `download` rules call this).
+
+    python workflow_scripts/download.py --source wikiann --raw-root results/raw \
+        --langs en de --manifest results/raw/manifests/wikiann.json [--config config.yaml]
+
+`--config` is a YAML/JSON file; its `download:` block (or the whole mapping when it has
+none) is the fetch configuration (pins, allow_unpinned, mirrors, manual_dir, ...). Flags
+given here override it. On failure: one line `error: ...` on stderr, exit status 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from xlt.errors import XltError  # noqa: E402
+
+
+def _load_config(path: str | None) -> dict:
+    if not path:
+        return {}
+    import yaml
+
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    except OSError as e:
+        raise XltError(f"{path}: cannot read ({e.strerror})") from None
+    except yaml.YAMLError as e:
+        raise XltError(f"{path}: invalid YAML ({' '.join(str(e).split())})") from None
+    if not isinstance(data, dict):
+        raise XltError(f"{path}: expected a mapping")
+    block = data["download"] if "download" in data else data
+    if not isinstance(block, dict):
+        raise XltError(f"{path}: download: expected a mapping")
+    return dict(block)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--source", required=True, help="catalog entry (xlt/sources/catalog.yaml)")
+    ap.add_argument("--raw-root", required=True, help="root of the raw layout (docs/data.md)")
+    ap.add_argument("--langs", nargs="*", default=[], help="languages (space or comma separated)")
+    ap.add_argument("--manifest", help="manifest JSON to write (default <raw-root>/manifests/)")
+    ap.add_argument("--config", help="YAML/JSON file holding the download: block")
+    ap.add_argument("--allow-unpinned", action="store_true", default=None)
+    ap.add_argument("--manual-dir", help="where hand-downloaded files are looked for")
+    ap.add_argument("--hf-endpoint", help="Hugging Face Hub endpoint (default $HF_ENDPOINT)")
+    args = ap.parse_args(argv)
+    langs = [x for item in args.langs for x in item.split(",") if x]
+    try:
+        from xlt.sources.fetch import fetch_source
+
+        cfg = _load_config(args.config)
+        if args.allow_unpinned:
+            cfg["allow_unpinned"] = True
+        if args.manual_dir:
+            cfg["manual_dir"] = args.manual_dir
+        if args.hf_endpoint:
+            cfg["hf_endpoint"] = args.hf_endpoint
+        man = fetch_source(args.source, args.raw_root, langs, cfg, manifest=args.manifest)
+    except XltError as e:
+        print(f"error: {' '.join(str(e).split())}", file=sys.stderr)
+        return 1
+    print(f"{args.source}: {len(man['files'])} files under {args.raw_root}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
