@@ -1,0 +1,133 @@
+"""Training throughput: xlt's engine vs the Hugging Face Trainer, side by side in one run.
+
+Both train the same tiny BERT (built here from the tiny world) on the same POS data with
+the same batch size, epochs, learning rate and schedule, on the same device, in the same
+process. The Trainer runs with its defaults (random batches, dynamic padding), as the
+papers' own scripts did. Printed: samples/s of each, their ratio, and each model's dev
+accuracy (first-subword tokens), which should agree within seed noise.
+
+    python benchmarks/train_throughput.py [--train 2000] [--epochs 2] [--batch-size 32]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+from xlt.cli import quiet_libraries
+
+
+def build_world_and_encoder(root: Path, n_train: int) -> tuple[Path, Path]:
+    from xlt.encoder_pretrain import EncoderShape, MLMConfig, pretrain_mlm, train_wordpiece
+    from xlt.io import write_jsonl
+    from xlt.prepare import prepare_split
+    from xlt.world import generate, pretraining_text
+
+    world = {"seed": 13, "languages": {"en": {"order": "SVO"}, "de": {"order": "SVO", "case_suffix": True}},
+             "sizes": {"train": n_train, "dev": 300, "test": 10}, "tasks": ["pos"]}
+    generate(world, root / "raw")
+    for split in ("train", "dev"):
+        write_jsonl(root / "data" / "en" / f"{split}.jsonl", prepare_split("pos", "en", split, root / "raw", {"treebanks": {}}))
+    texts = [s for lang_texts in pretraining_text(world, 1500).values() for s in lang_texts]
+    train_wordpiece(texts, 1000, root / "tok")
+    shape = EncoderShape(layers=4, hidden=128, heads=4, intermediate=512, max_positions=128)
+    pretrain_mlm(texts, root / "tok", root / "enc", root / "ck", shape, MLMConfig(steps=150, batch_size=64), progress=False)
+    return root / "enc", root / "data"
+
+
+def token_accuracy(model_fn, features, batch_size: int, pad_id: int) -> float:
+    from xlt.engine.batching import collate
+
+    correct = total = 0
+    with torch.no_grad():
+        for i in range(0, len(features), batch_size):
+            batch = collate(features[i : i + batch_size], pad_id)
+            logits = model_fn(batch)
+            mask = batch["labels"] != -100
+            correct += (logits.argmax(-1)[mask] == batch["labels"][mask]).sum().item()
+            total += mask.sum().item()
+    return 100.0 * correct / total
+
+
+def run_ours(enc: Path, data: Path, args, out: Path) -> dict:
+    from xlt.engine.config import TrainConfig
+    from xlt.engine.trainer import train
+
+    cfg = TrainConfig(task="pos", encoder=str(enc), seed=args.seed, lr=args.lr, epochs=args.epochs,
+                      batch_size=args.batch_size, warmup_ratio=0.0, weight_decay=0.0, max_length=128,
+                      select="last", progress=False)
+    t0 = time.perf_counter()
+    summary = train(cfg, [data / "en" / "train.jsonl"], [data / "en" / "dev.jsonl"], out / "ours", out / "ck_ours")
+    seconds = time.perf_counter() - t0
+    return {"seconds": seconds, "samples": summary["train_features"] * args.epochs, "dev_accuracy": summary["history"][-1]["dev"][str(data / "en" / "dev.jsonl")]["accuracy"]}
+
+
+def run_hf(enc: Path, data: Path, args, out: Path) -> dict:
+    from transformers import AutoModelForTokenClassification, AutoTokenizer, DataCollatorForTokenClassification, Trainer, TrainingArguments
+
+    from xlt.engine.features import encode
+    from xlt.engine.trainer import load_records
+    from xlt.registry import get_task
+
+    task = get_task("pos")
+    tok = AutoTokenizer.from_pretrained(enc)
+    train_feats = encode(task, load_records([data / "en" / "train.jsonl"]), tok, 128, 32, train=True).features
+    dev_feats = encode(task, load_records([data / "en" / "dev.jsonl"]), tok, 128, 32, train=True).features
+    torch.manual_seed(args.seed)
+    model = AutoModelForTokenClassification.from_pretrained(enc, num_labels=task.num_labels)
+    ds = [{"input_ids": f["input_ids"], "labels": f["labels"]} for f in train_feats]
+    targs = TrainingArguments(
+        output_dir=str(out / "hf"), per_device_train_batch_size=args.batch_size, num_train_epochs=args.epochs,
+        learning_rate=args.lr, warmup_ratio=0.0, weight_decay=0.0, lr_scheduler_type="linear", max_grad_norm=1.0,
+        eval_strategy="no", save_strategy="no", logging_strategy="no", report_to=[], seed=args.seed,
+        dataloader_num_workers=0, use_cpu=not torch.cuda.is_available(), disable_tqdm=True,
+        bf16=torch.cuda.is_available(),
+    )
+    trainer = Trainer(model=model, args=targs, train_dataset=ds, data_collator=DataCollatorForTokenClassification(tok))
+    t0 = time.perf_counter()
+    trainer.train()
+    seconds = time.perf_counter() - t0
+    model.eval()
+    acc = token_accuracy(lambda b: model(input_ids=b["input_ids"].to(model.device), attention_mask=b["attention_mask"].to(model.device)).logits.cpu(),
+                         dev_feats, 64, tok.pad_token_id)
+    return {"seconds": seconds, "samples": len(ds) * args.epochs, "dev_accuracy": acc}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--train", type=int, default=2000, help="training sentences")
+    ap.add_argument("--epochs", type=int, default=2)
+    ap.add_argument("--batch-size", type=int, default=32)
+    ap.add_argument("--lr", type=float, default=1e-4)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--json", help="also write the numbers here")
+    args = ap.parse_args()
+    quiet_libraries()
+    torch.set_num_threads(args.threads)
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        enc, data = build_world_and_encoder(root, args.train)
+        # Alternate the order so neither side always runs on a warmer machine.
+        hf = run_hf(enc, data, args, root)
+        ours = run_ours(enc, data, args, root)
+    device = "cuda" if torch.cuda.is_available() else f"cpu ({args.threads} threads)"
+    rate = {k: v["samples"] / v["seconds"] for k, v in (("ours", ours), ("hf", hf))}
+    result = {"device": device, "batch_size": args.batch_size, "epochs": args.epochs,
+              "ours": {**ours, "samples_per_s": rate["ours"]}, "hf_trainer": {**hf, "samples_per_s": rate["hf"]},
+              "ratio": rate["ours"] / rate["hf"]}
+    print(f"device: {device}, batch size {args.batch_size}, {args.epochs} epochs, {ours['samples'] // args.epochs} sentences")
+    print(f"xlt engine : {rate['ours']:8.1f} samples/s  ({ours['seconds']:.1f} s, incl. dev eval + checkpoints)  dev acc {ours['dev_accuracy']:.2f}")
+    print(f"HF Trainer : {rate['hf']:8.1f} samples/s  ({hf['seconds']:.1f} s)  dev acc {hf['dev_accuracy']:.2f}")
+    print(f"ratio (xlt / HF): {result['ratio']:.2f}x")
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
