@@ -72,8 +72,10 @@ def read_squad(path: str | Path, *, allow_unanswerable: bool = False) -> list[di
     return out
 
 
-def write_squad(path: str | Path, articles: Iterable[dict], version: str = "1.1") -> None:
-    """Write ``{"version", "data": articles}`` atomically (compact, keys in SQuAD order)."""
+def write_squad(path: str | Path, articles: Iterable[dict], version: str = "1.1") -> int:
+    """Write ``{"version", "data": articles}`` atomically (compact, keys in SQuAD order);
+    return the number of questions."""
     doc = {"version": version, "data": list(articles)}
     with atomic_path(path) as tmp:
         tmp.write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
+    return sum(len(p["qas"]) for a in doc["data"] for p in a["paragraphs"])
