@@ -56,6 +56,32 @@ class Clause:
     wh: str | None = None  # "agent" | "patient" | "place"
 
 
+MIN_WORDS = 5
+
+
+def _np_min(np: NP | None) -> int:
+    if np is None:
+        return 0
+    if np.kind == "pron":
+        n = 1
+    elif np.kind == "name":
+        n = len(np.parts) + (np.orgnoun is not None)
+    else:
+        n = 1 + (np.adj is not None) + (np.num is not None) + (_np_min(np.gen) + 1 if np.gen else 0)
+    return n + (_np_min(np.conj) + 1 if np.conj else 0)
+
+
+def min_words(c: Clause) -> int:
+    """Words (punctuation included) that every language spends on the clause: a lower bound."""
+    if c.kind == "copular":
+        return 3 + _np_min(c.agent) + c.very + c.neg + (c.tense == "fut")
+    agent = 1 if c.wh == "agent" else _np_min(c.agent)
+    patient = 1 if c.wh == "patient" else _np_min(c.patient)
+    place = 0 if c.place is None else 1 if c.wh == "place" else 1 + _np_min(c.place)
+    return (2 + agent + patient + place + (c.time is not None) + (c.adv is not None) + c.neg
+            + (c.tense == "fut") + 2 * c.passive)  # fmt: skip
+
+
 class Sampler:
     """Draws latent clauses; all randomness comes from the `rng` passed in."""
 
@@ -147,12 +173,26 @@ class Sampler:
         c.tense = rng.choices(_TENSES, _TENSE_WEIGHTS)[0]
         c.neg = rng.random() < p_neg
         c.passive = c.patient is not None and rng.random() < p_passive
+        self._pad(c, rng, p_name)
         c.front = (c.place is not None or c.time is not None) and rng.random() < 0.15
         return c
 
+    def _pad(self, c: Clause, rng: random.Random, p_name: float = 0.3) -> None:
+        """Add adjuncts until the clause is at least MIN_WORDS long in every language."""
+        while min_words(c) < MIN_WORDS:
+            if c.time is None:
+                c.time = rng.choice(self.times)
+            elif c.place is None and c.wh != "place":
+                c.prep = rng.randrange(len(PREPS) - 1)
+                c.place = self.np(rng, "place", p_name)
+            elif c.adv is None:
+                c.adv = rng.randrange(self.inv.n_adverbs)
+            else:
+                break
+
     def copular(self, rng: random.Random, subject: NP | None = None, pred: int | None = None) -> Clause:
         subj = subject or (self.np(rng, "agent") if rng.random() < 0.5 else self.noun(rng, rng.choice(self.objects)))
-        return Clause(
+        c = Clause(
             kind="copular",
             agent=subj,
             pred=rng.randrange(self.inv.n_adjs) if pred is None else pred,
@@ -160,11 +200,19 @@ class Sampler:
             tense=rng.choices(_TENSES, _TENSE_WEIGHTS)[0],
             neg=rng.random() < 0.12,
         )
+        if subject is None and min_words(c) < MIN_WORDS:
+            if subj.kind == "noun" and subj.adj is None:
+                c.agent = replace(subj, adj=rng.randrange(self.inv.n_adjs))
+            c.very = c.very or min_words(c) < MIN_WORDS
+            c.neg = c.neg or min_words(c) < MIN_WORDS
+        return c
 
     def question(self, rng: random.Random, c: Clause | None = None) -> Clause:
         c = c or self.clause(rng)
         options = ["agent"] + (["patient"] if c.patient is not None else []) + (["place"] if c.place else [])
-        return replace(c, wh=rng.choice(options), front=False)
+        q = replace(c, wh=rng.choice(options), front=False)
+        self._pad(q, rng)
+        return q
 
     def any_sentence(self, rng: random.Random, p_name: float = 0.3) -> Clause:
         r = rng.random()
