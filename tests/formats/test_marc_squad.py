@@ -72,3 +72,11 @@ def test_squad_structure_errors(tmp_path):
     write_squad(p, _squad() + _squad())
     with pytest.raises(DataFormatError, match="duplicate id"):
         read_squad(p)
+
+
+def test_missing_files(tmp_path):
+    from xlt.formats.conllu import read_conllu
+
+    for reader in (read_marc, read_squad, read_conllu):
+        with pytest.raises(DataFormatError, match="file not found"):
+            reader(tmp_path / "nope")

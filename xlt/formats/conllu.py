@@ -114,6 +114,8 @@ def read_conllu(
         counts["sentences"] += 1
 
     lineno = 0
+    if not path.is_file():
+        raise DataFormatError(path, None, "file not found")
     with open(path, "rb") as f:
         for lineno, raw in enumerate(f, 1):
             try:

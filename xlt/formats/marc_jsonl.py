@@ -20,6 +20,8 @@ def read_marc(path: str | Path) -> list[dict]:
     path = Path(path)
     labels = get_task("marc").labels
     out = []
+    if not path.is_file():
+        raise DataFormatError(path, None, "file not found")
     with open(path, "rb") as f:
         for lineno, raw in enumerate(f, 1):
             try:

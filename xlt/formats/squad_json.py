@@ -30,6 +30,8 @@ def _need(path, where: str, obj, key: str, typ):
 
 def read_squad(path: str | Path, *, allow_unanswerable: bool = False) -> list[dict]:
     path = Path(path)
+    if not path.is_file():
+        raise DataFormatError(path, None, "file not found")
     doc = read_json(path)
     data = _need(path, "top level", doc, "data", list)
     out = []
