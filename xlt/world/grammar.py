@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from xlt.world.lexicon import PREPS, PRONOUNS, Inventory, Language
 
 NO_SPACE_BEFORE = frozenset({".", ",", "?", "!"})
+CASED_SCRIPTS = frozenset({"latin", "cyrillic", "greek"})
 _TENSES = ("pres", "past", "fut")
 _TENSE_WEIGHTS = (0.45, 0.4, 0.15)
 
@@ -300,6 +301,7 @@ class Realiser:
         self.sampler = sampler
         self.typo = noise["typo"] if self.p["script"] != "han" else 0.0
         self.fusional = self.p["morphology"] == "fusional"
+        self.cased = self.p["script"] in CASED_SCRIPTS
 
     # -- words ----------------------------------------------------------------
     def _stem(self, key, rng: random.Random) -> tuple[str, ...]:
@@ -336,6 +338,8 @@ class Realiser:
             if np.orgnoun is not None:
                 on = self._fn(("N", self.sampler.orgnouns[np.orgnoun]), "PROPN", "Number=Sing", "flat:name",
                               (role, "name", "org"))  # fmt: skip
+                if self.cased:
+                    on.form = on.lemma = on.form.capitalize()
                 toks = [on] + toks if p["adj"] == "post" else toks + [on]
             head = toks[0]
             head.rel = rel
@@ -562,6 +566,9 @@ class Realiser:
     def _finish(self, words: list[Word]) -> Sentence:
         for i, w in enumerate(words):
             w.i = i + 1
+        if self.cased:  # sentence-initial capital: capitalisation alone does not mark names
+            w = words[0]
+            w.form = w.form[:1].upper() + w.form[1:]
         surface = []
         n = len(words)
         fuse = self.p["contractions"]

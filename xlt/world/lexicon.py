@@ -98,11 +98,13 @@ def build_inventory(seed: int, vocab: dict) -> Inventory:
     used: set[str] = set()
     first = [_name_word(rng, used) for _ in range(vocab["first_name"])]
     last = [_name_word(rng, used) for _ in range(vocab["last_name"])]
+    # some place and organisation names are also person names (type ambiguity, as in WikiANN)
     locs = []
     for i in range(vocab["location"]):
-        w = _name_word(rng, used)
+        w = rng.choice(first + last) if rng.random() < 0.15 else _name_word(rng, used)
         locs.append((w,) if i % 5 else (_name_word(rng, used), w))  # every 5th is two words
-    orgs = [_name_word(rng, used) for _ in range(vocab["organization"])]
+    orgs = [rng.choice(last) if rng.random() < 0.15 else _name_word(rng, used)
+            for _ in range(vocab["organization"])]  # fmt: skip
     return Inventory(noun_class, by_class, transitive, antonym, polarity, adj_pol, vocab["adverb"],
                      first, last, locs, orgs)  # fmt: skip
 
