@@ -59,3 +59,15 @@ def toy_data(tmp_path_factory) -> Path:
                            "answers": {"text": ["Berlin"], "answer_start": [ctx.index("Berlin")]}})
             write_jsonl(root / "qa" / lang / f"{split}.jsonl", qa)
     return root
+
+
+@pytest.fixture(scope="session")
+def tiny_world(tmp_path_factory):
+    """The default world (9 languages, all tasks, 600/150/150), written once per session."""
+    from xlt.world import World
+    from xlt.world.config import default_config
+
+    world = World(default_config(seed=13))
+    raw = tmp_path_factory.mktemp("raw")
+    manifest = world.write(raw)
+    return world, raw, manifest

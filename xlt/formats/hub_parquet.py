@@ -1,0 +1,187 @@
+"""Hugging Face Hub parquet files (WikiANN, PAWS-X, XNLI / MultiNLI) with the Hub's columns.
+
+Readers (pyarrow, only the needed columns) -> normalised records of docs/data.md:
+
+- WikiANN: `tokens` list[str], `ner_tags` list[int] (index into `registry.WIKIANN_TAGS`),
+  optional `langs` -> ``{"id", "tokens", "tags"}``. PAN-X style language prefixes on tokens
+  (``en:Paris``) are stripped (the prefix must be the token's language: the `langs` entry, or
+  the `lang` argument).
+- PAWS-X: `id`, `sentence1`, `sentence2`, `label` (0/1) -> ``{"id", "text", "text_pair", "label"}``.
+- XNLI / MultiNLI: `premise`, `hypothesis`, `label` (0 entailment, 1 neutral, 2 contradiction).
+
+Integer labels become the registry's label names. A missing column, a null, an out-of-range
+label or a tokens/tags length mismatch raises `DataFormatError(path, None, "row N: ...")`
+(row N is 0-based, as in the parquet table).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from xlt.errors import DataFormatError
+from xlt.io import atomic_path
+from xlt.registry import get_task
+
+_SCHEMAS = {
+    "wikiann": ("tokens", "ner_tags"),
+    "pawsx": ("id", "sentence1", "sentence2", "label"),
+    "xnli": ("premise", "hypothesis", "label"),
+}
+
+
+def _read_columns(path: Path, columns: tuple[str, ...], optional: tuple[str, ...] = ()) -> dict:
+    import pyarrow.parquet as pq
+
+    if not path.is_file():
+        raise DataFormatError(path, None, "file not found")
+    try:
+        pf = pq.ParquetFile(path)
+        names = set(pf.schema_arrow.names)
+    except Exception as e:  # pyarrow raises several types for a corrupt file
+        raise DataFormatError(path, None, f"not a readable parquet file ({e})") from None
+    missing = [c for c in columns if c not in names]
+    if missing:
+        raise DataFormatError(
+            path, None, f"missing column {missing[0]!r} (columns present: {', '.join(sorted(names))})"
+        )
+    want = list(columns) + [c for c in optional if c in names]
+    try:
+        table = pf.read(columns=want)
+    except Exception as e:
+        raise DataFormatError(path, None, f"cannot read parquet columns {want} ({e})") from None
+    return {c: table.column(c).to_pylist() for c in want}
+
+
+def _default_prefix(path: Path) -> str:
+    # wikiann/<lang>/<split>-00000-of-00001.parquet -> "<lang>-<split>-"
+    return f"{path.parent.name}-{path.name.split('-', 1)[0].split('.', 1)[0]}-"
+
+
+def _label(path: Path, row: int, value, labels: tuple[str, ...]) -> str:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise DataFormatError(path, None, f"row {row}: label {value!r} is not an integer")
+    if not 0 <= value < len(labels):
+        raise DataFormatError(
+            path, None, f"row {row}: label {value} out of range 0..{len(labels) - 1} ({', '.join(labels)})"
+        )
+    return labels[value]
+
+
+def _str(path: Path, row: int, col: str, value) -> str:
+    if not isinstance(value, str):
+        raise DataFormatError(path, None, f"row {row}: column {col!r} is {value!r}, expected a string")
+    return value
+
+
+def read_wikiann(path: str | Path, *, lang: str | None = None, id_prefix: str | None = None) -> list[dict]:
+    path = Path(path)
+    labels = get_task("ner").labels
+    cols = _read_columns(path, _SCHEMAS["wikiann"], optional=("langs",))
+    prefix = _default_prefix(path) if id_prefix is None else id_prefix
+    langs_col = cols.get("langs")
+    out = []
+    for row, (tokens, tags) in enumerate(zip(cols["tokens"], cols["ner_tags"], strict=True)):
+        if not isinstance(tokens, list) or not isinstance(tags, list):
+            raise DataFormatError(path, None, f"row {row}: tokens / ner_tags must be lists")
+        if len(tokens) != len(tags):
+            raise DataFormatError(path, None, f"row {row}: {len(tokens)} tokens but {len(tags)} ner_tags")
+        langs = langs_col[row] if langs_col is not None else None
+        if langs is not None and len(langs) != len(tokens):
+            raise DataFormatError(path, None, f"row {row}: {len(tokens)} tokens but {len(langs)} langs")
+        toks = []
+        for i, t in enumerate(tokens):
+            t = _str(path, row, "tokens", t)
+            tl = langs[i] if langs else lang
+            if tl and t.startswith(tl + ":") and len(t) > len(tl) + 1:
+                t = t[len(tl) + 1 :]
+            toks.append(t)
+        out.append(
+            {"id": f"{prefix}{row}", "tokens": toks, "tags": [_label(path, row, v, labels) for v in tags]}
+        )
+    return out
+
+
+def read_pawsx(path: str | Path) -> list[dict]:
+    path = Path(path)
+    labels = get_task("pawsx").labels
+    cols = _read_columns(path, _SCHEMAS["pawsx"])
+    out = []
+    for row, (i, s1, s2, lab) in enumerate(
+        zip(cols["id"], cols["sentence1"], cols["sentence2"], cols["label"], strict=True)
+    ):
+        if i is None:
+            raise DataFormatError(path, None, f"row {row}: id is null")
+        out.append(
+            {
+                "id": str(i),
+                "text": _str(path, row, "sentence1", s1),
+                "text_pair": _str(path, row, "sentence2", s2),
+                "label": _label(path, row, lab, labels),
+            }
+        )
+    return out
+
+
+def read_xnli(path: str | Path, *, id_prefix: str | None = None) -> list[dict]:
+    path = Path(path)
+    labels = get_task("xnli").labels
+    cols = _read_columns(path, _SCHEMAS["xnli"])
+    prefix = _default_prefix(path) if id_prefix is None else id_prefix
+    return [
+        {
+            "id": f"{prefix}{row}",
+            "text": _str(path, row, "premise", p),
+            "text_pair": _str(path, row, "hypothesis", h),
+            "label": _label(path, row, lab, labels),
+        }
+        for row, (p, h, lab) in enumerate(zip(cols["premise"], cols["hypothesis"], cols["label"], strict=True))
+    ]
+
+
+_READERS = {"ner": read_wikiann, "wikiann": read_wikiann, "pawsx": read_pawsx, "xnli": read_xnli}
+
+
+def read_hub_parquet(path: str | Path, task: str, **kw) -> list[dict]:
+    """Dispatch on the task name (``ner`` / ``pawsx`` / ``xnli``)."""
+    try:
+        reader = _READERS[task]
+    except KeyError:
+        from xlt.errors import XltError
+
+        raise XltError(f"no Hub parquet reader for task {task!r}; known: {', '.join(sorted(_READERS))}") from None
+    return reader(path, **kw)
+
+
+# Arrow types of the Hub's columns (ClassLabel columns are stored as int64).
+def _arrow_schema(kind: str):
+    import pyarrow as pa
+
+    if kind == "wikiann":
+        return pa.schema(
+            [
+                ("tokens", pa.list_(pa.string())),
+                ("ner_tags", pa.list_(pa.int64())),
+                ("langs", pa.list_(pa.string())),
+                ("spans", pa.list_(pa.string())),
+            ]
+        )
+    if kind == "pawsx":
+        return pa.schema(
+            [("id", pa.int32()), ("sentence1", pa.string()), ("sentence2", pa.string()), ("label", pa.int64())]
+        )
+    if kind == "xnli":
+        return pa.schema([("premise", pa.string()), ("hypothesis", pa.string()), ("label", pa.int64())])
+    raise ValueError(f"unknown parquet kind {kind!r}")
+
+
+def write_parquet(path: str | Path, kind: str, columns: dict[str, list]) -> int:
+    """Write `columns` (column name -> values) with the Hub's schema for `kind`
+    (``wikiann`` / ``pawsx`` / ``xnli``), atomically. Returns the number of rows."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    schema = _arrow_schema(kind)
+    table = pa.Table.from_pydict({n: columns[n] for n in schema.names}, schema=schema)
+    with atomic_path(path) as tmp:
+        pq.write_table(table, tmp, compression="snappy")
+    return table.num_rows

@@ -1,0 +1,59 @@
+"""MARC (Multilingual Amazon Reviews), mteb mirror: `{lang}/{split}.jsonl`.
+
+Each line is ``{"id": str, "text": str, "label": int 0-4, ...}`` (the mirror's text is title and
+body joined; extra keys such as `label_text` are ignored). The reader returns
+``{"id", "text", "label": "1".."5"}`` (stars, the registry's label names).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+
+from xlt.errors import DataFormatError
+from xlt.io import atomic_path
+from xlt.registry import get_task
+
+
+def read_marc(path: str | Path) -> list[dict]:
+    path = Path(path)
+    labels = get_task("marc").labels
+    out = []
+    if not path.is_file():
+        raise DataFormatError(path, None, "file not found")
+    with open(path, "rb") as f:
+        for lineno, raw in enumerate(f, 1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise DataFormatError(path, lineno, f"invalid UTF-8 ({e.reason})") from None
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise DataFormatError(path, lineno, f"invalid JSON ({e.msg})") from None
+            if not isinstance(obj, dict):
+                raise DataFormatError(path, lineno, "expected a JSON object")
+            for key in ("id", "text", "label"):
+                if key not in obj:
+                    raise DataFormatError(path, lineno, f"missing key {key!r}")
+            lab, text = obj["label"], obj["text"]
+            if isinstance(lab, bool) or not isinstance(lab, int) or not 0 <= lab < len(labels):
+                raise DataFormatError(path, lineno, f"label {lab!r} out of range 0..{len(labels) - 1}")
+            if not isinstance(text, str):
+                raise DataFormatError(path, lineno, "text must be a string")
+            out.append({"id": str(obj["id"]), "text": text, "label": labels[lab]})
+    return out
+
+
+def write_marc(path: str | Path, rows: Iterable[dict]) -> int:
+    """Write mirror rows ``{"id", "text", "label": int}`` (plus `label_text`) atomically."""
+    n = 0
+    with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8", newline="\n") as f:
+        for r in rows:
+            obj = {"id": r["id"], "text": r["text"], "label": int(r["label"]), "label_text": str(r["label"])}
+            f.write(json.dumps(obj, ensure_ascii=False) + "\n")
+            n += 1
+    return n

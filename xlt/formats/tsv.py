@@ -1,0 +1,162 @@
+"""Tab-separated sources: XNLI-MT, WikiMatrix bitext, and Pharaoh word alignments.
+
+- XNLI-MT 1.0 (`multinli.train.<lang>.tsv`): header ``premise<TAB>hypo<TAB>label``; labels
+  ``entailment`` / ``neutral`` / ``contradictory`` (read as the registry's ``contradiction``).
+  -> ``{"id", "text", "text_pair", "label"}``.
+- WikiMatrix v1 (`WikiMatrix.en-<xx>.tsv.gz`): no header, ``margin score<TAB>en<TAB>xx``,
+  sorted by score. Rows scoring below `threshold` (1.04, as the WikiMatrix paper advises) are
+  dropped. -> ``{"id", "src": [tokens], "tgt": [tokens]}`` (English first), tokenised by
+  `tokenize`.
+- Pharaoh alignments: one line per sentence pair, ``i-j`` pairs (0-based src-tgt token
+  indices) separated by spaces; an empty line is a pair with no links.
+
+Ragged rows, a bad score, an unknown label or invalid UTF-8 raise `DataFormatError(path, line)`.
+Quotes are not special (the files are not CSV-quoted).
+"""
+
+from __future__ import annotations
+
+import gzip
+import re
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from xlt.errors import DataFormatError
+from xlt.io import atomic_path
+from xlt.registry import get_task
+
+WIKIMATRIX_THRESHOLD = 1.04
+
+_TOKEN = re.compile(r"\w+|[^\w\s]")
+
+
+def tokenize(text: str) -> list[str]:
+    """Split into runs of word characters and single punctuation marks (Unicode-aware).
+
+    A deliberately simple tokeniser, the same for every language; it is what the bitext
+    records and their gold alignments index into.
+    """
+    return _TOKEN.findall(text)
+
+
+def _lines(path: Path) -> Iterator[tuple[int, str]]:
+    opener = gzip.open if path.name.endswith(".gz") else open
+    try:
+        with opener(path, "rb") as f:
+            for lineno, raw in enumerate(f, 1):
+                try:
+                    line = raw.decode("utf-8")
+                except UnicodeDecodeError as e:
+                    raise DataFormatError(path, lineno, f"invalid UTF-8 ({e.reason})") from None
+                yield lineno, line.rstrip("\n").rstrip("\r")
+    except (OSError, EOFError) as e:  # truncated / not gzip
+        if isinstance(e, FileNotFoundError):
+            raise DataFormatError(path, None, "file not found") from None
+        raise DataFormatError(path, None, f"cannot read file ({e})") from None
+
+
+_XNLI_MT_LABELS = {"entailment": "entailment", "neutral": "neutral",
+                   "contradictory": "contradiction", "contradiction": "contradiction"}  # fmt: skip
+
+
+def read_xnli_mt(path: str | Path, *, id_prefix: str | None = None) -> list[dict]:
+    path = Path(path)
+    labels = set(get_task("xnli").labels)
+    prefix = f"{path.stem}-" if id_prefix is None else id_prefix
+    out = []
+    header_seen = False
+    for lineno, line in _lines(path):
+        if not line.strip():
+            continue
+        cols = line.split("\t")
+        if not header_seen:
+            header_seen = True
+            if cols != ["premise", "hypo", "label"]:
+                raise DataFormatError(path, lineno, f"expected header 'premise<TAB>hypo<TAB>label', got {line[:80]!r}")
+            continue
+        if len(cols) != 3:
+            raise DataFormatError(path, lineno, f"expected 3 tab-separated columns, got {len(cols)}")
+        premise, hypo, lab = cols
+        name = _XNLI_MT_LABELS.get(lab.strip())
+        if name is None or name not in labels:
+            raise DataFormatError(path, lineno, f"unknown label {lab!r} (expected {', '.join(_XNLI_MT_LABELS)})")
+        out.append({"id": f"{prefix}{lineno}", "text": premise, "text_pair": hypo, "label": name})
+    if not header_seen:
+        raise DataFormatError(path, None, "empty file (no header)")
+    return out
+
+
+def _pair_code(path: Path) -> str:
+    # WikiMatrix.en-es.tsv.gz -> "en-es"
+    name = path.name
+    for suffix in (".gz", ".tsv"):
+        name = name.removesuffix(suffix)
+    return name.split(".", 1)[1] if "." in name else name
+
+
+def read_wikimatrix(
+    path: str | Path,
+    *,
+    threshold: float = WIKIMATRIX_THRESHOLD,
+    max_pairs: int | None = None,
+    id_prefix: str | None = None,
+) -> list[dict]:
+    """Read a WikiMatrix TSV(.gz); keep rows with score >= threshold (at most `max_pairs`).
+    The id is ``<pair>-<line number>`` so that it indexes the matching gold-alignment line."""
+    path = Path(path)
+    prefix = f"{_pair_code(path)}-" if id_prefix is None else id_prefix
+    out = []
+    for lineno, line in _lines(path):
+        cols = line.split("\t")
+        if len(cols) != 3:
+            raise DataFormatError(path, lineno, f"expected 3 tab-separated columns (score, en, xx), got {len(cols)}")
+        try:
+            score = float(cols[0])
+        except ValueError:
+            raise DataFormatError(path, lineno, f"margin score {cols[0]!r} is not a number") from None
+        if score != score:
+            raise DataFormatError(path, lineno, "margin score is NaN")
+        if score < threshold:
+            continue
+        out.append({"id": f"{prefix}{lineno}", "src": tokenize(cols[1]), "tgt": tokenize(cols[2])})
+        if max_pairs is not None and len(out) >= max_pairs:
+            break
+    return out
+
+
+def write_wikimatrix(path: str | Path, rows: Iterable[tuple[float, str, str]]) -> int:
+    """Write ``(score, en, xx)`` rows as gzip'd TSV (byte-deterministic: no name, mtime 0)."""
+    n = 0
+    with atomic_path(path) as tmp, open(tmp, "wb") as raw:
+        with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as gz:
+            for score, en, xx in rows:
+                for s in (en, xx):
+                    if "\t" in s or "\n" in s:
+                        raise ValueError(f"sentence contains a tab or newline: {s!r}")
+                gz.write(f"{score:.8f}\t{en}\t{xx}\n".encode())
+                n += 1
+    return n
+
+
+def read_pharaoh(path: str | Path) -> list[list[tuple[int, int]]]:
+    """One list of (src, tgt) links per line."""
+    path = Path(path)
+    out = []
+    for lineno, line in _lines(path):
+        links = []
+        for item in line.split():
+            a, sep, b = item.partition("-")
+            if not sep or not a.isdigit() or not b.isdigit():
+                raise DataFormatError(path, lineno, f"bad alignment link {item!r} (expected i-j)")
+            links.append((int(a), int(b)))
+        out.append(links)
+    return out
+
+
+def write_pharaoh(path: str | Path, alignments: Iterable[Iterable[tuple[int, int]]]) -> int:
+    n = 0
+    with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8", newline="\n") as f:
+        for links in alignments:
+            f.write(" ".join(f"{i}-{j}" for i, j in links) + "\n")
+            n += 1
+    return n

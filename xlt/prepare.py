@@ -1,0 +1,185 @@
+"""Raw source files -> normalised records (docs/data.md), one (task, language, split) at a time.
+
+`prepare_split` maps the split to its raw files under the raw root (fixed layout of
+docs/data.md) and calls the matching strict reader of `xlt.formats`. A small *source config*
+says what the layout alone cannot::
+
+    source_cfg = {
+        "ud": {"version": "2.7",                              # ud-treebanks-v<version>/
+               "treebanks": {"en": ["UD_English-EWT", ...]}}, # concatenated, as XTREME does
+        "xnli": {"train_source": "multinli/train-*.parquet"}, # e.g. MultiNLI for the train split
+        "qa": {"train_source": "mlqa-translate-train/{lang}.json"},
+        "wikimatrix": {"threshold": 1.04, "max_pairs": None},
+    }
+
+Any task may carry ``<split>_source`` overrides: a path (relative to the raw root, or absolute)
+that may contain ``{lang}``, ``{split}`` and ``{hub_split}`` and glob characters; several matches
+are concatenated in sorted order. The reader is chosen by extension (``.parquet``, ``.tsv``
+XNLI-MT, ``.json`` SQuAD, ``.jsonl`` MARC, ``.conllu``). `xlt.world.World.source_cfg()` gives
+the source config of the tiny world.
+
+Besides the registry's tasks there is ``bitext`` (split ``train`` only): WikiMatrix en-<lang>.
+"""
+
+from __future__ import annotations
+
+import glob as _glob
+import logging
+from pathlib import Path
+
+from xlt.errors import XltError
+from xlt.formats import conllu, hub_parquet, marc_jsonl, squad_json, tsv
+from xlt.io import write_jsonl
+from xlt.registry import check_language, get_task
+
+log = logging.getLogger(__name__)
+
+HUB_SPLIT = {"train": "train", "dev": "validation", "test": "test"}
+SPLITS = ("train", "dev", "test")
+
+
+def _missing(task: str, lang: str, split: str, what: str) -> XltError:
+    return XltError(
+        f"no raw data for task {task!r}, language {lang!r}, split {split!r}: {what} "
+        "(run the download / world-generation step first, or set a source override)"
+    )
+
+
+def _override(task: str, lang: str, split: str, raw_root: Path, source_cfg: dict) -> list[Path] | None:
+    pattern = (source_cfg.get(task) or {}).get(f"{split}_source")
+    if pattern is None:
+        return None
+    pattern = str(pattern).format(lang=lang, split=split, hub_split=HUB_SPLIT[split])
+    full = pattern if Path(pattern).is_absolute() else str(raw_root / pattern)
+    files = sorted(Path(p) for p in _glob.glob(full))
+    if not files:
+        raise _missing(task, lang, split, f"{split}_source {pattern!r} matches no file under {raw_root}")
+    return files
+
+
+def _need(path: Path, task: str, lang: str, split: str) -> Path:
+    if not path.is_file():
+        raise _missing(task, lang, split, f"{path} does not exist")
+    return path
+
+
+def _read_by_extension(task: str, lang: str, split: str, path: Path, stats: dict | None) -> list[dict]:
+    name = path.name
+    prefix = f"{lang}-{split}-{path.stem}-"
+    if name.endswith(".parquet"):
+        if task == "ner":
+            return hub_parquet.read_wikiann(path, lang=lang, id_prefix=prefix)
+        if task == "xnli":
+            return hub_parquet.read_xnli(path, id_prefix=prefix)
+        if task == "pawsx":
+            return hub_parquet.read_pawsx(path)
+    elif name.endswith((".tsv", ".tsv.gz")) and task == "xnli":
+        return tsv.read_xnli_mt(path, id_prefix=prefix)
+    elif name.endswith(".jsonl") and task == "marc":
+        return marc_jsonl.read_marc(path)
+    elif name.endswith(".json") and task == "qa":
+        return squad_json.read_squad(path)
+    elif name.endswith(".conllu") and task in ("pos", "parsing"):
+        return conllu.read_conllu(path, stats=stats)
+    raise XltError(f"{path}: no reader for a {name.rsplit('.', 1)[-1]!r} file of task {task!r}")
+
+
+def _ud(task: str, lang: str, split: str, raw_root: Path, source_cfg: dict, stats: dict | None) -> list[dict]:
+    ud = source_cfg.get("ud")
+    if not ud or "treebanks" not in ud:
+        raise XltError("source_cfg.ud.treebanks: required for pos / parsing (language -> treebank directories)")
+    tbs = ud["treebanks"].get(lang)
+    if not tbs:
+        raise XltError(f"source_cfg.ud.treebanks.{lang}: no treebank listed for language {lang!r}")
+    root = raw_root / f"ud-treebanks-v{ud.get('version', '2.7')}"
+    out: list[dict] = []
+    found = False
+    for tb in tbs:
+        d = root / tb
+        if not d.is_dir():
+            raise _missing(task, lang, split, f"treebank directory {d} does not exist")
+        files = sorted(d.glob(f"*-ud-{split}.conllu"))
+        if len(files) > 1:
+            raise XltError(f"{d}: several {split} files: {', '.join(f.name for f in files)}")
+        if not files:
+            continue  # e.g. a test-only treebank
+        found = True
+        out += [{**r, "id": f"{tb}/{r['id']}"} for r in conllu.read_conllu(files[0], stats=stats)]
+    if not found:
+        raise _missing(task, lang, split, f"none of the treebanks {', '.join(tbs)} under {root} has a {split} file")
+    return out
+
+
+def prepare_split(
+    task_name: str,
+    lang: str,
+    split: str,
+    raw_root: str | Path,
+    source_cfg: dict | None = None,
+    *,
+    stats: dict | None = None,
+) -> list[dict]:
+    """Normalised records of one (task, language, split), read from the raw files.
+
+    `stats`, if given, collects reader counts (e.g. ``skipped_textless`` for UD).
+    Raises XltError for an unknown task / language / split or a missing file, and
+    DataFormatError for a malformed one.
+    """
+    raw_root = Path(raw_root)
+    source_cfg = source_cfg or {}
+    if split not in SPLITS:
+        raise XltError(f"unknown split {split!r}; allowed: {', '.join(SPLITS)}")
+    if task_name == "bitext":
+        return _bitext(lang, split, raw_root, source_cfg)
+    task = get_task(task_name)
+    check_language(task, lang)
+    files = _override(task_name, lang, split, raw_root, source_cfg)
+    if files is not None:
+        records = [r for f in files for r in _read_by_extension(task_name, lang, split, f, stats)]
+    elif task.source == "ud":
+        records = _ud(task_name, lang, split, raw_root, source_cfg, stats)
+    elif task.source == "wikiann":
+        path = _need(raw_root / "wikiann" / lang / f"{HUB_SPLIT[split]}-00000-of-00001.parquet", task_name, lang, split)
+        records = hub_parquet.read_wikiann(path, lang=lang, id_prefix=f"{lang}-{split}-")
+    elif task.source == "paws-x":
+        path = _need(raw_root / "paws-x" / lang / f"{HUB_SPLIT[split]}-00000-of-00001.parquet", task_name, lang, split)
+        records = hub_parquet.read_pawsx(path)
+    elif task.source == "xnli":
+        path = _need(raw_root / "xnli" / lang / f"{HUB_SPLIT[split]}-00000-of-00001.parquet", task_name, lang, split)
+        records = hub_parquet.read_xnli(path, id_prefix=f"{lang}-{split}-")
+    elif task.source == "marc":
+        path = _need(raw_root / "marc" / lang / f"{HUB_SPLIT[split]}.jsonl", task_name, lang, split)
+        records = marc_jsonl.read_marc(path)
+    elif task.source == "squad":
+        if split == "test":
+            path = raw_root / "xquad" / f"xquad.{lang}.json"
+        elif lang == "en":
+            path = raw_root / "squad" / f"{split if split == 'train' else 'dev'}-v1.1.json"
+        else:
+            raise _missing(task_name, lang, split, f"SQuAD {split} is English only; set source_cfg.qa.{split}_source")
+        records = squad_json.read_squad(_need(path, task_name, lang, split))
+    else:  # pragma: no cover - a registry entry without a reader
+        raise XltError(f"task {task_name!r}: no reader for source {task.source!r}")
+    if not records:
+        raise XltError(f"task {task_name!r}, language {lang!r}, split {split!r}: the raw files hold no records")
+    return records
+
+
+def _bitext(lang: str, split: str, raw_root: Path, source_cfg: dict) -> list[dict]:
+    if split != "train":
+        raise XltError(f"bitext has only a 'train' split, not {split!r}")
+    if lang == "en" or not lang.isalpha():
+        raise XltError(f"bitext: language must be a non-English language code, got {lang!r}")
+    wm = source_cfg.get("wikimatrix") or {}
+    path = _need(raw_root / "wikimatrix" / f"WikiMatrix.en-{lang}.tsv.gz", "bitext", lang, split)
+    records = tsv.read_wikimatrix(
+        path, threshold=wm.get("threshold", tsv.WIKIMATRIX_THRESHOLD), max_pairs=wm.get("max_pairs")
+    )
+    if not records:
+        raise XltError(f"{path}: no sentence pair scores above the threshold")
+    return records
+
+
+def write_normalised(records: list[dict], out_path: str | Path) -> int:
+    """Write records as JSON lines atomically; return how many were written."""
+    return write_jsonl(out_path, records)
