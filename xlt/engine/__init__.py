@@ -1,0 +1,1 @@
+"""The training engine: encoders, task heads and the loops that drive them."""
