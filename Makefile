@@ -25,7 +25,7 @@ install: $(VENV)/.installed
 install-test: $(VENV)/.installed-test
 
 tables: install
-	$(VENV)/bin/snakemake --cores $(CORES) --configfile $(PRESET) all_tables
+	$(VENV)/bin/snakemake --cores $(CORES) --configfile=$(PRESET) all_tables
 	@echo
 	@echo "Tables (paper | ours mean ± std | Δ) are in results/tables/:"
 	@find results/tables -name '*.md' | sort | sed 's/^/  /'
@@ -34,7 +34,7 @@ test: install-test
 	$(VENV)/bin/pytest -q
 
 lint: install-test
-	$(VENV)/bin/snakemake --lint --configfile $(PRESET)
+	$(VENV)/bin/snakemake --lint --configfile=$(PRESET)
 	$(VENV)/bin/snakefmt --check Snakefile rules/
 
 bench: install-test

@@ -1,6 +1,8 @@
 # Validate the config (one line naming the key and the allowed values) and expose the
 # target logic of xlt.targets as `T`. Nothing else belongs here.
 import json
+import os
+import sys
 
 from snakemake.exceptions import WorkflowError
 
@@ -14,6 +16,22 @@ except XltError as e:
     raise WorkflowError(f"invalid configuration: {e}") from None
 
 RESULTS = config["results"]
+
+
+envvars:
+    "PATH",
+
+
+# Jobs call the scripts of workflow_scripts/ by name (found from the Snakefile, so
+# `--directory elsewhere` works) and their `#!/usr/bin/env python` is the interpreter running
+# Snakemake (the project's venv). --use-conda activates its env later, which then wins.
+os.environ["PATH"] = os.pathsep.join(
+    [
+        os.path.join(workflow.basedir, "workflow_scripts"),
+        os.path.dirname(sys.executable),
+        os.environ.get("PATH", ""),
+    ]
+)
 ENV = "../envs/xlt.yaml"
 
 

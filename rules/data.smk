@@ -15,5 +15,5 @@ rule prepare_task:
         data=lambda w: as_json(config["data"]),
         raw_root=config["raw_root"],
     shell:
-        "python workflow_scripts/prepare_task.py --task {wildcards.task} --langs {params.langs}"
+        "prepare_task.py --task {wildcards.task} --langs {params.langs}"
         " --raw-root {params.raw_root} --data {params.data:q} --out {output} 2> {log}"

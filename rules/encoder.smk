@@ -17,7 +17,7 @@ rule encoder_corpus:
             "pretrain_sentences", 2000
         ),
     shell:
-        "python workflow_scripts/encoder_corpus.py --world {params.world:q}"
+        "encoder_corpus.py --world {params.world:q}"
         " --sentences {params.sentences} --out {output} 2> {log}"
 
 
@@ -35,5 +35,5 @@ rule build_encoder:
         build=lambda w: as_json(config["encoders"][w.encoder]["build"]),
         checkpoints=f"{RESULTS}/checkpoints/encoders/{{encoder}}",
     shell:
-        "python workflow_scripts/build_encoder.py --corpus {input.corpus} --build {params.build:q}"
+        "build_encoder.py --corpus {input.corpus} --build {params.build:q}"
         " --out {output} --checkpoint-dir {params.checkpoints} --threads {threads} 2> {log}"

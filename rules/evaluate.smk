@@ -16,6 +16,6 @@ rule evaluate:
     params:
         langs=lambda w: " ".join(config["language_sets"][w.langset]),
     shell:
-        "python workflow_scripts/evaluate.py --model {input.model} --data {input.data}"
+        "evaluate.py --model {input.model} --data {input.data}"
         " --split {wildcards.split} --langs {params.langs} --out {output.metrics}"
         " --predictions {output.predictions} --threads {threads} 2> {log}"

@@ -21,7 +21,7 @@ rule finetune:
         hparams=lambda w: as_json(T.hparams(config, w.recipe)),
         checkpoints=f"{RESULTS}/checkpoints/models/{{encoder}}/pretrained/{{task}}/{{recipe}}/seed{{seed}}",
     shell:
-        "python workflow_scripts/finetune.py --task {wildcards.task} --encoder {params.encoder}"
+        "finetune.py --task {wildcards.task} --encoder {params.encoder}"
         " {params.revision} --data {input.data} --train-langs {params.train_langs}"
         " --hparams {params.hparams:q} --seed {wildcards.seed} --out {output}"
         " --checkpoint-dir {params.checkpoints} --threads {threads} 2> {log}"

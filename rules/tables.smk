@@ -14,7 +14,7 @@ rule crossmulti_table2:
         spec=lambda w: as_json(config["papers"]["crossmulti"]),
         prefix=lambda w, output: output[0].rsplit(".", 1)[0],
     shell:
-        "python workflow_scripts/make_table.py --paper crossmulti --table table2"
+        "make_table.py --paper crossmulti --table table2"
         " --spec {params.spec:q} --inputs {input} --out-prefix {params.prefix} 2> {log}"
 
 

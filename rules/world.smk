@@ -12,5 +12,5 @@ rule world:
         world=lambda w: as_json(config["world"]),
         raw_root=config["raw_root"],
     shell:
-        "python workflow_scripts/make_world.py --world {params.world:q}"
+        "make_world.py --world {params.world:q}"
         " --raw-root {params.raw_root} --manifest {output.manifest} 2> {log}"

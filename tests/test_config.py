@@ -47,6 +47,8 @@ def base():
         (lambda c: c["hparams"]["crossmulti"].update(epochs="five"), r"hparams\.crossmulti\.epochs: 'five' should be of type integer"),
         (lambda c: c["language_sets"].update(crossmulti=["en", "xx"]), r"task pos has no data for \['xx'\]"),
         (lambda c: c["hparams"]["crossmulti"].update(learning_rate=1), r"hparams\.crossmulti: unknown training option"),
+        (lambda c: c["papers"]["crossmulti"]["metric"].update(ner="f1"),
+         r"papers\.crossmulti\.metric\.ner: unknown metric of task ner 'f1'; allowed: accuracy, span_f1, span_f1_macro"),
     ],
 )
 def test_bad_config_names_the_key_and_allowed_values(mutate, message):

@@ -18,7 +18,7 @@ def test_paper_vs_ours_mean_std_and_delta():
 
 
 def test_crossmulti_table2_renders_every_cell(tmp_path):
-    spec = {"source": "en", "metric": "f1_macro", "tasks": ["pos", "ner", "pawsx", "marc"], "encoder": "tiny"}
+    spec = {"source": "en", "metric": {"pos": "f1_macro", "ner": "f1_macro", "pawsx": "f1_macro", "marc": "f1_macro"}, "tasks": ["pos", "ner", "pawsx", "marc"], "encoder": "tiny"}
     inputs = []
     for task in spec["tasks"]:
         for recipe in ("en.crossmulti", "de+en+es+fr.crossmulti"):

@@ -1,3 +1,4 @@
+#!/usr/bin/env python
 """Train a WordPiece tokenizer on a corpus and MLM-pretrain a small BERT; save in HF format."""
 
 import argparse

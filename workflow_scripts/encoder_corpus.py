@@ -1,3 +1,4 @@
+#!/usr/bin/env python
 """Write the world's unlabelled multilingual text, one sentence a line, for tokenizer and MLM."""
 
 import argparse

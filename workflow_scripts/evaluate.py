@@ -1,3 +1,4 @@
+#!/usr/bin/env python
 """Evaluate a fine-tuned model on one split of several languages; write metrics and predictions."""
 
 import argparse

@@ -1,3 +1,4 @@
+#!/usr/bin/env python
 """Fine-tune an encoder on one task (training languages from the recipe) and save the model."""
 
 import argparse

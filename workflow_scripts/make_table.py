@@ -1,3 +1,4 @@
+#!/usr/bin/env python
 """Render one paper table: the published value, ours (mean ± std over seeds), the difference."""
 
 import argparse

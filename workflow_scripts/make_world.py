@@ -1,3 +1,4 @@
+#!/usr/bin/env python
 """Generate the synthetic world's datasets, in their real sources' formats, under a raw root."""
 
 import argparse

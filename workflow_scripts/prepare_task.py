@@ -1,3 +1,4 @@
+#!/usr/bin/env python
 """Read one task's raw files (real formats) into the normalised form, every language and split."""
 
 import argparse

@@ -56,6 +56,10 @@ def validate(config: dict, schema_path: str | Path = SCHEMA) -> dict:
     if errors:
         deepest = max(errors, key=lambda e: len(list(e.absolute_path)))
         raise XltError(_explain(deepest))
+    if config.get("world"):
+        from xlt.world.config import resolve
+
+        resolve(config["world"])  # names the bad key, e.g. world.languages.hi.order
     _check_references(config)
     return config
 
@@ -80,6 +84,10 @@ def _check_references(config: dict) -> None:
         _ref("source language", f"papers.{slug}.source", paper["source"], langs)
         for task in paper.get("tasks", []):
             _ref("task", f"papers.{slug}.tasks", task, TASKS)
+            if isinstance(paper.get("metric"), dict):
+                if task not in paper["metric"]:
+                    raise XltError(f"config key papers.{slug}.metric: no metric for task {task}")
+                _ref(f"metric of task {task}", f"papers.{slug}.metric.{task}", paper["metric"][task], TASKS[task].metrics)
             missing = [lang for lang in langs if lang not in TASKS[task].languages]
             if missing:
                 raise XltError(

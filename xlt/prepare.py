@@ -183,3 +183,29 @@ def _bitext(lang: str, split: str, raw_root: Path, source_cfg: dict) -> list[dic
 def write_normalised(records: list[dict], out_path: str | Path) -> int:
     """Write records as JSON lines atomically; return how many were written."""
     return write_jsonl(out_path, records)
+
+
+def prepare_task(task_name: str, langs: list[str], raw_root: str | Path, source_cfg: dict, out_dir: str | Path) -> dict:
+    """Normalise every (language, split) of a task into `out_dir/<lang>/<split>.jsonl`.
+
+    The folder is written whole or not at all (a temp dir renamed into place), with a
+    `manifest.json` of record counts, reader statistics and the sha256 of every file.
+    """
+    from xlt.io import atomic_dir, sha256_file, write_json
+    from xlt.provenance import code_version
+
+    splits = get_task(task_name).splits if task_name != "bitext" else ("train",)
+    counts: dict[str, dict[str, int]] = {}
+    stats: dict = {}
+    files: dict[str, str] = {}
+    with atomic_dir(out_dir) as tmp:
+        for lang in langs:
+            for split in splits:
+                records = prepare_split(task_name, lang, split, raw_root, source_cfg, stats=stats)
+                rel = f"{lang}/{split}.jsonl"
+                counts.setdefault(lang, {})[split] = write_normalised(records, Path(tmp) / rel)
+                files[rel] = sha256_file(Path(tmp) / rel)
+        manifest = {"task": task_name, "raw_root": str(raw_root), "counts": counts, "reader_stats": stats,
+                    "sha256": files, "code": code_version()}
+        write_json(Path(tmp) / "manifest.json", manifest)
+    return manifest

@@ -104,11 +104,12 @@ def write_table(table: pd.DataFrame, out_prefix: str | Path, md: str, tex: str) 
 # ---- per-table builders ---------------------------------------------------------------------
 
 
-def _eval_rows(inputs: list[str], metric: str, setting_of) -> pd.DataFrame:
+def _eval_rows(inputs: list[str], metric_of: dict[str, str], setting_of) -> pd.DataFrame:
     rows = []
     for path in inputs:
         report = read_json(path)
         recipe = Recipe.parse(Path(report["model"]).parent.name)
+        metric = metric_of[report["task"]]
         for lang, m in report["metrics"].items():
             if metric not in m:
                 raise XltError(f"{path}: no metric {metric!r}; has {', '.join(k for k in m if k != 'n')}")
@@ -127,7 +128,8 @@ def crossmulti_table2(spec: dict, inputs: list[str]) -> tuple[pd.DataFrame, str,
     table = paper_vs_ours(ours, published, keys)
     seeds = sorted(ours["seed"].unique().tolist())
     notes = [
-        f"Metric: {spec['metric']} (×100). Encoder: {spec['encoder']}. Seeds: {seeds}.",
+        "Metric (×100): " + ", ".join(f"{t} {m}" for t, m in spec["metric"].items() if t in spec["tasks"])
+        + f". Encoder: {spec['encoder']}. Seeds: {seeds}.",
         "cross = fine-tuned on the source language only; multi = on all four languages.",
     ]
     md, tex = render_grid(table, ["task", "setting"], "lang", "crossmulti Table 2: cross- vs multi-lingual fine-tuning", notes)

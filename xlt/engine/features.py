@@ -48,7 +48,7 @@ def assign_windows(first_subword: list[int], n_subwords: int, window: int, strid
     return [(s, s + window, owned[s]) for s in starts if owned[s]]
 
 
-def encode_token_task(task: Task, records: list[dict], tokenizer, max_length: int, stride: int) -> Encoded:
+def encode_token_task(task: Task, records: list[dict], tokenizer, max_length: int, stride: int, train: bool = False) -> Encoded:
     """Tagging (labels per first subword) and parsing (word starts, heads, relations)."""
     cls_id, sep_id = _specials(tokenizer)
     window = max_length - 2
@@ -66,14 +66,22 @@ def encode_token_task(task: Task, records: list[dict], tokenizer, max_length: in
         if len(first) != len(words):  # a word the tokenizer maps to nothing: give it [UNK]
             ids, first = _with_unk_words(tokenizer, words)
         gold = rec.get(task.label_field) if not parsing else rec.get("deprel")
-        for start, end, owned in assign_windows(first, len(ids), window, stride):
+        windows = assign_windows(first, len(ids), window, stride)
+        if parsing and len(windows) > 1:
+            # A tree cannot be cut into windows: parse the words that fit in one window
+            # (at test time the rest keep head 0); a training tree that does not fit is skipped.
+            if gold is not None and train:
+                continue
+            keep = [w for w in range(len(words)) if first[w] < window]
+            windows = [(0, min(len(ids), window), keep)]
+        for start, end, owned in windows:
             piece = [cls_id] + ids[start:end] + [sep_id]
             f = {"input_ids": piece, "example": ex_i}
             if parsing:
                 f["word_starts"] = [first[w] - start + 1 for w in owned]
                 f["word_index"] = owned
                 f["n_words"] = len(owned)
-                if gold is not None:
+                if gold is not None and train:
                     f["word_heads"] = [int(rec["head"][w]) for w in owned]
                     f["word_rels"] = [labels[gold[w]] for w in owned]
             else:
@@ -156,7 +164,7 @@ def encode_qa(records: list[dict], tokenizer, max_length: int, stride: int, trai
 
 def encode(task: Task, records: list[dict], tokenizer, max_length: int, stride: int, train: bool) -> Encoded:
     if task.head in ("tagging", "biaffine"):
-        return encode_token_task(task, records, tokenizer, max_length, stride)
+        return encode_token_task(task, records, tokenizer, max_length, stride, train)
     if task.head == "classification":
         return encode_sequence_task(task, records, tokenizer, max_length)
     if task.head == "span_qa":

@@ -64,21 +64,20 @@ class SpanQAHead(nn.Module):
 
 
 class ParsingHead(nn.Module):
-    """Biaffine dependency parser over the first subword of each word."""
+    """Biaffine dependency parser over the first subword of each word; [CLS] stands for ROOT."""
 
     def __init__(self, hidden: int, num_labels: int, dropout: float):
         super().__init__()
         from xlt.engine.biaffine import BiaffineParser
 
-        self.parser = BiaffineParser(hidden, num_labels, dropout=dropout)
+        self.parser = BiaffineParser(hidden, num_labels, root="cls")
 
     def forward(self, h: torch.Tensor, batch: dict) -> dict:
+        from xlt.engine.biaffine import gather_words
+
         starts = batch["word_starts"]
-        words = h.gather(1, starts[..., None].expand(-1, -1, h.shape[-1]))
-        mask = torch.zeros_like(starts, dtype=torch.bool)
-        for i, n in enumerate(batch["n_words"].tolist()):
-            mask[i, :n] = True
-        out = self.parser(words, mask, batch.get("word_heads"), batch.get("word_rels"))
+        mask = torch.arange(starts.shape[1], device=starts.device)[None, :] < batch["n_words"][:, None]
+        out = self.parser(gather_words(h, starts, mask), mask, batch.get("word_heads"), batch.get("word_rels"), root=h[:, 0])
         if not self.training:
             out["pred_heads"], out["pred_rels"] = self.parser.decode(out, mask)
         return out

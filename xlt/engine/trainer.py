@@ -101,6 +101,11 @@ class _GraceSignal:
             signal.signal(sig, old)
 
 
+def _state_copy(model) -> dict:
+    """A CPU copy of the state dict with no shared storage (safetensors refuses tied weights)."""
+    return {k: v.detach().cpu().clone().contiguous() for k, v in model.state_dict().items()}
+
+
 class Checkpointer:
     """`<dir>/last/` holds the newest complete checkpoint; written to a temp dir and renamed."""
 
@@ -120,7 +125,7 @@ class Checkpointer:
     def save(self, model, optimizer, scheduler, state: dict) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=".ckpt.", dir=self.dir))
-        save_file({k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()}, tmp / "model.safetensors")
+        save_file(_state_copy(model), tmp / "model.safetensors")
         torch.save(
             {"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(), "rng": torch.get_rng_state(),
              "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None},
@@ -139,7 +144,7 @@ class Checkpointer:
     def save_best(self, model) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
         tmp = self.dir / ".best.safetensors.tmp"
-        save_file({k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()}, tmp)
+        save_file(_state_copy(model), tmp)
         os.replace(tmp, self.dir / "best.safetensors")
 
     def best_state(self):
