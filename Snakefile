@@ -20,6 +20,10 @@ include: "rules/evaluate.smk"
 include: "rules/tables.smk"
 
 
+localrules:
+    all_tables,
+
+
 rule all_tables:
     input:
         T.all_tables(config),

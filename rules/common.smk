@@ -6,6 +6,7 @@ import sys
 
 from snakemake.exceptions import WorkflowError
 
+from xlt import resources as R
 from xlt import targets as T
 from xlt.config import validate
 from xlt.errors import XltError

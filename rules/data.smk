@@ -10,6 +10,9 @@ rule prepare_task:
         "logs/data/{task}.prepare.log",
     conda:
         ENV
+    threads: R.job_threads(config, "prepare")
+    resources:
+        **R.job_resources(config, "prepare"),
     params:
         langs=lambda w: " ".join(T.task_languages(config, w.task)),
         data=lambda w: as_json(config["data"]),

@@ -2,6 +2,10 @@
 # Hub encoders (config.yaml) need no rule: fine-tuning loads them by their Hub id.
 
 
+localrules:
+    encoder_corpus,
+
+
 rule encoder_corpus:
     input:
         world=rules.world.output.manifest,
@@ -30,7 +34,9 @@ rule build_encoder:
         "logs/encoders/{encoder}.build.log",
     conda:
         ENV
-    threads: config["threads"]["train"]
+    threads: R.job_threads(config, "build_encoder")
+    resources:
+        **R.job_resources(config, "build_encoder"),
     params:
         build=lambda w: as_json(config["encoders"][w.encoder]["build"]),
         checkpoints=f"{RESULTS}/checkpoints/encoders/{{encoder}}",

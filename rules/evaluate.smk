@@ -12,7 +12,9 @@ rule evaluate:
         "logs/eval/{encoder}/{init}/{task}/{recipe}/seed{seed}/{split}.{langset}.log",
     conda:
         ENV
-    threads: config["threads"]["evaluate"]
+    threads: R.job_threads(config, "evaluate")
+    resources:
+        **R.job_resources(config, "evaluate"),
     params:
         langs=lambda w: " ".join(config["language_sets"][w.langset]),
     shell:

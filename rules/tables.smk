@@ -1,6 +1,11 @@
 # Paper tables: published value, ours (mean ± std over seeds), difference.
 
 
+localrules:
+    crossmulti_table2,
+    crossmulti_all,
+
+
 rule crossmulti_table2:
     input:
         T.crossmulti_table2_inputs(config),

@@ -1,6 +1,10 @@
 # The synthetic world of the tiny preset: every dataset in its real source's format.
 
 
+localrules:
+    world,
+
+
 rule world:
     output:
         manifest=f"{RESULTS}/world/manifest.json",

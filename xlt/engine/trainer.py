@@ -52,6 +52,61 @@ def pick_device(name: str) -> torch.device:
     return torch.device(name)
 
 
+class Dist:
+    """The process's place in a torchrun (DDP) job; a single process is rank 0 of 1.
+
+    Under DDP every rank runs the same global batch order and takes its share of each
+    batch; gradients are averaged, so a step equals the single-process step up to float
+    summation order. Rank 0 writes checkpoints and the model; the others wait.
+    """
+
+    def __init__(self):
+        import torch.distributed as dist
+
+        self.dist = dist
+        self.world = int(os.environ.get("WORLD_SIZE", "1"))
+        self.rank = int(os.environ.get("RANK", "0"))
+        self.local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+        if self.world > 1 and not dist.is_initialized():
+            dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
+            if torch.cuda.is_available():
+                torch.cuda.set_device(self.local_rank)
+
+    @property
+    def main(self) -> bool:
+        return self.rank == 0
+
+    def device(self, name: str) -> torch.device:
+        dev = pick_device(name)
+        return torch.device("cuda", self.local_rank) if dev.type == "cuda" and self.world > 1 else dev
+
+    def share(self, idx: list[int]) -> list[int]:
+        return idx[self.rank :: self.world] if self.world > 1 else idx
+
+    def barrier(self) -> None:
+        if self.world > 1:
+            self.dist.barrier()
+
+    def any(self, flag: bool) -> bool:
+        """True on every rank if it is true on any (a grace signal reaches one rank)."""
+        if self.world == 1:
+            return flag
+        t = torch.tensor([int(flag)], device="cuda" if torch.cuda.is_available() else "cpu")
+        self.dist.all_reduce(t)
+        return bool(t.item())
+
+    def gather(self, obj):
+        if self.world == 1:
+            return [obj]
+        out = [None] * self.world
+        self.dist.all_gather_object(out, obj)
+        return out
+
+    def close(self) -> None:
+        if self.world > 1 and self.dist.is_initialized():
+            self.dist.destroy_process_group()
+
+
 def load_records(paths, cap: int | None = None) -> list[dict]:
     records: list[dict] = []
     for p in paths:
@@ -122,12 +177,13 @@ class Checkpointer:
                 return c, state
         return None, None
 
-    def save(self, model, optimizer, scheduler, state: dict) -> None:
+    def save(self, model, optimizer, scheduler, state: dict, rng_states: list | None = None) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=".ckpt.", dir=self.dir))
         save_file(_state_copy(model), tmp / "model.safetensors")
         torch.save(
-            {"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(), "rng": torch.get_rng_state(),
+            {"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
+             "rng": torch.get_rng_state(), "rng_per_rank": rng_states,
              "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None},
             tmp / "optim.pt",
         )
@@ -196,7 +252,8 @@ def train(
     chance to save anything, exactly like `kill -9` or a node failure.
     """
     task = get_task(cfg.task)
-    device = pick_device(cfg.device)
+    ddp = Dist()
+    device = ddp.device(cfg.device)
     metric = cfg.select_metric or task.metrics[0]
     if metric not in task.metrics:
         raise XltError(f"select_metric={metric!r} is not a metric of task {task.name}; allowed: {', '.join(task.metrics)}")
@@ -206,12 +263,17 @@ def train(
     seed_everything(cfg.seed)
     encoder, tokenizer = load_encoder(cfg.encoder, cfg.encoder_revision, dropout=cfg.dropout)
     model = build_model(task, encoder, cfg.dropout).to(device)  # head init depends on the seed only
+    if ddp.world > 1:
+        torch.manual_seed(cfg.seed + 1000 * ddp.rank)  # same init everywhere, own dropout per rank
 
     train_records = load_records(train_files, cfg.max_train_examples)
     dev_sets = {str(p): load_records([p]) for p in dev_files}
     enc: Encoded = encode(task, train_records, tokenizer, cfg.max_length, cfg.stride, train=True)
     steps_per_epoch = len(length_grouped_batches(enc.lengths, cfg.batch_size, cfg.seed, 0))
     total = steps_per_epoch * cfg.epochs
+    raw_model = model
+    if ddp.world > 1:
+        model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[ddp.local_rank] if device.type == "cuda" else None)
     optimizer = _optimizer(model, cfg, device)
     scheduler = _scheduler(optimizer, cfg, total)
 
@@ -219,16 +281,22 @@ def train(
     state = {"epoch": 0, "step_in_epoch": 0, "global_step": 0, "best": None, "best_epoch": None, "history": [], "resumed_from": []}
     where, saved = ckpt.load()
     if where is not None:
-        model.load_state_dict(load_file(where / "model.safetensors"))
+        raw_model.load_state_dict(load_file(where / "model.safetensors"))
         blob = torch.load(where / "optim.pt", weights_only=False)
         optimizer.load_state_dict(blob["optimizer"])
         scheduler.load_state_dict(blob["scheduler"])
-        torch.set_rng_state(blob["rng"])
+        torch.set_rng_state(blob["rng_per_rank"][ddp.rank] if blob.get("rng_per_rank") and ddp.world > 1 else blob["rng"])
         if blob.get("cuda_rng") is not None and torch.cuda.is_available():
             torch.cuda.set_rng_state_all(blob["cuda_rng"])
         state = saved
         state["resumed_from"].append(state["global_step"])
         print(f"resuming from step {state['global_step']} (epoch {state['epoch']}, batch {state['step_in_epoch']})", file=sys.stderr)
+
+    def save_checkpoint():
+        rng_states = ddp.gather(torch.get_rng_state())
+        if ddp.main:
+            ckpt.save(raw_model, optimizer, scheduler, state, rng_states)
+        ddp.barrier()
 
     steps_this_process = 0
     t0 = time.perf_counter()
@@ -244,7 +312,10 @@ def train(
             batches = length_grouped_batches(enc.lengths, cfg.batch_size, cfg.seed, epoch)
             model.train()
             for bi in range(state["step_in_epoch"], len(batches)):
-                batch = to_device(collate([enc.features[i] for i in batches[bi]], tokenizer.pad_token_id), device)
+                share = ddp.share(batches[bi])
+                if not share:  # a last batch smaller than the number of ranks
+                    continue
+                batch = to_device(collate([enc.features[i] for i in share], tokenizer.pad_token_id), device)
                 with autocast(device):
                     loss = model(batch)["loss"]
                 if not torch.isfinite(loss):
@@ -267,26 +338,29 @@ def train(
                 if bar:
                     bar.update(1)
                     bar.set_postfix(loss=f"{loss.item():.4f}", refresh=False)
-                interrupted = grace.received is not None or (stop_after_steps is not None and steps_this_process >= stop_after_steps)
+                interrupted = ddp.any(grace.received is not None) or (stop_after_steps is not None and steps_this_process >= stop_after_steps)
                 if interrupted or state["global_step"] % cfg.checkpoint_every == 0:
-                    ckpt.save(model, optimizer, scheduler, state)
+                    save_checkpoint()
                 if interrupted:
                     why = f"signal {grace.received}" if grace.received is not None else f"stop_after_steps={stop_after_steps}"
                     raise Preempted(f"stopped by {why} at step {state['global_step']}; checkpoint saved in {ckpt.dir}, rerun to resume")
             # End of epoch: evaluate on dev, keep the best, checkpoint the new position.
-            dev_metrics = {p: evaluate_records(model, tokenizer, task, recs, cfg, device)[1] for p, recs in dev_sets.items()}
+            dev_metrics = {p: evaluate_records(raw_model, tokenizer, task, recs, cfg, device)[1] for p, recs in dev_sets.items()}
             score = _select_score(dev_metrics, metric)
             state["history"].append({"epoch": epoch + 1, "step": state["global_step"], "dev": dev_metrics, metric: score})
             if cfg.select == "last" or state["best"] is None or score > state["best"]:
                 state["best"], state["best_epoch"] = score, epoch + 1
-                ckpt.save_best(model)
+                if ddp.main:
+                    ckpt.save_best(raw_model)
             state["epoch"], state["step_in_epoch"] = epoch + 1, 0
-            ckpt.save(model, optimizer, scheduler, state)
+            save_checkpoint()
             model.train()
     if bar:
         bar.close()
 
-    model.load_state_dict(ckpt.best_state())
+    ddp.barrier()
+    raw_model.load_state_dict(ckpt.best_state())
+    model = raw_model
     elapsed = time.perf_counter() - t0
     summary = {
         "select_metric": metric,
@@ -299,6 +373,7 @@ def train(
         "train_examples": len(train_records),
         "train_features": len(enc.features),
         "seconds_this_process": round(elapsed, 3),
+        "world_size": ddp.world,
     }
     meta = {
         "labels": list(task.labels) if task.labels else None,
@@ -306,6 +381,9 @@ def train(
         "provenance": provenance(resolved_config or cfg.to_dict(), cfg.seed, [*train_files, *dev_files]),
         "train_config": cfg.to_dict(),
     }
-    save_model(model, tokenizer, out_dir, meta)
-    ckpt.clear()
+    if ddp.main:
+        save_model(model, tokenizer, out_dir, meta)
+        ckpt.clear()
+    ddp.barrier()
+    ddp.close()
     return summary

@@ -1,0 +1,131 @@
+"""The real workflow on the real test SLURM, through a profile that differs from
+slurm/profile.yaml only in cluster settings."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import REPO
+from tests.slurm.test_slurm_smoke import wait_until
+from tests.test_workflow import SHRINK
+
+pytestmark = pytest.mark.slurm
+TIMEOUT = 900  # seconds for one snakemake run (outer `timeout -k`)
+
+
+def ci_profile(tmp: Path) -> Path:
+    profile = yaml.safe_load((REPO / "slurm" / "profile.yaml").read_text())
+    profile.update({  # cluster settings only: a 2-core node, a fast first status check, logs here
+        "jobs": 2,
+        "slurm-init-seconds-before-status-checks": 2,
+        "slurm-logdir": str(tmp / "slurm-logs"),
+        "slurm-keep-successful-logs": True,
+    })  # fmt: skip
+    (tmp / "profile").mkdir(parents=True, exist_ok=True)
+    (tmp / "profile" / "profile.yaml").write_text(yaml.safe_dump(profile))
+    return tmp / "profile"
+
+
+def overrides(workdir: Path, **extra) -> Path:
+    cfg = copy.deepcopy(SHRINK)
+    cfg["papers"]["crossmulti"].update(seeds=[1], tasks=["pos"])
+    cfg["compute"] = {"gpus_per_job": 1}  # the node's fake GPUs: encoder jobs ask for --gpus=1
+    for key, value in extra.items():
+        cfg[key] = {**cfg.get(key, {}), **value}
+    (workdir / "ci.yaml").write_text(yaml.safe_dump(cfg))
+    return workdir / "ci.yaml"
+
+
+def start(cluster, workdir: Path, profile: Path, target: str) -> tuple[subprocess.Popen, Path]:
+    log = workdir / "snakemake.log"
+    cmd = ["timeout", "-k", "10", str(TIMEOUT), sys.executable, "-m", "snakemake", target,
+           "--snakefile", str(REPO / "Snakefile"), "--directory", str(workdir), "--profile", str(profile),
+           "--verbose", "--configfile", str(REPO / "presets" / "tiny.yaml"), str(workdir / "ci.yaml")]
+    env = {"XLT_SLURM_ACCOUNT": cluster.account, "XLT_SLURM_PARTITION": cluster.partition}
+    with open(log, "w") as out:
+        proc = cluster.popen(cmd, cwd=workdir, stdout=out, stderr=subprocess.STDOUT, env=cluster.environ(**env))
+    return proc, log
+
+
+def finish(proc: subprocess.Popen, log: Path, cluster) -> str:
+    try:
+        proc.wait(timeout=TIMEOUT + 30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    text = log.read_text()
+    assert proc.returncode == 0, f"rc={proc.returncode}\n{text[-6000:]}\n{cluster.logs(10)}"
+    return text
+
+
+def test_tiny_target_runs_through_the_slurm_profile(slurm_cluster, tmp_path):
+    workdir = tmp_path / "run"
+    workdir.mkdir()
+    overrides(workdir)
+    proc, log = start(slurm_cluster, workdir, ci_profile(tmp_path), "crossmulti_table2")
+    out = finish(proc, log, slurm_cluster)
+    assert (workdir / "results/tables/crossmulti/table2.md").exists()
+    sbatch = [line for line in out.splitlines() if "sbatch call:" in line]
+    by_rule = {rule: [c for c in sbatch if f"rule_{rule}" in c] for rule in ("build_encoder", "prepare_task", "finetune", "evaluate", "world", "encoder_corpus", "crossmulti_table2")}
+    assert by_rule["finetune"] and all("--gpus=1" in c for c in by_rule["finetune"])
+    assert by_rule["evaluate"] and all("--gpus=1" in c for c in by_rule["evaluate"])
+    assert by_rule["build_encoder"] and all("--gpus=1" in c for c in by_rule["build_encoder"])
+    assert by_rule["prepare_task"] and not any("--gpus" in c for c in by_rule["prepare_task"])  # CPU job
+    assert not by_rule["world"] and not by_rule["encoder_corpus"] and not by_rule["crossmulti_table2"]  # local
+    assert all(f"-A {slurm_cluster.account}" in c and f"-p {slurm_cluster.partition}" in c for c in sbatch)
+
+
+def test_scancel_mid_training_resumes_and_matches_an_uninterrupted_run(slurm_cluster, tmp_path):
+    workdir = tmp_path / "run"
+    workdir.mkdir()
+    # Long enough to be caught mid-run: ~100 steps with a checkpoint every 5.
+    overrides(workdir, world={"sizes": {"train": 400}}, hparams={"crossmulti": {"epochs": 8, "checkpoint_every": 5}})
+    target = "results/eval/tiny/pretrained/pos/en.crossmulti/seed1/test.crossmulti.json"
+    proc, log = start(slurm_cluster, workdir, ci_profile(tmp_path), target)
+    ckpt = workdir / "results/checkpoints/models/tiny/pretrained/pos/en.crossmulti/seed1/last/state.json"
+    wait_until(ckpt.exists, 600, "the first fine-tuning checkpoint", proc, log.read_text)
+
+    def finetune_job():
+        r = slurm_cluster.run(["squeue", "-h", "-o", "%i|%k"], timeout=30)
+        return next((line.split("|")[0] for line in r.stdout.splitlines() if "rule_finetune" in line), None)
+
+    job = wait_until(finetune_job, 60, "the fine-tuning job in squeue", proc, log.read_text)
+    slurm_cluster.run(["scancel", job], timeout=30, check=True)
+    out = finish(proc, log, slurm_cluster)
+    assert "resuming from step" in (workdir / "logs/models/tiny/pretrained/pos/en.crossmulti/seed1.log").read_text()
+
+    model = workdir / "results/models/tiny/pretrained/pos/en.crossmulti/seed1"
+    meta = json.loads((model / "xlt_model.json").read_text())
+    resumed = meta["train"]
+    assert resumed["resumed_from"] and resumed["steps_this_process"] < resumed["global_steps"], resumed
+    assert out.count("rule_finetune") >= 2  # submitted twice: the cancelled attempt and the retry
+
+    # The same fine-tuning, uninterrupted, on the same encoder and data, outside SLURM.
+    cfg = meta["train_config"]
+    hp = {k: v for k, v in cfg.items() if k not in ("task", "encoder", "encoder_revision", "seed")}
+    scripts = REPO / "workflow_scripts"
+    subprocess.run([sys.executable, scripts / "finetune.py", "--task", "pos", "--encoder", str(workdir / "results/encoders/tiny"),
+                    "--data", str(workdir / "results/data/pos"), "--train-langs", "en", "--hparams", json.dumps(hp),
+                    "--seed", "1", "--out", str(tmp_path / "clean"), "--checkpoint-dir", str(tmp_path / "ck"), "--threads", "1"],
+                   check=True, capture_output=True, timeout=600)
+    subprocess.run([sys.executable, scripts / "evaluate.py", "--model", str(tmp_path / "clean"), "--data", str(workdir / "results/data/pos"),
+                    "--split", "test", "--langs", "en", "de", "es", "fr", "--out", str(tmp_path / "clean.json"),
+                    "--predictions", str(tmp_path / "clean.jsonl"), "--threads", "1"], check=True, capture_output=True, timeout=600)
+    clean = json.loads((tmp_path / "clean.json").read_text())
+    slurm = json.loads((workdir / target).read_text())
+    assert slurm["metrics"] == clean["metrics"]
+    clean_train = json.loads((tmp_path / "clean" / "xlt_model.json").read_text())["train"]
+    def scores(history):  # the dev files are named by path, relative in one run, absolute in the other
+        return [(h["epoch"], h["step"], list(h["dev"].values())) for h in history]
+
+    assert scores(clean_train["history"]) == scores(resumed["history"])
+    assert resumed["steps_this_process"] < clean_train["steps_this_process"]

@@ -1,0 +1,87 @@
+"""What each job asks a scheduler for, computed from the config (one place, unit-tested).
+
+Rules declare `resources: **T.job_resources(config, "<kind>")`; every value is a function of
+(wildcards, attempt), so the runtime grows when SLURM kills a job at its time limit and
+Snakemake retries it. Cluster specifics (account, partitions, GPU model, extra sbatch flags)
+come from environment variables, never from the repository:
+
+    XLT_SLURM_ACCOUNT         sbatch -A
+    XLT_SLURM_PARTITION       sbatch -p for CPU jobs
+    XLT_SLURM_GPU_PARTITION   sbatch -p for GPU jobs (default: XLT_SLURM_PARTITION)
+    XLT_SLURM_GPU_MODEL       --gpus=<model>:N
+    XLT_SLURM_EXTRA           appended verbatim to sbatch (e.g. "--qos=high")
+"""
+
+from __future__ import annotations
+
+import os
+
+from xlt.errors import XltError
+
+# Job kinds and whether they run an encoder (and so may want a GPU).
+KINDS = {"world": False, "corpus": False, "prepare": False, "download": False, "table": False,
+         "build_encoder": True, "finetune": True, "evaluate": True, "grid": True}
+
+
+def _size_class(cfg: dict, encoder: str | None) -> str:
+    if not encoder:
+        return "base"
+    spec = cfg["encoders"].get(encoder, {})
+    if "build" in spec:
+        return "tiny"
+    name = (spec.get("hub") or spec.get("path") or "").lower()
+    return "large" if "large" in name else "base"
+
+
+def job_resources(cfg: dict, kind: str, env: dict | None = None) -> dict:
+    """Snakemake resources for a job kind; callables of (wildcards, attempt)."""
+    if kind not in KINDS:
+        raise XltError(f"unknown job kind {kind!r}; allowed: {', '.join(KINDS)}")
+    env = os.environ if env is None else env
+    compute = cfg.get("compute", {})
+    per = compute.get("jobs", {}).get(kind, {})
+    uses_gpu = KINDS[kind] and compute.get("gpus_per_job", 0) > 0
+
+    def pick(key, default):
+        def value(wildcards, attempt=1):
+            size = _size_class(cfg, getattr(wildcards, "encoder", None) if wildcards is not None else None)
+            v = per.get(key, default)
+            return v.get(size, v.get("base")) if isinstance(v, dict) else v
+
+        return value
+
+    mem = pick("mem_mb", 4000)
+    base_runtime = pick("runtime", 30)
+    growth = compute.get("runtime_growth", 2.0)
+
+    out = {
+        "mem_mb": lambda wildcards, attempt: int(mem(wildcards, attempt)),
+        # minutes; each retry (time limit, preemption) asks for `growth` times more
+        "runtime": lambda wildcards, attempt: int(base_runtime(wildcards, attempt) * growth ** (attempt - 1)),
+    }
+    if uses_gpu:
+        out["gpu"] = compute["gpus_per_job"]
+        if env.get("XLT_SLURM_GPU_MODEL"):
+            out["gpu_model"] = env["XLT_SLURM_GPU_MODEL"]
+    partition = env.get("XLT_SLURM_GPU_PARTITION") if uses_gpu else None
+    partition = partition or env.get("XLT_SLURM_PARTITION")
+    if partition:
+        out["slurm_partition"] = partition
+    if env.get("XLT_SLURM_ACCOUNT"):
+        out["slurm_account"] = env["XLT_SLURM_ACCOUNT"]
+    if env.get("XLT_SLURM_EXTRA"):
+        out["slurm_extra"] = env["XLT_SLURM_EXTRA"]
+    return out
+
+
+def job_threads(cfg: dict, kind: str) -> int:
+    return int(cfg.get("compute", {}).get("jobs", {}).get(kind, {}).get("threads", 1))
+
+
+def launcher(cfg: dict) -> str:
+    """How a training script is started: plainly, or under torchrun (DDP) on the job's GPUs."""
+    compute = cfg.get("compute", {})
+    n = compute.get("gpus_per_job", 0)
+    if compute.get("ddp") and n > 1:
+        return f"torchrun --standalone --nproc-per-node {n}"
+    return ""
