@@ -15,13 +15,14 @@ rule finetune:
         ENV
     threads: config["threads"]["train"]
     params:
+        task=lambda w: T.task_of(w.task),
         encoder=lambda w: T.encoder_source(config, w.encoder),
         revision=lambda w: T.encoder_revision_arg(config, w.encoder),
         train_langs=lambda w: " ".join(T.Recipe.parse(w.recipe).train_langs),
         hparams=lambda w: as_json(T.hparams(config, w.recipe)),
         checkpoints=f"{RESULTS}/checkpoints/models/{{encoder}}/pretrained/{{task}}/{{recipe}}/seed{{seed}}",
     shell:
-        "finetune.py --task {wildcards.task} --encoder {params.encoder}"
+        "finetune.py --task {params.task} --encoder {params.encoder}"
         " {params.revision} --data {input.data} --train-langs {params.train_langs}"
         " --hparams {params.hparams:q} --seed {wildcards.seed} --out {output}"
         " --checkpoint-dir {params.checkpoints} --threads {threads} 2> {log}"
