@@ -114,7 +114,7 @@ def test_raw_sources_of_tasks_no_paper_uses_yet():
     assert T.raw_sources(cfg, "qa") == {"squad-json": [], "xquad-json": ["en"]}  # SQuAD JSON, XQuAD test
     # an override the catalog does not deliver fails when the DAG is built, naming the path
     cfg["data"]["xnli"] = {"train_source": {"en": "multinli_1.0/train.parquet"}}
-    with pytest.raises(XltError, match="no catalog source deliver multinli_1.0/train.parquet"):
+    with pytest.raises(XltError, match="no catalog source delivers multinli_1.0/train.parquet"):
         T.raw_sources(cfg, "xnli")
     cfg["data"]["xnli"] = {"train_source": "/data/my_mnli.parquet"}  # absolute: the user's own file
     assert T.raw_sources(cfg, "xnli") == {"xnli": T.task_languages(cfg, "xnli")}

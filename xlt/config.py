@@ -44,6 +44,8 @@ def _explain(err) -> str:
         return f"config key {key}: {err.instance!r} should be of type {err.validator_value}"
     if v == "oneOf" and key.startswith("encoders."):
         return f"config key {key}: an encoder needs exactly one of hub, path, build"
+    if v == "oneOf" and isinstance(err.schema, dict) and "description" in err.schema:
+        return f"config key {key}: {err.instance!r} is not allowed; expected {err.schema['description']}"
     return f"config key {key}: {err.message}"
 
 

@@ -195,9 +195,11 @@ def raw_sources(cfg: dict, dataset: str) -> dict[str, list[str]]:
                     continue  # a file of the user's own, outside the raw root
                 found = providers(pattern, lang)
                 if len(found) != 1:
-                    what = "no catalog source" if not found else f"several catalog sources ({', '.join(s.name for s, _ in found)})"
+                    what = "no catalog source delivers" if not found else (
+                        f"several catalog sources ({', '.join(s.name for s, _ in found)}) deliver"
+                    )
                     raise XltError(
-                        f"dataset {dataset!r}, language {lang!r}, split {split!r}: {what} deliver {pattern} "
+                        f"dataset {dataset!r}, language {lang!r}, split {split!r}: {what} {pattern} "
                         "(xlt/sources/catalog.yaml); check the config's data block"
                     )
                 source, fetch_lang = found[0]
