@@ -1,9 +1,33 @@
-# Raw sources -> the normalised form (docs/data.md), one folder per task.
+# Raw sources -> the normalised form (docs/data.md), one folder per dataset (task[.treebank set]).
+# With the tiny preset the world writes the raw files, so no download job appears.
+
+
+# Downloads need the internet, which cluster compute nodes often lack: run them where
+# Snakemake runs.
+localrules:
+    download,
+
+
+rule download:
+    output:
+        T.download_manifest(config, "{source}"),
+    log:
+        "logs/download/{source}.log",
+    conda:
+        ENV
+    params:
+        langs=lambda w: " ".join(T.download_langs(config, w.source)),
+        download=lambda w: as_json(config.get("download", {})),
+        # the manifest is <raw_root>/manifests/<source>.json
+        raw_root=lambda w, output: os.path.dirname(os.path.dirname(output[0])),
+    shell:
+        "download.py --source {wildcards.source} --raw-root {params.raw_root}"
+        " --langs {params.langs} --manifest {output} --download {params.download:q} 2> {log}"
 
 
 rule prepare_task:
     input:
-        T.raw_inputs(config),
+        lambda w: T.raw_inputs(config, w.task),
     output:
         directory(f"{RESULTS}/data/{{task}}"),
     log:
@@ -14,9 +38,15 @@ rule prepare_task:
     resources:
         **R.job_resources(config, "prepare"),
     params:
+        task=lambda w: T.task_of(w.task),
         langs=lambda w: " ".join(T.task_languages(config, w.task)),
-        data=lambda w: as_json(config["data"]),
+        data=lambda w: as_json(T.source_cfg(config, w.task)),
         raw_root=config["raw_root"],
     shell:
-        "prepare_task.py --task {wildcards.task} --langs {params.langs}"
+        "prepare_task.py --task {params.task} --langs {params.langs}"
         " --raw-root {params.raw_root} --data {params.data:q} --out {output} 2> {log}"
+
+
+rule data_all:
+    input:
+        T.data_all(config),

@@ -17,6 +17,7 @@ rule finetune:
     resources:
         **R.job_resources(config, "finetune"),
     params:
+        task=lambda w: T.task_of(w.task),
         encoder=lambda w: T.encoder_source(config, w.encoder),
         revision=lambda w: T.encoder_revision_arg(config, w.encoder),
         train_langs=lambda w: " ".join(T.Recipe.parse(w.recipe).train_langs),
@@ -24,7 +25,7 @@ rule finetune:
         launcher=R.launcher(config),
         checkpoints=f"{RESULTS}/checkpoints/models/{{encoder}}/pretrained/{{task}}/{{recipe}}/seed{{seed}}",
     shell:
-        "{params.launcher} $(command -v finetune.py) --task {wildcards.task} --encoder {params.encoder}"
+        "{params.launcher} $(command -v finetune.py) --task {params.task} --encoder {params.encoder}"
         " {params.revision} --data {input.data} --train-langs {params.train_langs}"
         " --hparams {params.hparams:q} --seed {wildcards.seed} --out {output}"
         " --checkpoint-dir {params.checkpoints} --threads {threads} 2> {log}"

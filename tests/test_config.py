@@ -49,6 +49,14 @@ def base():
         (lambda c: c["hparams"]["crossmulti"].update(learning_rate=1), r"hparams\.crossmulti: unknown training option"),
         (lambda c: c["papers"]["crossmulti"]["metric"].update(ner="f1"),
          r"papers\.crossmulti\.metric\.ner: unknown metric of task ner 'f1'; allowed: accuracy, span_f1, span_f1_macro"),
+        (lambda c: c["papers"]["crossmulti"].update(treebanks="ancora"),
+         r"papers\.crossmulti\.treebanks: unknown treebank set 'ancora'; allowed: es_ancora, xtreme\. Did you mean 'es_ancora'\?"),
+        (lambda c: c["data"]["ud"]["treebanks"].pop("hi"),
+         r"config key data\.ud\.treebanks: no treebank for \['hi'\] \(papers\.underspec needs them for task pos\)"),
+        (lambda c: c["papers"]["dlfa"]["languages"].pop("ner"), r"papers\.dlfa\.languages\.ner: no language set for task ner"),
+        (lambda c: c["language_sets"]["xtreme_pawsx"].append("ru"), r"papers\.dlfa\.languages\.pawsx: task pawsx has no data for \['ru'\]"),
+        (lambda c: c["data"]["ud"]["sets"]["xtreme"].update(treebanks="every"), r"config key data\.ud\.sets\.xtreme\.treebanks: 'every' is not allowed; expected .*or 'all'"),
+        (lambda c: c["download"].update(allow_unpined=True), r"download: unknown key\(s\) \['allow_unpined'\].*Did you mean 'allow_unpinned'\?"),
     ],
 )
 def test_bad_config_names_the_key_and_allowed_values(mutate, message):

@@ -1,8 +1,12 @@
 import pytest
 
-from tests.test_config import base
+from tests.test_config import base, shipped_configs
 from xlt import targets as T
 from xlt.errors import XltError
+
+
+def tiny_config():
+    return dict(shipped_configs())["tiny.yaml"]
 
 
 def test_recipe_name_is_canonical_and_round_trips():
@@ -18,7 +22,8 @@ def test_crossmulti_table2_needs_every_task_setting_seed():
     paths = T.crossmulti_table2_inputs(cfg)
     p = cfg["papers"]["crossmulti"]
     assert len(paths) == len(set(paths)) == len(p["tasks"]) * 2 * len(p["seeds"])
-    assert "results/eval/mbert/pretrained/pos/en.crossmulti/seed1/test.crossmulti.json" in paths
+    # crossmulti's POS reads its own UD selection (es AnCora): dataset pos.es_ancora
+    assert "results/eval/mbert/pretrained/pos.es_ancora/en.crossmulti/seed1/test.crossmulti.json" in paths
     assert "results/eval/mbert/pretrained/marc/de+en+es+fr.crossmulti/seed3/test.crossmulti.json" in paths
 
 
@@ -34,7 +39,103 @@ def test_encoder_sources():
 
 def test_task_languages_and_tables():
     cfg = base()
-    assert T.task_languages(cfg, "ner") == ["en", "de", "es", "fr"]
+    # NER is shared: crossmulti's four, then XTREME's 40 (dlfa), which hold underspec's nine
+    ner = T.task_languages(cfg, "ner")
+    assert ner[:4] == ["en", "de", "es", "fr"] and len(ner) == 40 and {"ar", "hi", "ru", "vi", "zh"} <= set(ner)
+    assert T.task_languages(cfg, "pos.es_ancora") == ["en", "de", "es", "fr"]
+    assert T.task_languages(cfg, "pos") == ["en", "ar", "de", "es", "fr", "hi", "ru", "vi", "zh"]
     with pytest.raises(XltError, match="no configured paper uses task 'qa'"):
         T.task_languages(cfg, "qa")
     assert "results/tables/crossmulti/table2.md" in T.all_tables(cfg)
+
+
+# ---- datasets, downloads, data-size tables ------------------------------------------------
+
+
+def test_datasets_name_the_treebank_selection_of_ud_tasks():
+    cfg = base()
+    assert T.datasets(cfg).keys() == {"pos.es_ancora", "ner", "pawsx", "marc", "xnli", "pos.xtreme", "pos", "parsing"}
+    assert T.dataset_name(cfg, "crossmulti", "pos") == "pos.es_ancora"
+    assert T.dataset_name(cfg, "crossmulti", "ner") == "ner"  # only UD tasks carry a selection
+    assert T.dataset_name(cfg, "underspec", "parsing") == "parsing"  # the default selection
+    assert (T.task_of("pos.xtreme"), T.treebank_set_of("pos.xtreme"), T.treebank_set_of("ner")) == ("pos", "xtreme", None)
+    # a named set lays its version and languages over the default selection
+    cm = T.source_cfg(cfg, "pos.es_ancora")["ud"]
+    assert cm["version"] == "2.7" and cm["treebanks"]["es"] == ["UD_Spanish-AnCora"] and cm["treebanks"]["en"] == ["UD_English-EWT"]
+    assert T.source_cfg(cfg, "pos.xtreme")["ud"] == {"version": "2.5", "treebanks": "all"}
+    assert T.source_cfg(cfg, "pos")["ud"]["treebanks"]["es"] == ["UD_Spanish-GSD"]
+    assert "sets" not in T.source_cfg(cfg, "pos")["ud"]
+    with pytest.raises(XltError, match="unknown treebank set 'ancora'; allowed: es_ancora, xtreme"):
+        T.ud_selection(cfg, "ancora")
+
+
+# The catalog entries the default config reads: the UD releases (2.7 for crossmulti and
+# underspec, 2.5 for XTREME), WikiANN, PAWS-X, MARC, XNLI, and MultiNLI for English XNLI train.
+NEEDED = {"ud-2.5", "ud-2.7", "wikiann", "paws-x", "marc", "xnli", "mnli"}
+
+
+def test_download_plan_of_the_default_config():
+    cfg = base()
+    plan = T.download_plan(cfg)
+    assert set(plan) == NEEDED
+    assert plan["ud-2.7"] == ["en", "de", "es", "fr", "ar", "hi", "ru", "vi", "zh"]  # extracted languages
+    assert len(plan["ud-2.5"]) == 33 and len(plan["wikiann"]) == 40 and len(plan["xnli"]) == 15
+    assert plan["mnli"] == []  # one file, English only: no language selection
+    assert T.download_langs(cfg, "squad") == []  # a source no paper reads: every language of the entry
+    manifests = [f"resources/raw/manifests/{s}.json" for s in sorted(NEEDED)]
+    assert T.data_all(cfg)[: len(NEEDED)] == manifests
+    assert T.data_all(cfg)[len(NEEDED):] == [f"results/data/{d}" for d in T.datasets(cfg)]
+
+
+@pytest.mark.parametrize(
+    "dataset,sources",
+    [
+        ("pos.es_ancora", ["ud-2.7"]),
+        ("pos", ["ud-2.7"]),
+        ("parsing", ["ud-2.7"]),
+        ("pos.xtreme", ["ud-2.5"]),
+        ("ner", ["wikiann"]),
+        ("pawsx", ["paws-x"]),
+        ("marc", ["marc"]),
+        ("xnli", ["mnli", "xnli"]),  # English train from MultiNLI; dev / test and the rest XNLI
+    ],
+)
+def test_raw_inputs_per_dataset(dataset, sources):
+    cfg = base()
+    assert T.raw_inputs(cfg, dataset) == [f"resources/raw/manifests/{s}.json" for s in sources]
+    tiny = tiny_config()
+    assert T.raw_inputs(tiny, dataset) == ["results/world/manifest.json"]  # the world replaces downloads
+
+
+def test_raw_sources_of_tasks_no_paper_uses_yet():
+    cfg = base()
+    cfg["papers"]["adjust"] = {"tasks": ["qa"], "languages": "en_only"}  # not validated: targets only
+    cfg["language_sets"]["en_only"] = ["en"]
+    assert T.raw_sources(cfg, "qa") == {"squad-json": [], "xquad-json": ["en"]}  # SQuAD JSON, XQuAD test
+    # an override the catalog does not deliver fails when the DAG is built, naming the path
+    cfg["data"]["xnli"] = {"train_source": {"en": "multinli_1.0/train.parquet"}}
+    with pytest.raises(XltError, match="no catalog source delivers multinli_1.0/train.parquet"):
+        T.raw_sources(cfg, "xnli")
+    cfg["data"]["xnli"] = {"train_source": "/data/my_mnli.parquet"}  # absolute: the user's own file
+    assert T.raw_sources(cfg, "xnli") == {"xnli": T.task_languages(cfg, "xnli")}
+
+
+def test_tiny_preset_downloads_nothing():
+    tiny = tiny_config()
+    assert T.download_plan(tiny) == {}
+    assert T.data_all(tiny) == [f"results/data/{d}" for d in T.datasets(tiny)]
+    world = set(tiny["world"]["languages"])
+    for paper, spec in tiny["papers"].items():  # every language a paper asks for is in the world
+        for task in spec["tasks"]:
+            assert set(T.paper_languages(tiny, paper, task)) <= world, (paper, task)
+
+
+def test_data_size_tables_are_targets():
+    cfg = base()
+    for paper in T.STATS_TABLES:
+        assert f"results/tables/{paper}/table1.csv" in T.all_tables(cfg)
+    spec = T.stats_table_spec(cfg, "dlfa")
+    assert spec["tasks"]["pos"]["dataset"] == "pos.xtreme" and spec["tasks"]["pos"]["ud"]["version"] == "2.5"
+    assert len(spec["tasks"]["ner"]["languages"]) == 40
+    assert T.stats_table_inputs(cfg, "underspec") == ["results/data/xnli", "results/data/ner", "results/data/pos", "results/data/parsing"]
+    assert T.stats_table_inputs(cfg, "crossmulti") == ["results/data/pos.es_ancora", "results/data/ner", "results/data/pawsx", "results/data/marc"]

@@ -55,13 +55,13 @@ def test_tiny_workflow_writes_table2_beside_the_paper(tiny_run):
 
 @pytest.mark.slow
 def test_every_model_and_result_carries_provenance(tiny_run):
-    model = tiny_run / "results/models/tiny/pretrained/pos/en.crossmulti/seed1"
+    model = tiny_run / "results/models/tiny/pretrained/pos.es_ancora/en.crossmulti/seed1"
     meta = json.loads((model / "xlt_model.json").read_text())
     assert meta["provenance"]["seed"] == 1
     assert meta["provenance"]["config"]["lr"] == 3.0e-4  # the preset's, resolved
     assert all(len(d) == 64 for d in meta["provenance"]["data_sha256"].values())
     assert "source_sha256" in meta["provenance"]["code"]
-    report = json.loads((tiny_run / "results/eval/tiny/pretrained/pos/en.crossmulti/seed1/test.crossmulti.json").read_text())
+    report = json.loads((tiny_run / "results/eval/tiny/pretrained/pos.es_ancora/en.crossmulti/seed1/test.crossmulti.json").read_text())
     assert set(report["metrics"]) == {"en", "de", "es", "fr"}
     assert report["provenance"]["data_sha256"]
     # the encoder built by the DAG loads with the stock Hugging Face class
@@ -86,12 +86,12 @@ def test_malformed_conllu_stops_with_file_and_line_and_no_partial_output(tiny_ru
     bad = next(i for i, line in enumerate(lines) if line and not line.startswith("#"))
     lines[bad] = "\t".join(lines[bad].split("\t")[:7])  # 7 columns instead of 10
     conllu.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    run = snakemake(work, "--forcerun", "prepare_task", "--cores", "1", "results/data/pos")
+    run = snakemake(work, "--forcerun", "prepare_task", "--cores", "1", "results/data/pos.es_ancora")
     assert run.returncode != 0
-    log = (work / "logs/data/pos.prepare.log").read_text()
+    log = (work / "logs/data/pos.es_ancora.prepare.log").read_text()
     assert f"error: {conllu.relative_to(work)}:{bad + 1}:" in log or f"{conllu}:{bad + 1}:" in log
     assert "10 columns" in log or "columns" in log
-    assert not (work / "results/data/pos").exists()
+    assert not (work / "results/data/pos.es_ancora").exists()
 
 
 def test_full_scale_dag_builds_offline(tmp_path):
@@ -100,7 +100,45 @@ def test_full_scale_dag_builds_offline(tmp_path):
     assert run.returncode == 0, run.stderr[-3000:]
     out = run.stdout + run.stderr
     assert "finetune" in out
-    assert "results/models/mbert/pretrained/pos/en.crossmulti/seed1" in out
+    assert "results/models/mbert/pretrained/pos.es_ancora/en.crossmulti/seed1" in out
+
+
+def job_counts(output: str) -> dict[str, int]:
+    """The `Job stats` table of a dry run: {rule: count}."""
+    stats = output[output.index("Job stats:"):].splitlines()[3:]
+    counts = {}
+    for line in stats:
+        parts = line.split()
+        if len(parts) != 2 or not parts[1].isdigit():
+            break
+        counts[parts[0]] = int(parts[1])
+    return counts
+
+
+def test_full_scale_data_all_downloads_each_needed_source_once(tmp_path):
+    """`snakemake -n data_all` with config.yaml: one download job per catalog source read."""
+    from tests.test_config import base
+    from xlt import targets as T
+
+    run = subprocess.run([*SNAKEMAKE, "-n", "data_all", "--directory", str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    counts = job_counts(run.stdout + run.stderr)
+    cfg = base()
+    assert counts["download"] == len(T.download_plan(cfg)) == 7
+    assert counts["prepare_task"] == len(T.datasets(cfg))
+    for source in T.download_plan(cfg):
+        assert f"resources/raw/manifests/{source}.json" in run.stdout + run.stderr
+
+
+def test_tiny_all_tables_dag_has_the_data_size_tables_and_no_download(tmp_path):
+    run = subprocess.run([*SNAKEMAKE, "-n", "all_tables", "--directory", str(tmp_path), f"--configfile={REPO / 'presets' / 'tiny.yaml'}"],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    out = run.stdout + run.stderr
+    counts = job_counts(out)
+    assert counts["data_size_table"] == 3 and "download" not in counts
+    for paper in ("crossmulti", "dlfa", "underspec"):
+        assert f"results/tables/{paper}/table1.md" in out
 
 
 def test_invalid_config_names_key_and_allowed_values(tmp_path):

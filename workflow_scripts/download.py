@@ -5,8 +5,9 @@
         --langs en de --manifest results/raw/manifests/wikiann.json [--config config.yaml]
 
 `--config` is a YAML/JSON file; its `download:` block (or the whole mapping when it has
-none) is the fetch configuration (pins, allow_unpinned, mirrors, manual_dir, ...). Flags
-given here override it. On failure: one line `error: ...` on stderr, exit status 1.
+none) is the fetch configuration (pins, allow_unpinned, mirrors, manual_dir, ...). The
+workflow passes that block inline instead, as `--download '<JSON>'`. Flags given here
+override both. On failure: one line `error: ...` on stderr, exit status 1.
 """
 
 from __future__ import annotations
@@ -39,6 +40,18 @@ def _load_config(path: str | None) -> dict:
     return dict(block)
 
 
+def _json_block(text: str) -> dict:
+    import json
+
+    try:
+        block = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise XltError(f"--download: invalid JSON ({e})") from None
+    if not isinstance(block, dict):
+        raise XltError("--download: expected a JSON object (the config's download: block)")
+    return block
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--source", required=True, help="catalog entry (xlt/sources/catalog.yaml)")
@@ -46,6 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--langs", nargs="*", default=[], help="languages (space or comma separated)")
     ap.add_argument("--manifest", help="manifest JSON to write (default <raw-root>/manifests/)")
     ap.add_argument("--config", help="YAML/JSON file holding the download: block")
+    ap.add_argument("--download", help="the download: block itself, as JSON (the workflow's way)")
     ap.add_argument("--allow-unpinned", action="store_true", default=None)
     ap.add_argument("--manual-dir", help="where hand-downloaded files are looked for")
     ap.add_argument("--hf-endpoint", help="Hugging Face Hub endpoint (default $HF_ENDPOINT)")
@@ -55,6 +69,8 @@ def main(argv: list[str] | None = None) -> int:
         from xlt.sources.fetch import fetch_source
 
         cfg = _load_config(args.config)
+        if args.download:
+            cfg.update(_json_block(args.download))
         if args.allow_unpinned:
             cfg["allow_unpinned"] = True
         if args.manual_dir:

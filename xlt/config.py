@@ -44,6 +44,8 @@ def _explain(err) -> str:
         return f"config key {key}: {err.instance!r} should be of type {err.validator_value}"
     if v == "oneOf" and key.startswith("encoders."):
         return f"config key {key}: an encoder needs exactly one of hub, path, build"
+    if v == "oneOf" and isinstance(err.schema, dict) and "description" in err.schema:
+        return f"config key {key}: {err.instance!r} is not allowed; expected {err.schema['description']}"
     return f"config key {key}: {err.message}"
 
 
@@ -73,17 +75,34 @@ def _ref(kind: str, key: str, name: str, allowed) -> None:
 
 def _check_references(config: dict) -> None:
     from xlt.engine.config import TrainConfig
+    from xlt.targets import paper_language_set
 
     for name, profile in config.get("hparams", {}).items():
         TrainConfig.from_dict({"task": "pos", "encoder": "", **profile}, where=f"config key hparams.{name}")
+    sets = (config.get("data", {}).get("ud") or {}).get("sets") or {}
     for slug, paper in config.get("papers", {}).items():
-        _ref("encoder", f"papers.{slug}.encoder", paper["encoder"], config["encoders"])
-        _ref("hparams profile", f"papers.{slug}.hparams", paper["hparams"], config["hparams"])
-        _ref("language set", f"papers.{slug}.languages", paper["languages"], config["language_sets"])
-        langs = config["language_sets"][paper["languages"]]
-        _ref("source language", f"papers.{slug}.source", paper["source"], langs)
+        # Papers whose experiments are not configured yet declare only their data side.
+        if "encoder" in paper:
+            _ref("encoder", f"papers.{slug}.encoder", paper["encoder"], config["encoders"])
+        if "hparams" in paper:
+            _ref("hparams profile", f"papers.{slug}.hparams", paper["hparams"], config["hparams"])
+        if "treebanks" in paper:
+            _ref("treebank set", f"papers.{slug}.treebanks", paper["treebanks"], sets)
+        per_task = isinstance(paper["languages"], dict)
+        if not per_task:
+            _ref("language set", f"papers.{slug}.languages", paper["languages"], config["language_sets"])
+            if "source" in paper:
+                _ref("source language", f"papers.{slug}.source", paper["source"], config["language_sets"][paper["languages"]])
         for task in paper.get("tasks", []):
             _ref("task", f"papers.{slug}.tasks", task, TASKS)
+            key = f"papers.{slug}.languages" + (f".{task}" if per_task else "")
+            if per_task and task not in paper["languages"]:
+                raise XltError(f"config key {key}: no language set for task {task}")
+            set_name = paper_language_set(paper, task)
+            _ref("language set", key, set_name, config["language_sets"])
+            langs = config["language_sets"][set_name]
+            if per_task and "source" in paper:
+                _ref("source language", f"papers.{slug}.source", paper["source"], langs)
             if isinstance(paper.get("metric"), dict):
                 if task not in paper["metric"]:
                     raise XltError(f"config key papers.{slug}.metric: no metric for task {task}")
@@ -91,6 +110,20 @@ def _check_references(config: dict) -> None:
             missing = [lang for lang in langs if lang not in TASKS[task].languages]
             if missing:
                 raise XltError(
-                    f"config key papers.{slug}.languages: task {task} has no data for {missing}; "
+                    f"config key {key}: task {task} has no data for {missing}; "
                     f"its source offers: {', '.join(TASKS[task].languages)}"
                 )
+            if TASKS[task].source == "ud":
+                _check_treebanks(config, slug, paper.get("treebanks"), task, langs)
+
+
+def _check_treebanks(config: dict, slug: str, set_name: str | None, task: str, langs: list[str]) -> None:
+    from xlt.targets import ud_selection
+
+    treebanks = ud_selection(config, set_name)["treebanks"]
+    if treebanks == "all":
+        return
+    key = f"data.ud.sets.{set_name}.treebanks" if set_name else "data.ud.treebanks"
+    missing = [lang for lang in langs if lang not in treebanks]
+    if missing:
+        raise XltError(f"config key {key}: no treebank for {missing} (papers.{slug} needs them for task {task})")

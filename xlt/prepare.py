@@ -7,24 +7,33 @@ says what the layout alone cannot::
     source_cfg = {
         "ud": {"version": "2.7",                              # ud-treebanks-v<version>/
                "treebanks": {"en": ["UD_English-EWT", ...]}}, # concatenated, as XTREME does
-        "xnli": {"train_source": "multinli/train-*.parquet"}, # e.g. MultiNLI for the train split
+        "xnli": {"train_source": {"en": "mnli/train-*.parquet"}},  # MultiNLI for English train
         "qa": {"train_source": "mlqa-translate-train/{lang}.json"},
         "wikimatrix": {"threshold": 1.04, "max_pairs": None},
     }
 
+`ud.treebanks` may also be ``"all"``: every treebank of the language (files named
+``<lang>_*-ud-<split>.conllu``), as XTREME's POS does; a language whose treebanks lack a split
+(test-only treebanks such as th-PUD) then raises `SplitAbsent`, which `prepare_task` records
+instead of failing.
+
 Any task may carry ``<split>_source`` overrides: a path (relative to the raw root, or absolute)
 that may contain ``{lang}``, ``{split}`` and ``{hub_split}`` and glob characters; several matches
-are concatenated in sorted order. The reader is chosen by extension (``.parquet``, ``.tsv``
+are concatenated in sorted order. A mapping ``{lang: path}`` overrides only those languages. The reader is chosen by extension (``.parquet``, ``.tsv``
 XNLI-MT, ``.json`` SQuAD, ``.jsonl`` MARC, ``.conllu``). `xlt.world.World.source_cfg()` gives
 the source config of the tiny world.
 
 Besides the registry's tasks there is ``bitext`` (split ``train`` only): WikiMatrix en-<lang>.
+
+`raw_patterns` says which raw files a split is read from; the layout lives there only, and
+`xlt.targets` maps those paths onto the catalog entries (`xlt.sources`) that deliver them.
 """
 
 from __future__ import annotations
 
 import glob as _glob
 import logging
+from collections.abc import Mapping
 from pathlib import Path
 
 from xlt.errors import XltError
@@ -36,6 +45,18 @@ log = logging.getLogger(__name__)
 
 HUB_SPLIT = {"train": "train", "dev": "validation", "test": "test"}
 SPLITS = ("train", "dev", "test")
+ALL_TREEBANKS = "all"  # ud.treebanks: every treebank of each language (XTREME)
+# The raw layout of docs/data.md for the sources read one file per (language, split).
+LAYOUT = {
+    "wikiann": "wikiann/{lang}/{hub_split}-00000-of-00001.parquet",
+    "paws-x": "paws-x/{lang}/{hub_split}-00000-of-00001.parquet",
+    "xnli": "xnli/{lang}/{hub_split}-00000-of-00001.parquet",
+    "marc": "marc/{lang}/{hub_split}.jsonl",
+}
+
+
+class SplitAbsent(XltError):
+    """The selected treebanks of a language have no file for this split (e.g. test-only)."""
 
 
 def _missing(task: str, lang: str, split: str, what: str) -> XltError:
@@ -45,11 +66,59 @@ def _missing(task: str, lang: str, split: str, what: str) -> XltError:
     )
 
 
-def _override(task: str, lang: str, split: str, raw_root: Path, source_cfg: dict) -> list[Path] | None:
+def _override_pattern(task: str, lang: str, split: str, source_cfg: dict) -> str | None:
     pattern = (source_cfg.get(task) or {}).get(f"{split}_source")
+    if isinstance(pattern, Mapping):  # per language; the others keep the layout
+        pattern = pattern.get(lang)
     if pattern is None:
         return None
-    pattern = str(pattern).format(lang=lang, split=split, hub_split=HUB_SPLIT[split])
+    return str(pattern).format(lang=lang, split=split, hub_split=HUB_SPLIT[split])
+
+
+def _ud_selection(source_cfg: dict, lang: str) -> tuple[str, list[str] | str]:
+    """(release folder, treebank directories of `lang` or ALL_TREEBANKS)."""
+    ud = source_cfg.get("ud")
+    if not ud or "treebanks" not in ud:
+        raise XltError("source_cfg.ud.treebanks: required for pos / parsing (language -> treebank directories)")
+    root = f"ud-treebanks-v{ud.get('version', '2.7')}"
+    if ud["treebanks"] == ALL_TREEBANKS:
+        return root, ALL_TREEBANKS
+    tbs = ud["treebanks"].get(lang)
+    if not tbs:
+        raise XltError(f"source_cfg.ud.treebanks.{lang}: no treebank listed for language {lang!r}")
+    return root, list(tbs)
+
+
+def raw_patterns(task_name: str, lang: str, split: str, source_cfg: dict | None = None) -> list[str]:
+    """The raw files (glob patterns, relative to the raw root unless an override is absolute)
+    that `prepare_split` reads for one (task, language, split)."""
+    source_cfg = source_cfg or {}
+    if task_name == "bitext":
+        return [f"wikimatrix/WikiMatrix.en-{lang}.tsv.gz"]
+    source = get_task(task_name).source
+    pattern = _override_pattern(task_name, lang, split, source_cfg)
+    if pattern is not None:
+        return [pattern]
+    if source == "ud":
+        root, tbs = _ud_selection(source_cfg, lang)
+        if tbs == ALL_TREEBANKS:
+            return [f"{root}/UD_*/{lang}_*-ud-{split}.conllu"]
+        return [f"{root}/{tb}/*-ud-{split}.conllu" for tb in tbs]
+    if source in LAYOUT:
+        return [LAYOUT[source].format(lang=lang, hub_split=HUB_SPLIT[split])]
+    if source == "squad":
+        if split == "test":
+            return [f"xquad/xquad.{lang}.json"]
+        if lang == "en":
+            return [f"squad/{split if split == 'train' else 'dev'}-v1.1.json"]
+        raise _missing(task_name, lang, split, f"SQuAD {split} is English only; set source_cfg.qa.{split}_source")
+    raise XltError(f"task {task_name!r}: no raw layout for source {source!r}")  # pragma: no cover
+
+
+def _override(task: str, lang: str, split: str, raw_root: Path, source_cfg: dict) -> list[Path] | None:
+    pattern = _override_pattern(task, lang, split, source_cfg)
+    if pattern is None:
+        return None
     full = pattern if Path(pattern).is_absolute() else str(raw_root / pattern)
     files = sorted(Path(p) for p in _glob.glob(full))
     if not files:
@@ -85,13 +154,10 @@ def _read_by_extension(task: str, lang: str, split: str, path: Path, stats: dict
 
 
 def _ud(task: str, lang: str, split: str, raw_root: Path, source_cfg: dict, stats: dict | None) -> list[dict]:
-    ud = source_cfg.get("ud")
-    if not ud or "treebanks" not in ud:
-        raise XltError("source_cfg.ud.treebanks: required for pos / parsing (language -> treebank directories)")
-    tbs = ud["treebanks"].get(lang)
-    if not tbs:
-        raise XltError(f"source_cfg.ud.treebanks.{lang}: no treebank listed for language {lang!r}")
-    root = raw_root / f"ud-treebanks-v{ud.get('version', '2.7')}"
+    release, tbs = _ud_selection(source_cfg, lang)
+    root = raw_root / release
+    if tbs == ALL_TREEBANKS:
+        return _ud_all(task, lang, split, root, stats)
     out: list[dict] = []
     found = False
     for tb in tbs:
@@ -108,6 +174,16 @@ def _ud(task: str, lang: str, split: str, raw_root: Path, source_cfg: dict, stat
     if not found:
         raise _missing(task, lang, split, f"none of the treebanks {', '.join(tbs)} under {root} has a {split} file")
     return out
+
+
+def _ud_all(task: str, lang: str, split: str, root: Path, stats: dict | None) -> list[dict]:
+    """Every treebank of `lang` in the release, concatenated in directory order (XTREME)."""
+    files = sorted(root.glob(f"UD_*/{lang}_*-ud-{split}.conllu"))
+    if not files:
+        if not any(root.glob(f"UD_*/{lang}_*-ud-*.conllu")):
+            raise _missing(task, lang, split, f"no treebank of language {lang!r} under {root}")
+        raise SplitAbsent(f"task {task!r}, language {lang!r}: no treebank under {root} has a {split} file")
+    return [{**r, "id": f"{f.parent.name}/{r['id']}"} for f in files for r in conllu.read_conllu(f, stats=stats)]
 
 
 def prepare_split(
@@ -138,28 +214,20 @@ def prepare_split(
         records = [r for f in files for r in _read_by_extension(task_name, lang, split, f, stats)]
     elif task.source == "ud":
         records = _ud(task_name, lang, split, raw_root, source_cfg, stats)
-    elif task.source == "wikiann":
-        path = _need(raw_root / "wikiann" / lang / f"{HUB_SPLIT[split]}-00000-of-00001.parquet", task_name, lang, split)
-        records = hub_parquet.read_wikiann(path, lang=lang, id_prefix=f"{lang}-{split}-")
-    elif task.source == "paws-x":
-        path = _need(raw_root / "paws-x" / lang / f"{HUB_SPLIT[split]}-00000-of-00001.parquet", task_name, lang, split)
-        records = hub_parquet.read_pawsx(path)
-    elif task.source == "xnli":
-        path = _need(raw_root / "xnli" / lang / f"{HUB_SPLIT[split]}-00000-of-00001.parquet", task_name, lang, split)
-        records = hub_parquet.read_xnli(path, id_prefix=f"{lang}-{split}-")
-    elif task.source == "marc":
-        path = _need(raw_root / "marc" / lang / f"{HUB_SPLIT[split]}.jsonl", task_name, lang, split)
-        records = marc_jsonl.read_marc(path)
-    elif task.source == "squad":
-        if split == "test":
-            path = raw_root / "xquad" / f"xquad.{lang}.json"
-        elif lang == "en":
-            path = raw_root / "squad" / f"{split if split == 'train' else 'dev'}-v1.1.json"
-        else:
-            raise _missing(task_name, lang, split, f"SQuAD {split} is English only; set source_cfg.qa.{split}_source")
-        records = squad_json.read_squad(_need(path, task_name, lang, split))
-    else:  # pragma: no cover - a registry entry without a reader
-        raise XltError(f"task {task_name!r}: no reader for source {task.source!r}")
+    else:
+        path = _need(raw_root / raw_patterns(task_name, lang, split, source_cfg)[0], task_name, lang, split)
+        if task.source == "wikiann":
+            records = hub_parquet.read_wikiann(path, lang=lang, id_prefix=f"{lang}-{split}-")
+        elif task.source == "paws-x":
+            records = hub_parquet.read_pawsx(path)
+        elif task.source == "xnli":
+            records = hub_parquet.read_xnli(path, id_prefix=f"{lang}-{split}-")
+        elif task.source == "marc":
+            records = marc_jsonl.read_marc(path)
+        elif task.source == "squad":
+            records = squad_json.read_squad(path)
+        else:  # pragma: no cover - a registry entry without a reader
+            raise XltError(f"task {task_name!r}: no reader for source {task.source!r}")
     if not records:
         raise XltError(f"task {task_name!r}, language {lang!r}, split {split!r}: the raw files hold no records")
     return records
@@ -171,7 +239,7 @@ def _bitext(lang: str, split: str, raw_root: Path, source_cfg: dict) -> list[dic
     if lang == "en" or not lang.isalpha():
         raise XltError(f"bitext: language must be a non-English language code, got {lang!r}")
     wm = source_cfg.get("wikimatrix") or {}
-    path = _need(raw_root / "wikimatrix" / f"WikiMatrix.en-{lang}.tsv.gz", "bitext", lang, split)
+    path = _need(raw_root / raw_patterns("bitext", lang, split)[0], "bitext", lang, split)
     records = tsv.read_wikimatrix(
         path, threshold=wm.get("threshold", tsv.WIKIMATRIX_THRESHOLD), max_pairs=wm.get("max_pairs")
     )
@@ -189,7 +257,9 @@ def prepare_task(task_name: str, langs: list[str], raw_root: str | Path, source_
     """Normalise every (language, split) of a task into `out_dir/<lang>/<split>.jsonl`.
 
     The folder is written whole or not at all (a temp dir renamed into place), with a
-    `manifest.json` of record counts, reader statistics and the sha256 of every file.
+    `manifest.json` of record counts, reader statistics and the sha256 of every file. A split
+    that the selected treebanks of a language do not have (`SplitAbsent`, only with
+    ``ud.treebanks: all``) is listed under ``absent`` and has no file.
     """
     from xlt.io import atomic_dir, sha256_file, write_json
     from xlt.provenance import code_version
@@ -198,14 +268,21 @@ def prepare_task(task_name: str, langs: list[str], raw_root: str | Path, source_
     counts: dict[str, dict[str, int]] = {}
     stats: dict = {}
     files: dict[str, str] = {}
+    absent: dict[str, list[str]] = {}
     with atomic_dir(out_dir) as tmp:
         for lang in langs:
             for split in splits:
-                records = prepare_split(task_name, lang, split, raw_root, source_cfg, stats=stats)
+                try:
+                    records = prepare_split(task_name, lang, split, raw_root, source_cfg, stats=stats)
+                except SplitAbsent as e:
+                    log.warning("%s", e)
+                    absent.setdefault(lang, []).append(split)
+                    continue
                 rel = f"{lang}/{split}.jsonl"
                 counts.setdefault(lang, {})[split] = write_normalised(records, Path(tmp) / rel)
                 files[rel] = sha256_file(Path(tmp) / rel)
-        manifest = {"task": task_name, "raw_root": str(raw_root), "counts": counts, "reader_stats": stats,
+        manifest = {"task": task_name, "raw_root": str(raw_root), "counts": counts, "absent": absent,
+                    "reader_stats": stats,
                     "sha256": files, "code": code_version()}
         write_json(Path(tmp) / "manifest.json", manifest)
     return manifest

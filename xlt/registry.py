@@ -25,6 +25,14 @@ UD_DEPRELS = (
     "obl", "orphan", "parataxis", "punct", "reparandum", "root", "vocative", "xcomp",
 )  # fmt: skip
 
+# XTREME's POS (33, UD v2.5) and NER (40, WikiANN) languages beyond the nine above (dlfa,
+# xmixup evaluate on all of them).
+XTREME_POS_MORE = (
+    "af", "bg", "el", "et", "eu", "fa", "fi", "he", "hu", "id", "it", "ja", "kk", "ko", "mr",
+    "nl", "pt", "ta", "te", "th", "tl", "tr", "ur", "yo",
+)  # fmt: skip
+XTREME_NER_MORE = XTREME_POS_MORE + ("bn", "jv", "ka", "ml", "ms", "my", "sw")
+
 # Heads the engine knows (xlt.engine.heads).
 HEADS = ("tagging", "classification", "span_qa", "biaffine")
 
@@ -60,7 +68,7 @@ TASKS: dict[str, Task] = {
             labels=UPOS,
             metrics=("accuracy", "f1_macro", "f1_micro"),
             source="ud",
-            languages=("en", "de", "es", "fr", "ar", "hi", "ru", "vi", "zh"),
+            languages=("en", "de", "es", "fr", "ar", "hi", "ru", "vi", "zh") + XTREME_POS_MORE,
         ),
         Task(
             name="ner",
@@ -71,7 +79,7 @@ TASKS: dict[str, Task] = {
             labels=WIKIANN_TAGS,
             metrics=("span_f1", "span_f1_macro", "accuracy"),
             source="wikiann",
-            languages=("en", "de", "es", "fr", "ar", "hi", "ru", "vi", "zh"),
+            languages=("en", "de", "es", "fr", "ar", "hi", "ru", "vi", "zh") + XTREME_NER_MORE,
         ),
         Task(
             name="pawsx",

@@ -1,5 +1,6 @@
 """The path grammar and every target list, computed here (tested) rather than in .smk files.
 
+    {raw_root}/manifests/{source}.json                            a downloaded catalog source
     results/world/manifest.json                                   the synthetic world
     results/encoders/{encoder}/                                   an encoder built in the DAG
     results/data/{task}/                                          normalised data ({lang}/{split}.jsonl)
@@ -9,6 +10,9 @@
 
 A recipe is `<training languages joined by '+'>.<hparams profile>`, e.g. `en.crossmulti`
 or `de+en+es+fr.crossmulti` (languages sorted, so a recipe has one spelling).
+
+The `{task}` of a path is a *dataset*: the registry task, plus `.<treebank set>` for a UD task
+whose paper picks a named selection (`pos.es_ancora`, `pos.xtreme`; config `data.ud.sets`).
 """
 
 from __future__ import annotations
@@ -17,12 +21,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from xlt.errors import XltError
+from xlt.registry import get_task
 
 TABLE_FORMATS = ("csv", "md", "tex")
 WILDCARDS = {
     "encoder": r"[A-Za-z0-9_]+",
     "init": r"[a-z0-9_-]+",
-    "task": r"[a-z]+",
+    "task": r"[a-z]+(\.[a-z0-9_]+)?",  # a dataset: <task>[.<treebank set>]
+    "source": r"[a-z0-9][a-z0-9.-]*",  # a catalog entry (xlt/sources/catalog.yaml)
     "recipe": r"[a-z]{2,3}(\+[a-z]{2,3})*\.[A-Za-z0-9_-]+",
     "seed": r"\d+",
     "split": r"train|dev|test",
@@ -92,22 +98,147 @@ def hparams(cfg: dict, recipe: str) -> dict:
     return cfg["hparams"][name]
 
 
-def raw_inputs(cfg: dict) -> list[str]:
-    """What a prepare job waits for: the world (tiny preset), or the raw sources."""
-    if cfg.get("world"):
-        return [f"{cfg['results']}/world/manifest.json"]
-    return []
+# ---- datasets: a task's prepared data, per treebank selection ------------------------------
+
+
+def paper_language_set(paper: dict, task: str) -> str:
+    """The language set a paper names for `task` (one for all tasks, or one per task)."""
+    langs = paper["languages"]
+    return langs[task] if isinstance(langs, dict) else langs
+
+
+def paper_languages(cfg: dict, paper: str, task: str) -> list[str]:
+    return list(cfg["language_sets"][paper_language_set(cfg["papers"][paper], task)])
+
+
+def dataset_name(cfg: dict, paper: str, task: str) -> str:
+    """The data folder a paper's task reads: the task, `.<set>` added for a named UD selection."""
+    tb_set = cfg["papers"][paper].get("treebanks")
+    return f"{task}.{tb_set}" if tb_set and get_task(task).source == "ud" else task
+
+
+def task_of(dataset: str) -> str:
+    return dataset.partition(".")[0]
+
+
+def treebank_set_of(dataset: str) -> str | None:
+    return dataset.partition(".")[2] or None
+
+
+def datasets(cfg: dict) -> dict[str, list[str]]:
+    """Every dataset the configured papers read, with the languages they need, stable order."""
+    out: dict[str, list[str]] = {}
+    for slug, paper in cfg["papers"].items():
+        for task in paper.get("tasks", []):
+            out.setdefault(dataset_name(cfg, slug, task), []).extend(paper_languages(cfg, slug, task))
+    return {d: list(dict.fromkeys(langs)) for d, langs in out.items()}
 
 
 def task_languages(cfg: dict, task: str) -> list[str]:
-    """Every language any configured paper needs for `task`, in a stable order."""
-    langs: list[str] = []
-    for paper in cfg["papers"].values():
-        if task in paper.get("tasks", []):
-            langs += cfg["language_sets"][paper["languages"]]
-    if not langs:
-        raise XltError(f"no configured paper uses task {task!r}")
-    return list(dict.fromkeys(langs))
+    """Every language any configured paper needs for `task` (a dataset name), in a stable order."""
+    try:
+        return datasets(cfg)[task]
+    except KeyError:
+        raise XltError(f"no configured paper uses task {task!r}") from None
+
+
+def data_dir(cfg: dict, dataset: str) -> str:
+    return f"{cfg['results']}/data/{dataset}"
+
+
+def ud_selection(cfg: dict, set_name: str | None = None) -> dict:
+    """`{version, treebanks}` of the default UD selection, or of a named set laid over it."""
+    ud = cfg["data"].get("ud") or {}
+    out = {"version": ud.get("version", "2.7"), "treebanks": ud.get("treebanks", {})}
+    if set_name is None:
+        return out
+    sets = ud.get("sets") or {}
+    if set_name not in sets:
+        raise XltError(f"unknown treebank set {set_name!r}; allowed: {', '.join(sorted(sets)) or '(none: data.ud.sets is empty)'}")
+    chosen = sets[set_name]
+    out["version"] = chosen.get("version", out["version"])
+    tbs = chosen.get("treebanks")
+    if tbs == "all" or (tbs and out["treebanks"] == "all"):
+        out["treebanks"] = tbs
+    elif tbs:
+        out["treebanks"] = {**out["treebanks"], **tbs}
+    return out
+
+
+def source_cfg(cfg: dict, dataset: str) -> dict:
+    """The `data` block `prepare_task` reads for `dataset`, `ud` resolved to its selection."""
+    out = {k: v for k, v in cfg["data"].items() if k != "ud"}
+    if "ud" in cfg["data"]:
+        out["ud"] = ud_selection(cfg, treebank_set_of(dataset))
+    return out
+
+
+# ---- downloads: the catalog sources behind each dataset -----------------------------------
+
+
+def raw_sources(cfg: dict, dataset: str) -> dict[str, list[str]]:
+    """The catalog sources whose files `prepare_task` reads for `dataset`, each with the
+    languages to fetch (empty for a source holding all languages in one file).
+
+    Computed from `xlt.prepare.raw_patterns` (the raw layout) and the catalog's file paths, so a
+    path the catalog does not deliver fails here, when the DAG is built.
+    """
+    from xlt.prepare import raw_patterns
+    from xlt.sources.catalog import providers
+
+    task, cfg_for_task = task_of(dataset), source_cfg(cfg, dataset)
+    out: dict[str, list[str]] = {}
+    for lang in task_languages(cfg, dataset):
+        for split in get_task(task).splits:
+            for pattern in raw_patterns(task, lang, split, cfg_for_task):
+                if Path(pattern).is_absolute():
+                    continue  # a file of the user's own, outside the raw root
+                found = providers(pattern, lang)
+                if len(found) != 1:
+                    what = "no catalog source delivers" if not found else (
+                        f"several catalog sources ({', '.join(s.name for s, _ in found)}) deliver"
+                    )
+                    raise XltError(
+                        f"dataset {dataset!r}, language {lang!r}, split {split!r}: {what} {pattern} "
+                        "(xlt/sources/catalog.yaml); check the config's data block"
+                    )
+                source, fetch_lang = found[0]
+                langs = out.setdefault(source.name, [])
+                if fetch_lang and fetch_lang not in langs:
+                    langs.append(fetch_lang)
+    return out
+
+
+def download_plan(cfg: dict) -> dict[str, list[str]]:
+    """Every catalog source the configured papers read, with its languages; none with the world."""
+    if cfg.get("world"):
+        return {}
+    plan: dict[str, list[str]] = {}
+    for dataset in datasets(cfg):
+        for source, langs in raw_sources(cfg, dataset).items():
+            plan[source] = list(dict.fromkeys(plan.get(source, []) + langs))
+    return dict(sorted(plan.items()))
+
+
+def download_manifest(cfg: dict, source: str) -> str:
+    return f"{cfg['raw_root']}/manifests/{source}.json"
+
+
+def download_langs(cfg: dict, source: str) -> list[str]:
+    """The languages to fetch; [] (every language of the entry) for a source no paper reads."""
+    return download_plan(cfg).get(source, [])
+
+
+def raw_inputs(cfg: dict, dataset: str) -> list[str]:
+    """What a prepare job waits for: the world (tiny preset), or its sources' download manifests."""
+    if cfg.get("world"):
+        return [f"{cfg['results']}/world/manifest.json"]
+    return [download_manifest(cfg, source) for source in raw_sources(cfg, dataset)]
+
+
+def data_all(cfg: dict) -> list[str]:
+    """Every download and every prepared dataset of the configured papers."""
+    return [download_manifest(cfg, s) for s in download_plan(cfg)] + [data_dir(cfg, d) for d in datasets(cfg)]
 
 
 # ---- crossmulti ---------------------------------------------------------------------------
@@ -123,16 +254,38 @@ def crossmulti_recipes(cfg: dict) -> dict[str, Recipe]:
 def crossmulti_table2_inputs(cfg: dict) -> list[str]:
     p = cfg["papers"]["crossmulti"]
     return [
-        eval_file(cfg, p["encoder"], "pretrained", task, recipe.name, seed, "test", p["languages"])
+        eval_file(cfg, p["encoder"], "pretrained", dataset_name(cfg, "crossmulti", task), recipe.name, seed, "test", p["languages"])
         for task in p["tasks"]
         for recipe in crossmulti_recipes(cfg).values()
         for seed in p["seeds"]
     ]
 
 
+# ---- data-size tables (Table 1 of crossmulti, dlfa, underspec) ----------------------------
+
+STATS_TABLES = ("crossmulti", "dlfa", "underspec")  # their table1 counts the prepared data
+
+
+def stats_table_spec(cfg: dict, paper: str) -> dict:
+    """What a paper's data-size table counts: per task, its dataset and languages (and, for
+    UD tasks, the treebank selection, which the table's notes name)."""
+    tasks = {}
+    for task in cfg["papers"][paper]["tasks"]:
+        dataset = dataset_name(cfg, paper, task)
+        tasks[task] = {"dataset": dataset, "languages": paper_languages(cfg, paper, task)}
+        if get_task(task).source == "ud":
+            tasks[task]["ud"] = ud_selection(cfg, treebank_set_of(dataset))
+    return {"paper": paper, "tasks": tasks}
+
+
+def stats_table_inputs(cfg: dict, paper: str) -> list[str]:
+    """The prepared data folders (their manifest.json holds the counts)."""
+    return [data_dir(cfg, spec["dataset"]) for spec in stats_table_spec(cfg, paper)["tasks"].values()]
+
+
 # ---- all tables ---------------------------------------------------------------------------
 
-TABLES = {"crossmulti": ["table2"]}
+TABLES = {"crossmulti": ["table1", "table2"], "dlfa": ["table1"], "underspec": ["table1"]}
 
 
 def all_tables(cfg: dict) -> list[str]:

@@ -130,3 +130,20 @@ def test_catalog_errors_name_the_entry(body, message):
     with pytest.raises(XltError, match="sources.x: ") as e:
         load_catalog("sources:\n  " + body + "\n")
     assert message in str(e.value)
+
+
+def test_every_raw_path_has_exactly_one_provider():
+    """`providers` (which xlt.targets uses to plan downloads) maps each file an entry places
+    back to that entry alone, with the language to fetch when the entry selects languages."""
+    from xlt.sources.catalog import providers
+
+    for src in catalog().values():
+        langs = src.languages[:2] if src.languages else ("en", "de")
+        for lang in langs:
+            for pf in src.plan([lang] if src.per_language or src.languages else None):
+                found = providers(pf.path, lang)
+                assert [(s.name, got) for s, got in found] == [(src.name, lang if src.per_language else None)], pf.path
+    ud = catalog()["ud-2.7"]
+    assert ud.per_language and not ud.templated  # languages select archive members
+    assert [s.name for s, _ in providers("ud-treebanks-v2.7/UD_English-EWT/*-ud-train.conllu", "en")] == ["ud-2.7"]
+    assert providers("mnli/train-00000-of-00001.parquet", "de") == []  # MultiNLI is English only

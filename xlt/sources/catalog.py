@@ -11,6 +11,7 @@ layer (`xlt.sources.fetch`) reads nothing else.
 from __future__ import annotations
 
 import difflib
+import fnmatch
 import functools
 import re
 from dataclasses import dataclass, field
@@ -84,6 +85,13 @@ class Source:
     @property
     def templated(self) -> bool:
         return any("{lang}" in _template_text(f) for f in self.files)
+
+    @property
+    def per_language(self) -> bool:
+        """Whether fetching it selects languages (file names, or archive members to extract)."""
+        return self.templated or any(
+            "{lang}" in m for f in self.files if f.extract for m in f.extract.members
+        )
 
     def resolve_langs(self, langs) -> tuple[str, ...]:
         """The languages to fetch: the requested ones, checked; all known ones if none given."""
@@ -302,3 +310,26 @@ def get_source(name: str) -> Source:
 def sources_of_family(family: str) -> list[Source]:
     """Every entry feeding one registry source (e.g. 'ud' -> ud-2.5, ud-2.7)."""
     return [s for s in catalog().values() if s.family == family]
+
+
+def providers(pattern: str, lang: str | None = None) -> list[tuple[Source, str | None]]:
+    """The catalog entries that place a file matching `pattern` (a glob relative to the raw
+    root, as `xlt.prepare.raw_patterns` gives) for language `lang`.
+
+    Each comes with the language to fetch it for: `lang` when the entry selects languages
+    (file names, or the members of an archive), None when its files hold every language
+    (MultiNLI, TyDiQA). A file of an archive entry
+    matches when it lies under the entry's extraction folder.
+    """
+    out: list[tuple[Source, str | None]] = []
+    for source in catalog().values():
+        try:
+            langs = source.resolve_langs([lang] if lang else None)
+        except XltError:
+            continue  # the entry does not offer this language
+        for pf in source.plan(langs):
+            under_extract = pf.extract is not None and pattern.startswith(pf.extract.dest.rstrip("/") + "/")
+            if under_extract or fnmatch.fnmatchcase(pf.path, pattern):
+                out.append((source, lang if source.per_language else None))
+                break
+    return out
