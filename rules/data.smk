@@ -6,6 +6,7 @@
 # Snakemake runs.
 localrules:
     download,
+    data_all,
 
 
 rule download:

@@ -3,6 +3,10 @@
 
 localrules:
     crossmulti_table2,
+    data_size_table,
+    crossmulti_table1,
+    dlfa_table1,
+    underspec_table1,
     crossmulti_all,
 
 
