@@ -113,7 +113,6 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         enc, data = build_world_and_encoder(root, args.train)
-        # Alternate the order so neither side always runs on a warmer machine.
         hf = run_hf(enc, data, args, root)
         ours = run_ours(enc, data, args, root)
     device = "cuda" if torch.cuda.is_available() else f"cpu ({args.threads} threads)"

@@ -38,7 +38,6 @@ def finetune(task: str, encoder: str, revision: str | None, data_dir: str, train
 def evaluate_model(model_dir: str, data_dir: str, split: str, langs: list[str], out: str, predictions: str,
                    device: str = "auto") -> dict:
     """Metrics per language (and their average) on one split; predictions beside them."""
-    import json
 
     from xlt.engine.model import load_model
     from xlt.engine.trainer import evaluate_records, load_records, pick_device
