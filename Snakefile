@@ -18,6 +18,7 @@ include: "rules/data.smk"
 include: "rules/finetune.smk"
 include: "rules/evaluate.smk"
 include: "rules/tables.smk"
+include: "rules/underspec.smk"
 
 
 localrules:

@@ -22,6 +22,16 @@ def _upos(w: str) -> str:
     return "PROPN" if w[0].isupper() else "NUM" if w.isdigit() else "PUNCT" if w == "." else "NOUN"
 
 
+TOY_RELS = {"PROPN": "nmod", "NUM": "nummod", "PUNCT": "punct", "NOUN": "dep"}
+
+
+def _tree(words: list[str]) -> dict:
+    """A toy dependency tree: a chain (each word heads the next), the first word the root."""
+    upos = [_upos(w) for w in words]
+    return {"tokens": words, "upos": upos, "head": list(range(len(words))),
+            "deprel": ["root"] + [TOY_RELS[u] for u in upos[1:]]}
+
+
 @pytest.fixture(scope="session")
 def tiny_encoder(tmp_path_factory) -> Path:
     """A 2-layer BERT with a WordPiece vocabulary, MLM-trained for a few steps (seconds)."""
@@ -42,7 +52,7 @@ def tiny_encoder(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def toy_data(tmp_path_factory) -> Path:
-    """Normalised pos / marc / qa data for two languages in the layout of results/data/<task>/."""
+    """Normalised pos / parsing / marc / qa data for two languages in the layout of results/data/<task>/."""
     root = tmp_path_factory.mktemp("data")
     rng = random.Random(1)
     for lang in ("en", "de"):
@@ -50,6 +60,8 @@ def toy_data(tmp_path_factory) -> Path:
             sents = [_sentence(rng) for _ in range(n)]
             write_jsonl(root / "pos" / lang / f"{split}.jsonl",
                         [{"id": f"{lang}{i}", "tokens": s, "upos": [_upos(w) for w in s]} for i, s in enumerate(sents)])
+            write_jsonl(root / "parsing" / lang / f"{split}.jsonl",
+                        [{"id": f"{lang}{i}", **_tree(s)} for i, s in enumerate(sents)])
             write_jsonl(root / "marc" / lang / f"{split}.jsonl",
                         [{"id": f"{lang}{i}", "text": " ".join(s), "label": "5" if "ka" in s else "1"} for i, s in enumerate(sents)])
             qa = []

@@ -57,6 +57,25 @@ def base():
         (lambda c: c["language_sets"]["xtreme_pawsx"].append("ru"), r"papers\.dlfa\.languages\.pawsx: task pawsx has no data for \['ru'\]"),
         (lambda c: c["data"]["ud"]["sets"]["xtreme"].update(treebanks="every"), r"config key data\.ud\.sets\.xtreme\.treebanks: 'every' is not allowed; expected .*or 'all'"),
         (lambda c: c["download"].update(allow_unpined=True), r"download: unknown key\(s\) \['allow_unpined'\].*Did you mean 'allow_unpinned'\?"),
+        # underspec
+        (lambda c: c["papers"]["underspec"]["tasks"].append("marc"),
+         r"config key papers\.underspec\.tasks\[4\]: 'marc' is not allowed; allowed: xnli, ner, pos, parsing"),
+        (lambda c: c["papers"]["underspec"].update(encoders=["mbert", "xlmr_larg"]),
+         r"papers\.underspec\.encoders: unknown encoder 'xlmr_larg'.*Did you mean 'xlmr_large'\?"),
+        (lambda c: c["papers"]["underspec"].update(targets="underspec_target"),
+         r"papers\.underspec\.targets: unknown language set 'underspec_target'.*Did you mean 'underspec_targets'\?"),
+        (lambda c: c["papers"]["underspec"]["metric"].update(parsing="lass"),
+         r"papers\.underspec\.metric\.parsing: unknown metric of task parsing 'lass'; allowed: las, uas"),
+        (lambda c: c["papers"]["underspec"].update(variants=["all", "head"]),
+         r"config key papers\.underspec\.variants\[1\]: 'head' is not allowed; allowed: all, encoder"),
+        (lambda c: c["papers"]["underspec"]["grid"]["alpha_2d"].update(step=0.3),
+         r"papers\.underspec\.grid\.alpha_2d: alpha axis: step 0\.3 does not divide"),
+        (lambda c: c["papers"]["underspec"]["grid"]["alpha_1d"].update(lo=0.25),
+         r"papers\.underspec\.grid\.alpha_1d: .*must include 0 and 1"),
+        (lambda c: c["papers"]["underspec"]["figures"]["fig3"].append({"task": "ner", "source": "en", "target": "ja"}),
+         r"papers\.underspec\.figures\.fig3\[2\]\.target: unknown target language \(not in the targets set\) 'ja'"),
+        (lambda c: c["language_sets"].update(underspec_targets=["de", "xx"]),
+         r"papers\.underspec\.targets: task xnli has no data for \['xx'\]"),
     ],
 )
 def test_bad_config_names_the_key_and_allowed_values(mutate, message):
@@ -64,3 +83,24 @@ def test_bad_config_names_the_key_and_allowed_values(mutate, message):
     mutate(cfg)
     with pytest.raises(XltError, match=message):
         validate(cfg)
+
+
+class _NoDuplicates(yaml.SafeLoader):
+    """PyYAML (and so Snakemake) keeps the last of two equal keys silently; we refuse."""
+
+
+def _mapping(loader, node, deep=False):
+    keys = [loader.construct_object(k, deep=deep) for k, _ in node.value]
+    dup = sorted({k for k in keys if keys.count(k) > 1})
+    if dup:
+        raise AssertionError(f"duplicate key(s) {dup} in the mapping at line {node.start_mark.line + 1}")
+    return yaml.SafeLoader.construct_mapping(loader, node, deep)
+
+
+_NoDuplicates.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping)
+
+
+@pytest.mark.parametrize("path", ["config.yaml", "slurm/profile.yaml", *sorted(p.name for p in (REPO / "presets").glob("*.yaml"))])
+def test_shipped_yaml_has_no_duplicate_keys(path):
+    full = REPO / path if (REPO / path).exists() else REPO / "presets" / path
+    yaml.load(full.read_text(), Loader=_NoDuplicates)

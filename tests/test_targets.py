@@ -44,6 +44,8 @@ def test_task_languages_and_tables():
     assert ner[:4] == ["en", "de", "es", "fr"] and len(ner) == 40 and {"ar", "hi", "ru", "vi", "zh"} <= set(ner)
     assert T.task_languages(cfg, "pos.es_ancora") == ["en", "de", "es", "fr"]
     assert T.task_languages(cfg, "pos") == ["en", "ar", "de", "es", "fr", "hi", "ru", "vi", "zh"]
+    del cfg["papers"]["underspec"], cfg["papers"]["dlfa"]
+    assert T.task_languages(cfg, "ner") == ["en", "de", "es", "fr"]
     with pytest.raises(XltError, match="no configured paper uses task 'qa'"):
         T.task_languages(cfg, "qa")
     assert "results/tables/crossmulti/table2.md" in T.all_tables(cfg)
@@ -139,3 +141,44 @@ def test_data_size_tables_are_targets():
     assert len(spec["tasks"]["ner"]["languages"]) == 40
     assert T.stats_table_inputs(cfg, "underspec") == ["results/data/xnli", "results/data/ner", "results/data/pos", "results/data/parsing"]
     assert T.stats_table_inputs(cfg, "crossmulti") == ["results/data/pos.es_ancora", "results/data/ner", "results/data/pawsx", "results/data/marc"]
+# ---- underspec ------------------------------------------------------------------------------
+
+
+def test_underspec_recipes_share_theta_src_across_targets():
+    cfg = base()
+    pairs = T.underspec_pairs(cfg)
+    assert len(pairs) == 8 + 7 and ("en", "ar") in pairs and ("ar", "ar") not in pairs
+    r = T.underspec_recipes(cfg, "en", "de")
+    assert {k: v.name for k, v in r.items()} == {"src": "en.underspec", "tgt": "de.underspec", "bi": "de+en.underspec"}
+    models = {d for st in T.underspec_settings(cfg) for d in T.underspec_models(cfg, st).values()}
+    # per encoder, task and seed: 9 monolingual models (θ_tgt of EN-AR is θ_src of source AR:
+    # one recipe, one model) + 15 θ_bi
+    assert len(models) == 2 * 4 * 3 * (9 + 15)
+    assert "results/models/xlmr_large/pretrained/parsing/ar+zh.underspec/seed3" in models
+    assert T.underspec_grid_inputs(cfg, "mbert", "ner", "en", "ru", "2") == {
+        "src": "results/models/mbert/pretrained/ner/en.underspec/seed2",
+        "tgt": "results/models/mbert/pretrained/ner/ru.underspec/seed2",
+        "bi": "results/models/mbert/pretrained/ner/en+ru.underspec/seed2",
+        "data": "results/data/ner",
+    }
+
+
+def test_underspec_grids_and_figures():
+    cfg = base()
+    grids = T.underspec_grids(cfg)
+    assert len(grids) == len(set(grids))
+    one_d = [g for g in grids if g.endswith(".1d.csv")]
+    two_d = [g for g in grids if g.endswith(".2d.csv")]
+    assert len(one_d) == 2 * 4 * 15 * 3 * 2  # encoders × tasks × pairs × seeds × variants
+    # 2D grids for the four settings of Figs. 3 and 10, all parameters, every encoder and seed
+    assert len(two_d) == 4 * 2 * 3
+    assert "results/underspec/grids/xlmr_large/ner/en-ru/seed1/all.2d.csv" in two_d
+    assert "results/underspec/grids/mbert/pos/ar-de/seed3/all.2d.csv" in two_d
+    names = T.underspec_figure_names(cfg)
+    assert names == ["fig2", "fig3", "fig4", "fig5", "fig6", "fig7", "fig8", "fig9", "fig10", "fig2_encoder"]
+    figs = T.underspec_figures(cfg)
+    assert len(figs) == 3 * len(names) and "results/figures/underspec/fig7.pdf" in figs
+    assert set(figs) <= set(T.all_tables(cfg)) and set(T.paper_figures(cfg, "underspec")) == set(figs)
+    # a per-task figure exists only when its task runs; the encoder-only figure only with its variant
+    cfg["papers"]["underspec"].update(tasks=["ner", "parsing"], variants=["all"])
+    assert T.underspec_figure_names(cfg) == ["fig2", "fig3", "fig4", "fig5", "fig6", "fig7", "fig10"]

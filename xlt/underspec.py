@@ -294,12 +294,14 @@ def plot_2d(
     panel: str | Sequence[str] | None = "eval_lang",
     title: str | None = None,
     levels: int = 10,
+    ncols: int | None = None,
 ) -> dict[str, Path]:
     """Heat map with contours of `value` over (α1, α2) (Figs. 3, 10).
 
     Select one setting beforehand (e.g. one task, pair and encoder); rows left over beyond
     panel and grid point are averaged. Marks θ_bi (0,0), θ_src (1,0), θ_tgt (0,1). Writes
-    <stem>.png/.pdf/.csv (the CSV holds the averaged grid).
+    <stem>.png/.pdf/.csv (the CSV holds the averaged grid). Panels fill rows of `ncols`
+    (default: one row).
     """
     panel_cols = _as_list(panel)
     data = norm[norm["direction"] == "2d"]
@@ -312,8 +314,12 @@ def plot_2d(
     )
     panels = list(agg.groupby(panel_cols, sort=True)) if panel_cols else [((), agg)]
     n = len(panels)
-    fig = Figure(figsize=(4.6 * n, 3.9), layout="constrained")
-    axes = fig.subplots(1, n, squeeze=False)[0]
+    ncols = min(n, ncols or n)
+    nrows = math.ceil(n / ncols)
+    fig = Figure(figsize=(4.6 * ncols, 3.9 * nrows), layout="constrained")
+    axes = list(fig.subplots(nrows, ncols, squeeze=False).flat)
+    for ax in axes[n:]:
+        ax.set_visible(False)
     for ax, (pkey, pdata) in zip(axes, panels):
         grid = pdata.pivot(index="alpha2", columns="alpha1", values="mean").sort_index().sort_index(axis=1)
         a1, a2, z = grid.columns.to_numpy(), grid.index.to_numpy(), grid.to_numpy()

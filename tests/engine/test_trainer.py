@@ -117,3 +117,27 @@ def test_non_finite_loss_stops_with_the_step(tiny_encoder, toy_data, tmp_path, m
 def test_unknown_training_option_names_the_allowed_ones():
     with pytest.raises(XltError, match=r"unknown training option\(s\) \['learning_rate'\].*allowed: .*'lr'"):
         TrainConfig.from_dict({"task": "pos", "encoder": "x", "learning_rate": 1e-5})
+
+
+def test_one_seed_one_initialisation_whatever_the_training_data(tiny_encoder, toy_data, tmp_path, monkeypatch):
+    """θ_src, θ_tgt and θ_bi of the underspec paper start from the same weights: the head's
+    initial weights depend on the seed only, not on the training languages."""
+    from xlt.engine import trainer
+
+    initial = {}
+    build = trainer.build_model
+
+    def spy(task, encoder, dropout):
+        model = build(task, encoder, dropout)
+        initial[key] = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        return model
+
+    monkeypatch.setattr(trainer, "build_model", spy)
+    hp = {**HP, "epochs": 1}
+    for key, langs, seed in (("en", ["en"], 4), ("de", ["de"], 4), ("bi", ["de", "en"], 4), ("other", ["en"], 5)):
+        finetune("pos", str(tiny_encoder), None, toy_data / "pos", langs, hp, seed, tmp_path / key, tmp_path / f"ck{key}")
+    names = list(initial["en"])
+    assert any(n.startswith("head.") for n in names)
+    for other in ("de", "bi"):
+        assert all(torch.equal(initial["en"][n], initial[other][n]) for n in names), other
+    assert not all(torch.equal(initial["en"][n], initial["other"][n]) for n in names if n.startswith("head."))

@@ -26,6 +26,7 @@ class TrainConfig:
     max_grad_norm: float = 1.0  # gradient clipping; 0 turns it off
     max_length: int = 128  # subwords per window, specials included
     stride: int = 32  # tagging: window step; QA: doc-stride overlap (below max_length/2)
+    parse_max_words: int = 128  # parsing at test time: the first N words, whatever their subwords
     dropout: float = 0.1
     select: str = "best"  # "best" dev epoch, or "last" epoch (the adjust paper's choice)
     select_metric: str | None = None  # default: the task's first metric; averaged over dev sets

@@ -48,8 +48,15 @@ def assign_windows(first_subword: list[int], n_subwords: int, window: int, strid
     return [(s, s + window, owned[s]) for s in starts if owned[s]]
 
 
-def encode_token_task(task: Task, records: list[dict], tokenizer, max_length: int, stride: int, train: bool = False) -> Encoded:
-    """Tagging (labels per first subword) and parsing (word starts, heads, relations)."""
+def encode_token_task(task: Task, records: list[dict], tokenizer, max_length: int, stride: int, train: bool = False,
+                      parse_max_words: int = 128, max_positions: int | None = None) -> Encoded:
+    """Tagging (labels per first subword) and parsing (word starts, heads, relations).
+
+    Parsing: a training tree longer than one window is skipped (a tree cannot be cut). At
+    test time a sentence is parsed on its first `parse_max_words` words, however many
+    subwords they take, up to the encoder's `max_positions` (default: `max_length`); the
+    words left out keep head 0 and the first relation, so they count as errors.
+    """
     cls_id, sep_id = _specials(tokenizer)
     window = max_length - 2
     labels = label_index(task)
@@ -66,14 +73,16 @@ def encode_token_task(task: Task, records: list[dict], tokenizer, max_length: in
         if len(first) != len(words):  # a word the tokenizer maps to nothing: give it [UNK]
             ids, first = _with_unk_words(tokenizer, words)
         gold = rec.get(task.label_field) if not parsing else rec.get("deprel")
-        windows = assign_windows(first, len(ids), window, stride)
-        if parsing and len(windows) > 1:
-            # A tree cannot be cut into windows: parse the words that fit in one window
-            # (at test time the rest keep head 0); a training tree that does not fit is skipped.
-            if gold is not None and train:
-                continue
-            keep = [w for w in range(len(words)) if first[w] < window]
-            windows = [(0, min(len(ids), window), keep)]
+        if parsing and not train:
+            room = (max_positions or max_length) - 2
+            n = min(len(words), parse_max_words)
+            end = first[n] if n < len(words) else len(ids)
+            keep = [w for w in range(n) if first[w] < room]
+            windows = [(0, min(end, room), keep)]
+        else:
+            windows = assign_windows(first, len(ids), window, stride)
+        if parsing and train and len(windows) > 1:
+            continue
         for start, end, owned in windows:
             piece = [cls_id] + ids[start:end] + [sep_id]
             f = {"input_ids": piece, "example": ex_i}
@@ -162,9 +171,10 @@ def encode_qa(records: list[dict], tokenizer, max_length: int, stride: int, trai
     return Encoded(feats, [len(f["input_ids"]) for f in feats])
 
 
-def encode(task: Task, records: list[dict], tokenizer, max_length: int, stride: int, train: bool) -> Encoded:
+def encode(task: Task, records: list[dict], tokenizer, max_length: int, stride: int, train: bool,
+           parse_max_words: int = 128, max_positions: int | None = None) -> Encoded:
     if task.head in ("tagging", "biaffine"):
-        return encode_token_task(task, records, tokenizer, max_length, stride, train)
+        return encode_token_task(task, records, tokenizer, max_length, stride, train, parse_max_words, max_positions)
     if task.head == "classification":
         return encode_sequence_task(task, records, tokenizer, max_length)
     if task.head == "span_qa":

@@ -21,27 +21,53 @@ def to_device(batch: dict, device: torch.device) -> dict:
     return {k: v.to(device, non_blocking=True) for k, v in batch.items()}
 
 
+# What decoding reads from a head's output: nothing else leaves the device.
+DECODE_KEYS = {
+    "tagging": ("logits",),
+    "classification": ("logits",),
+    "span_qa": ("logits",),
+    "biaffine": ("pred_heads", "pred_rels"),
+}
+
+
+def eval_batches(enc: Encoded, pad_id: int, batch_size: int) -> list[tuple[list[int], dict]]:
+    """Collated evaluation batches (length-sorted, gold fields stripped), for `run_batches`."""
+    return [
+        (idx, _strip_gold(collate([enc.features[i] for i in idx], pad_id)))
+        for idx in sequential_batches(enc.lengths, batch_size)
+    ]
+
+
 @torch.no_grad()
-def run_model(model, enc: Encoded, pad_id: int, batch_size: int, device: torch.device) -> list:
-    """Per-feature outputs (CPU tensors), in feature order."""
+def run_batches(model, batches: list[tuple[list[int], dict]], n_features: int, device: torch.device) -> list:
+    """Per-feature outputs (CPU tensors, only the keys decoding reads), in feature order.
+
+    `batches` come from `eval_batches`, on any device (moved here when needed).
+    """
     model.eval()
-    outs: list = [None] * len(enc.features)
-    for idx in sequential_batches(enc.lengths, batch_size):
-        feats = [enc.features[i] for i in idx]
-        batch = to_device(_strip_gold(collate(feats, pad_id)), device)
+    keys = DECODE_KEYS.get(model.task.head) if hasattr(model, "task") else None
+    outs: list = [None] * n_features
+    for idx, batch in batches:
+        batch = to_device(batch, device)
         with autocast(device):
             out = model(batch)
+        host = {
+            k: v.float().cpu() if v.is_floating_point() else v.cpu()
+            for k, v in out.items()
+            if isinstance(v, torch.Tensor) and v.dim() > 0 and (keys is None or k in keys)
+        }
         for j, i in enumerate(idx):
-            outs[i] = _slice(out, j)
+            outs[i] = {k: v[j] for k, v in host.items()}
     return outs
+
+
+def run_model(model, enc: Encoded, pad_id: int, batch_size: int, device: torch.device) -> list:
+    """Per-feature outputs (CPU tensors), in feature order."""
+    return run_batches(model, eval_batches(enc, pad_id, batch_size), len(enc.features), device)
 
 
 def _strip_gold(batch: dict) -> dict:
     return {k: v for k, v in batch.items() if k not in ("labels", "label", "start_positions", "end_positions", "word_heads", "word_rels")}
-
-
-def _slice(out: dict, j: int) -> dict:
-    return {k: v[j].float().cpu() for k, v in out.items() if isinstance(v, torch.Tensor) and v.dim() > 0}
 
 
 def decode(task, records: list[dict], enc: Encoded, outs: list, max_answer_len: int = 30) -> list:

@@ -25,9 +25,10 @@ from safetensors.torch import load_file, save_file
 
 from xlt.engine.batching import collate, length_grouped_batches
 from xlt.engine.config import TrainConfig
+from xlt.engine.evalset import EvalSet, gold_of, max_positions  # noqa: F401 (gold_of re-exported)
 from xlt.engine.features import Encoded, encode
 from xlt.engine.model import build_model, load_encoder, save_model
-from xlt.engine.predict import autocast, decode, run_model, to_device
+from xlt.engine.predict import autocast, to_device
 from xlt.errors import XltError
 from xlt.io import read_jsonl
 from xlt.provenance import provenance
@@ -118,19 +119,8 @@ def load_records(paths, cap: int | None = None) -> list[dict]:
 
 
 def evaluate_records(model, tokenizer, task, records, cfg: TrainConfig, device) -> tuple[list, dict]:
-    from xlt.metrics import compute_metrics
-
-    enc = encode(task, records, tokenizer, cfg.max_length, cfg.stride, train=False)
-    outs = run_model(model, enc, tokenizer.pad_token_id, cfg.eval_batch_size, device)
-    preds = decode(task, records, enc, outs)
-    golds = [gold_of(task, r) for r in records]
-    return preds, compute_metrics(task.name, golds, preds)
-
-
-def gold_of(task, rec: dict):
-    if task.head == "biaffine":
-        return {"head": rec["head"], "deprel": rec["deprel"], "upos": rec.get("upos")}
-    return rec[task.label_field]
+    """Encode and score once; to score the same records repeatedly, keep an `EvalSet`."""
+    return EvalSet.build(task, records, tokenizer, cfg, max_positions(model, tokenizer)).score(model, device)
 
 
 class _GraceSignal:
@@ -262,12 +252,17 @@ def train(
 
     seed_everything(cfg.seed)
     encoder, tokenizer = load_encoder(cfg.encoder, cfg.encoder_revision, dropout=cfg.dropout)
-    model = build_model(task, encoder, cfg.dropout).to(device)  # head init depends on the seed only
+    # The head's initial weights depend on the seed alone (re-seeded after loading the encoder,
+    # whatever loading draws): models of one seed start from one initialisation whatever
+    # their training data, as the underspec paper's θ_src / θ_tgt / θ_bi must.
+    seed_everything(cfg.seed)
+    model = build_model(task, encoder, cfg.dropout).to(device)
     if ddp.world > 1:
         torch.manual_seed(cfg.seed + 1000 * ddp.rank)  # same init everywhere, own dropout per rank
 
     train_records = load_records(train_files, cfg.max_train_examples)
-    dev_sets = {str(p): load_records([p]) for p in dev_files}
+    positions = max_positions(model, tokenizer)
+    dev_sets = {str(p): EvalSet.build(task, load_records([p]), tokenizer, cfg, positions, name=str(p)) for p in dev_files}
     enc: Encoded = encode(task, train_records, tokenizer, cfg.max_length, cfg.stride, train=True)
     steps_per_epoch = len(length_grouped_batches(enc.lengths, cfg.batch_size, cfg.seed, 0))
     total = steps_per_epoch * cfg.epochs
@@ -345,7 +340,7 @@ def train(
                     why = f"signal {grace.received}" if grace.received is not None else f"stop_after_steps={stop_after_steps}"
                     raise Preempted(f"stopped by {why} at step {state['global_step']}; checkpoint saved in {ckpt.dir}, rerun to resume")
             # End of epoch: evaluate on dev, keep the best, checkpoint the new position.
-            dev_metrics = {p: evaluate_records(raw_model, tokenizer, task, recs, cfg, device)[1] for p, recs in dev_sets.items()}
+            dev_metrics = {p: ev.score(raw_model, device)[1] for p, ev in dev_sets.items()}
             score = _select_score(dev_metrics, metric)
             state["history"].append({"epoch": epoch + 1, "step": state["global_step"], "dev": dev_metrics, metric: score})
             if cfg.select == "last" or state["best"] is None or score > state["best"]:

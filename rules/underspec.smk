@@ -1,0 +1,59 @@
+# underspec: θ_src / θ_tgt / θ_bi (rule finetune, recipes <lang>.underspec and
+# <lang>+<lang>.underspec) -> interpolation grids scored on two dev sets -> Figures 2-10.
+
+
+localrules:
+    underspec_figures,
+    underspec_all,
+
+
+rule underspec_grid:
+    input:
+        unpack(
+            lambda w: T.underspec_grid_inputs(
+                config, w.encoder, w.task, w.source, w.target, w.seed
+            )
+        ),
+    output:
+        csv=f"{RESULTS}/underspec/grids/{{encoder}}/{{task}}/{{source}}-{{target}}/seed{{seed}}/{{variant}}.{{kind}}.csv",
+        json=f"{RESULTS}/underspec/grids/{{encoder}}/{{task}}/{{source}}-{{target}}/seed{{seed}}/{{variant}}.{{kind}}.json",
+    log:
+        "logs/underspec/grids/{encoder}/{task}/{source}-{target}/seed{seed}/{variant}.{kind}.log",
+    conda:
+        ENV
+    threads: R.job_threads(config, "grid")
+    resources:
+        **R.job_resources(config, "grid"),
+    params:
+        grid=lambda w: as_json(config["papers"]["underspec"]["grid"]),
+        metric=lambda w: config["papers"]["underspec"]["metric"][w.task],
+    shell:
+        "underspec_grid.py --bi {input.bi} --src {input.src} --tgt {input.tgt}"
+        " --data {input.data} --encoder {wildcards.encoder} --source {wildcards.source}"
+        " --target {wildcards.target} --kind {wildcards.kind} --variant {wildcards.variant}"
+        " --grid {params.grid:q} --metric {params.metric} --out {output.csv}"
+        " --provenance {output.json} --threads {threads} 2> {log}"
+
+
+rule underspec_figures:
+    input:
+        grids=T.underspec_grids(config) if "underspec" in config["papers"] else [],
+    output:
+        T.underspec_figures(config) if "underspec" in config["papers"] else [],
+    log:
+        "logs/figures/underspec.log",
+    conda:
+        ENV
+    params:
+        spec=lambda w: as_json(config["papers"]["underspec"]),
+        figures=lambda w: " ".join(T.underspec_figure_names(config)),
+        out_dir=lambda w, output: os.path.dirname(output[0]),
+    shell:
+        "underspec_figures.py --spec {params.spec:q} --grids {input.grids}"
+        " --figures {params.figures} --out-dir {params.out_dir} 2> {log}"
+
+
+rule underspec_all:
+    input:
+        T.paper_figures(config, "underspec"),
+        T.paper_tables(config, "underspec"),

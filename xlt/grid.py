@@ -1,0 +1,207 @@
+"""Interpolation grids of the underspec paper: every grid point scored on two dev sets.
+
+One grid job is one setting (encoder, task, source, target, seed), one variant (`all`
+parameters or the `encoder` only) and one kind (`1d`: Eq. 1 and Eq. 2; `2d`: Eq. 3):
+
+    job = GridJob.load(bi_dir, src_dir, tgt_dir, variant, device)   # θ_bi live, θ_src / θ_tgt as endpoints
+    evalsets = job.eval_sets(data_dir, {"source": "en", "target": "de"})  # encoded once
+    rows = job.run(grid_points("1d", spec), evalsets, metric)           # long-form rows
+
+The three models are loaded once; θ_bi becomes the live model and `xlt.interpolate.Interpolator`
+writes each grid point into its parameters in place. The dev sets are encoded and collated
+once (`xlt.engine.evalset.EvalSet`), so a point costs one in-place interpolation plus one
+evaluation per dev set. Rows have the columns `xlt.underspec` reads (see `COLUMNS`).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
+
+import torch
+
+from xlt.errors import XltError
+
+__all__ = ["COLUMNS", "GridJob", "GridSpec", "grid_points", "run_grid_job"]
+
+COLUMNS = ("encoder", "variant", "task", "metric", "source", "target", "seed",
+           "direction", "alpha", "alpha1", "alpha2", "eval_lang", "score")  # fmt: skip
+NAN = float("nan")
+
+
+@dataclass(frozen=True)
+class GridSpec:
+    """The α values: 1D (Eq. 1 and 2) and the axis of α1 and α2 in 2D (Eq. 3)."""
+
+    alpha_1d: tuple[float, ...]
+    axis_2d: tuple[float, ...]
+
+    @classmethod
+    def from_config(cls, grid: dict) -> "GridSpec":
+        """From a `papers.underspec.grid` block: {alpha_1d: {lo, hi, step, extra}, alpha_2d: {lo, hi, step}}."""
+        from xlt.interpolate import alpha_axis
+
+        g1, g2 = grid["alpha_1d"], grid["alpha_2d"]
+        one = set(alpha_axis(g1["step"], g1["lo"], g1["hi"])) | {float(Decimal(str(a))) for a in g1.get("extra", [])}
+        return cls(tuple(sorted(one)), tuple(alpha_axis(g2["step"], g2["lo"], g2["hi"])))
+
+
+def grid_points(kind: str, spec: GridSpec) -> list[tuple[str, float, float, float]]:
+    """(direction, alpha, alpha1, alpha2) of every point of a `1d` or `2d` grid."""
+    if kind == "1d":
+        return [(d, a, NAN, NAN) for d in ("src", "tgt") for a in spec.alpha_1d]
+    if kind == "2d":
+        return [("2d", NAN, a1, a2) for a1 in spec.axis_2d for a2 in spec.axis_2d]
+    raise XltError(f"grid kind must be 1d or 2d, got {kind!r}")
+
+
+def _state(model) -> dict[str, torch.Tensor]:
+    return model.state_dict()
+
+
+class GridJob:
+    """θ_bi as the live model, θ_src and θ_tgt as endpoints of an in-place `Interpolator`."""
+
+    def __init__(self, model, tokenizer, metas: dict[str, dict], endpoints: dict[str, dict], variant: str,
+                 device: torch.device):
+        from xlt.interpolate import Interpolator
+
+        if variant not in ("all", "encoder"):
+            raise XltError(f"grid variant must be 'all' or 'encoder', got {variant!r}")
+        self.model, self.tokenizer, self.metas, self.variant, self.device = model, tokenizer, metas, variant, device
+        self.task = model.task
+        self.interp = Interpolator(model, endpoints["bi"], endpoints["src"], endpoints["tgt"],
+                                   param_filter=model.encoder if variant == "encoder" else "all", hold="bi")
+
+    @classmethod
+    def load(cls, bi: str | Path, src: str | Path, tgt: str | Path, variant: str = "all",
+             device: str | torch.device = "cpu") -> "GridJob":
+        """Load the three models (one architecture, one task, one seed, one initial encoder)."""
+        from xlt.engine.model import load_model
+
+        device = torch.device(device)
+        model, tokenizer, meta_bi = load_model(bi, device)
+        metas, endpoints = {"bi": meta_bi}, {"bi": {k: v.detach().clone() for k, v in _state(model).items()}}
+        for which, path in (("src", src), ("tgt", tgt)):
+            m, _, meta = load_model(path, "cpu")
+            metas[which] = meta
+            endpoints[which] = _state(m)
+        _check_same_origin({"bi": bi, "src": src, "tgt": tgt}, metas)
+        return cls(model, tokenizer, metas, endpoints, variant, device)
+
+    @property
+    def seed(self) -> int:
+        return int(self.metas["bi"]["provenance"]["seed"])
+
+    def eval_sets(self, data_dir: str | Path, langs: dict[str, str], split: str = "dev") -> dict:
+        """{eval_lang: EvalSet} for e.g. {"source": "en", "target": "de"}, encoded once with
+        θ_bi's evaluation settings (max_length, stride, batch size, parse limit)."""
+        from xlt.engine.config import TrainConfig
+        from xlt.engine.evalset import EvalSet, max_positions
+        from xlt.engine.trainer import load_records
+        from xlt.finetune import split_file
+
+        cfg = TrainConfig.from_dict(self.metas["bi"]["train_config"])
+        positions = max_positions(self.model, self.tokenizer)
+        out = {}
+        for role, lang in langs.items():
+            path = split_file(data_dir, lang, split)
+            out[role] = EvalSet.build(self.task, load_records([path]), self.tokenizer, cfg, positions, name=str(path))
+        return out
+
+    def set_point(self, direction: str, alpha: float, alpha1: float, alpha2: float) -> None:
+        if direction in ("src", "tgt"):
+            self.interp.set_1d(alpha, direction)
+        elif direction == "2d":
+            self.interp.set_2d(alpha1, alpha2)
+        else:
+            raise XltError(f"grid direction must be src, tgt or 2d, got {direction!r}")
+
+    def score(self, evalsets: dict, metric: str) -> dict[str, float]:
+        """The metric of the live model on each eval set."""
+        out = {}
+        for role, ev in evalsets.items():
+            metrics = ev.score(self.model, self.device)[1]
+            if metric not in metrics:
+                raise XltError(f"task {self.task.name}: no metric {metric!r}; has {', '.join(metrics)}")
+            out[role] = metrics[metric]
+        return out
+
+    def run(self, points, evalsets: dict, metric: str, setting: dict, progress=None) -> list[dict]:
+        """Score every point on every eval set; one row per (point, eval set)."""
+        rows = []
+        for i, (direction, alpha, a1, a2) in enumerate(points):
+            self.set_point(direction, alpha, a1, a2)
+            for role, score in self.score(evalsets, metric).items():
+                rows.append({**setting, "direction": direction, "alpha": alpha, "alpha1": a1, "alpha2": a2,
+                             "eval_lang": role, "score": score})
+            if progress:
+                progress(i + 1, len(points))
+        self.interp.set_endpoint("bi")
+        return rows
+
+    def geometry(self) -> dict:
+        """‖δ_src‖, ‖δ_tgt‖, their ratio and angle over the interpolated parameters (Fig. 4)."""
+        return self.interp.geometry()
+
+
+def _check_same_origin(paths: dict, metas: dict) -> None:
+    bi = metas["bi"]
+    for which in ("src", "tgt"):
+        m = metas[which]
+        for what, get in (("task", lambda x: x["task"]), ("seed", lambda x: x["provenance"]["seed"]),
+                          ("initial encoder", lambda x: x["train_config"]["encoder"]), ("labels", lambda x: x.get("labels"))):
+            if get(m) != get(bi):
+                raise XltError(
+                    f"{paths[which]}: {what} {get(m)!r} differs from θ_bi's ({paths['bi']}: {get(bi)!r}); "
+                    "the three models of a grid must share task, seed and initialisation"
+                )
+
+
+def run_grid_job(bi: str, src: str, tgt: str, data_dir: str, encoder: str, source: str, target: str, kind: str,
+                 variant: str, grid: dict, metric: str, out_csv: str, out_json: str, device: str = "auto") -> dict:
+    """One grid job end to end: load, encode the two dev sets, score every point, write
+    the long-form CSV and a JSON with the provenance, the δ geometry and the timing."""
+    import pandas as pd
+
+    from xlt.engine.trainer import pick_device
+    from xlt.io import sha256_file, write_json, write_text
+    from xlt.provenance import provenance
+
+    t0 = time.perf_counter()
+    dev = pick_device(device)
+    job = GridJob.load(bi, src, tgt, variant, dev)
+    t_load = time.perf_counter()
+    evalsets = job.eval_sets(data_dir, {"source": source, "target": target})
+    t_encode = time.perf_counter()
+    spec = GridSpec.from_config(grid)
+    points = grid_points(kind, spec)
+    setting = {"encoder": encoder, "variant": variant, "task": job.task.name, "metric": metric,
+               "source": source, "target": target, "seed": job.seed}
+    rows = job.run(points, evalsets, metric, setting)
+    t_grid = time.perf_counter()
+    frame = pd.DataFrame(rows, columns=list(COLUMNS))
+    models = {"bi": bi, "src": src, "tgt": tgt}
+    report = {
+        "setting": setting,
+        "kind": kind,
+        "points": len(points),
+        "evaluations": len(points) * len(evalsets),
+        "eval_sets": {role: {"path": ev.name, "examples": len(ev.records)} for role, ev in evalsets.items()},
+        "interpolated": {"tensors": len(job.interp.names), "held": len(job.interp.held_names),
+                         "parameters": sum(t.numel() for t in job.interp._live)},
+        "geometry": job.geometry(),
+        "seconds": {"load": round(t_load - t0, 3), "encode": round(t_encode - t_load, 3),
+                    "grid": round(t_grid - t_encode, 3), "per_point": round((t_grid - t_encode) / len(points), 4)},
+        "device": str(dev),
+        "models": {which: {"path": str(p), "seed": job.metas[which]["provenance"]["seed"],
+                           "selected_epoch": job.metas[which]["train"]["selected_epoch"],
+                           "head_sha256": sha256_file(Path(p) / "head.safetensors")} for which, p in models.items()},
+        "provenance": provenance({"grid": grid, "kind": kind, "variant": variant, "metric": metric, "models": models},
+                                 job.seed, [ev.name for ev in evalsets.values()]),
+    }
+    write_text(out_csv, frame.to_csv(index=False, float_format="%.10g"))
+    write_json(out_json, report)
+    return report

@@ -1,0 +1,125 @@
+"""Figures 2-10 of the underspec paper from the grid jobs' CSVs (and their JSONs).
+
+    make_figures(spec, grid_csvs, out_dir)   # spec: the papers.underspec config block
+
+reads every grid CSV (long form, `xlt.grid.COLUMNS`) and the JSON beside each (δ geometry),
+normalises every score by the matching bilingual model (`xlt.underspec.normalise_by_bilingual`:
+per setting and grid point, seed mean and variance divided by θ_bi's mean score) and draws:
+
+    fig2   1D, all parameters: normalised mean vs α, aggregated over tasks and pairs (95% CI);
+           one panel per (source language, path): Eq. 1 (θ_src ↔ θ_bi), Eq. 2 (θ_tgt ↔ θ_bi);
+           one line per (encoder, dev set)
+    fig3   2D (Eq. 3) normalised mean for the settings of `figures.fig3`, per encoder
+    fig4   ‖δ_src‖/‖δ_tgt‖ vs angle(δ_src, δ_tgt), one point per (encoder, task, pair, seed)
+    fig5   fig2 with the normalised variance
+    fig6-9 fig2 for one task each: NER, parsing, POS, XNLI
+    fig10  fig3 for the settings of `figures.fig10`
+    fig2_encoder  fig2 for the encoder-only variant (the paper's footnote 2)
+
+Each figure is <out_dir>/<name>.png, .pdf and .csv (the plotted numbers).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from xlt.errors import XltError
+from xlt.io import read_json
+from xlt.underspec import normalise_by_bilingual, plot_1d, plot_2d, plot_geometry
+
+__all__ = ["FIGURES", "load_grids", "make_figures"]
+
+TASK_FIGURES = {"fig6": "ner", "fig7": "parsing", "fig8": "pos", "fig9": "xnli"}
+TASK_NAMES = {"ner": "NER", "parsing": "Parsing", "pos": "POS", "xnli": "XNLI"}
+PATHS = {"src": "Eq. 1: θ_src ↔ θ_bi", "tgt": "Eq. 2: θ_tgt ↔ θ_bi"}
+FIGURES = ("fig2", "fig3", "fig4", "fig5", "fig6", "fig7", "fig8", "fig9", "fig10", "fig2_encoder")
+
+
+def load_grids(csv_paths: list[str | Path]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """All grid rows, and one δ-geometry row per (encoder, variant, task, source, target, seed)
+    from the JSON beside each grid CSV."""
+    if not csv_paths:
+        raise XltError("underspec figures: no grid CSV given")
+    frames, geo = [], {}
+    for p in map(Path, csv_paths):
+        frames.append(pd.read_csv(p, keep_default_na=True))
+        meta_path = p.with_suffix(".json")
+        if not meta_path.exists():
+            raise XltError(f"{meta_path}: missing (every grid CSV has its JSON beside it)")
+        meta = read_json(meta_path)
+        s = meta["setting"]
+        key = (s["encoder"], s["variant"], s["task"], s["source"], s["target"], s["seed"])
+        geo.setdefault(key, {**{k: s[k] for k in ("encoder", "variant", "task", "source", "target", "seed")},
+                             **meta["geometry"]})
+    grid = pd.concat(frames, ignore_index=True)
+    return grid, pd.DataFrame(list(geo.values()))
+
+
+def _with_labels(norm: pd.DataFrame) -> pd.DataFrame:
+    out = norm.copy()
+    out["panel"] = [f"source {s.upper()} · {PATHS.get(d, d)}" for s, d in zip(out["source"], out["direction"])]
+    out["dev"] = out["eval_lang"].map({"source": "source dev", "target": "target dev"})
+    return out
+
+
+def _fig_1d(norm: pd.DataFrame, stem: Path, value: str, title: str) -> dict:
+    if norm.empty:
+        raise XltError(f"{stem.name}: no 1D rows to plot")
+    ylabel = "normalised performance" if value == "norm_mean" else "normalised variance"
+    return plot_1d(_with_labels(norm), stem, value=value, directions=("src", "tgt"), hue=("encoder", "dev"),
+                   panel="panel", title=title, ylabel=ylabel)
+
+
+def _fig_2d(norm: pd.DataFrame, settings: list[dict], stem: Path, title: str) -> dict:
+    rows = []
+    letter = iter("abcdefghijklmnopqrstuvwxyz")
+    for st in settings:
+        for enc in sorted(norm["encoder"].unique()):
+            sel = norm[(norm["direction"] == "2d") & (norm["task"] == st["task"]) & (norm["source"] == st["source"])
+                       & (norm["target"] == st["target"]) & (norm["encoder"] == enc)]
+            if sel.empty:
+                raise XltError(f"{stem.name}: no 2D grid for {st['task']} {st['source']}-{st['target']} with {enc}")
+            label = f"({next(letter)}) {st['source'].upper()}-{st['target'].upper()} {TASK_NAMES.get(st['task'], st['task'])} w/ {enc}"
+            rows.append(sel.assign(setting=label, dev=sel["eval_lang"].map({"source": "source dev", "target": "target dev"})))
+    data = pd.concat(rows, ignore_index=True)
+    return plot_2d(data, stem, panel=("setting", "dev"), title=title, ncols=4)
+
+
+def make_figures(spec: dict, grid_csvs: list[str | Path], out_dir: str | Path, figures: list[str] | None = None) -> dict:
+    """Write the figures (default: every one the data allows); return {figure: {ext: path}}."""
+    out_dir = Path(out_dir)
+    grid, geom = load_grids(grid_csvs)
+    norm = normalise_by_bilingual(grid)
+    one_d = norm[norm["direction"].isin(["src", "tgt"])]
+    all_params = one_d[one_d["variant"] == "all"]
+    figures = list(figures or FIGURES)
+    unknown = sorted(set(figures) - set(FIGURES))
+    if unknown:
+        raise XltError(f"unknown underspec figure(s) {unknown}; known: {', '.join(FIGURES)}")
+    made = {}
+    note = "normalised by the bilingual model; mean over tasks and pairs, 95% CI"
+    for fig in figures:
+        stem = out_dir / fig
+        if fig == "fig2":
+            made[fig] = _fig_1d(all_params, stem, "norm_mean", f"Figure 2: 1D interpolation ({note})")
+        elif fig == "fig5":
+            made[fig] = _fig_1d(all_params, stem, "norm_var", "Figure 5: normalised variance over seeds, 1D interpolation")
+        elif fig in TASK_FIGURES:
+            task = TASK_FIGURES[fig]
+            made[fig] = _fig_1d(all_params[all_params["task"] == task], stem, "norm_mean",
+                                f"Figure {fig[3:]}: {TASK_NAMES[task]}, 1D interpolation (normalised; mean over pairs, 95% CI)")
+        elif fig == "fig2_encoder":
+            made[fig] = _fig_1d(one_d[one_d["variant"] == "encoder"], stem, "norm_mean",
+                                f"Figure 2, encoder only (head held at θ_bi) ({note})")
+        elif fig in ("fig3", "fig10"):
+            made[fig] = _fig_2d(norm, spec["figures"][fig], stem,
+                                f"Figure {fig[3:]}: 2D interpolation θ_bi + α1·δ_src + α2·δ_tgt (normalised)")
+        elif fig == "fig4":
+            g = geom[geom["variant"] == "all"]
+            if g.empty:
+                raise XltError("fig4: no geometry of the all-parameter variant")
+            made[fig] = plot_geometry(g.sort_values(["encoder", "task", "source", "target", "seed"]), stem,
+                                      hue="encoder", title="Figure 4: ‖δ_src‖/‖δ_tgt‖ vs angle")
+    return made
