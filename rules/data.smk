@@ -11,18 +11,18 @@ localrules:
 
 rule download:
     output:
-        T.download_manifest(config, "{source}"),
+        T.download_manifest(config, "{entry}"),
     log:
-        "logs/download/{source}.log",
+        "logs/download/{entry}.log",
     conda:
         ENV
     params:
-        langs=lambda w: " ".join(T.download_langs(config, w.source)),
+        langs=lambda w: " ".join(T.download_langs(config, w.entry)),
         download=lambda w: as_json(config.get("download", {})),
         # the manifest is <raw_root>/manifests/<source>.json
         raw_root=lambda w, output: os.path.dirname(os.path.dirname(output[0])),
     shell:
-        "download.py --source {wildcards.source} --raw-root {params.raw_root}"
+        "download.py --source {wildcards.entry} --raw-root {params.raw_root}"
         " --langs {params.langs} --manifest {output} --download {params.download:q} 2> {log}"
 
 

@@ -1,6 +1,6 @@
 """The path grammar and every target list, computed here (tested) rather than in .smk files.
 
-    {raw_root}/manifests/{source}.json                            a downloaded catalog source
+    {raw_root}/manifests/{entry}.json                             a downloaded catalog source
     results/world/manifest.json                                   the synthetic world
     results/encoders/{encoder}/                                   an encoder built in the DAG
     results/data/{task}/                                          normalised data ({lang}/{split}.jsonl)
@@ -30,13 +30,13 @@ WILDCARDS = {
     "encoder": r"[A-Za-z0-9_]+",
     "init": r"[a-z0-9_-]+",
     "task": r"[a-z]+(\.[a-z0-9_]+)?",  # a dataset: <task>[.<treebank set>]
-    "source": r"[a-z0-9][a-z0-9.-]*",  # a catalog entry (xlt/sources/catalog.yaml)
+    "entry": r"[a-z0-9][a-z0-9.-]*",  # a catalog entry (xlt/sources/catalog.yaml)
     "recipe": r"[a-z]{2,3}(\+[a-z]{2,3})*\.[A-Za-z0-9_-]+",
     "seed": r"\d+",
     "split": r"train|dev|test",
     "langset": r"[A-Za-z0-9_]+",
     "paper": r"[a-z]+",
-    # underspec grids
+    # underspec grids: source and target languages
     "source": r"[a-z]{2,3}",
     "target": r"[a-z]{2,3}",
     "variant": r"all|encoder",
