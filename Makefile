@@ -29,6 +29,8 @@ tables: install
 	@echo
 	@echo "Tables (paper | ours mean ± std | Δ) are in results/tables/:"
 	@find results/tables -name '*.md' | sort | sed 's/^/  /'
+	@echo "Figures (PNG, PDF and the CSV behind each) are in results/figures/:"
+	@find results/figures -name '*.png' 2>/dev/null | sort | sed 's/^/  /'
 
 test: install-test
 	$(VENV)/bin/pytest -q
