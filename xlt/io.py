@@ -53,25 +53,46 @@ def write_jsonl(target: str | Path, records: Iterable[dict]) -> int:
     return n
 
 
+def iter_lines(path: str | Path) -> Iterator[tuple[int, str]]:
+    """(line number, text without the line break) of a UTF-8 text file, gzip or plain.
+
+    Invalid UTF-8, a missing or truncated file raise DataFormatError naming file (and line).
+    """
+    import gzip
+
+    path = Path(path)
+    opener = gzip.open if path.name.endswith(".gz") else open
+    try:
+        with opener(path, "rb") as f:
+            for lineno, raw in enumerate(f, 1):
+                try:
+                    line = raw.decode("utf-8")
+                except UnicodeDecodeError as e:
+                    raise DataFormatError(path, lineno, f"invalid UTF-8 ({e.reason})") from None
+                yield lineno, line.rstrip("\n").rstrip("\r")
+    except (OSError, EOFError) as e:  # missing, unreadable, truncated / not gzip
+        if isinstance(e, FileNotFoundError):
+            raise DataFormatError(path, None, "file not found") from None
+        raise DataFormatError(path, None, f"cannot read file ({e})") from None
+
+
+def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict]]:
+    """(line number, object) of a JSON-lines file; blank lines are skipped."""
+    for lineno, line in iter_lines(path):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise DataFormatError(path, lineno, f"invalid JSON ({e.msg})") from None
+        if not isinstance(rec, dict):
+            raise DataFormatError(path, lineno, "expected a JSON object")
+        yield lineno, rec
+
+
 def read_jsonl(path: str | Path) -> list[dict]:
     """Read JSON lines; a bad line raises DataFormatError naming file:line."""
-    out = []
-    with open(path, "rb") as f:
-        for lineno, raw in enumerate(f, 1):
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as e:
-                raise DataFormatError(path, lineno, f"invalid UTF-8 ({e.reason})") from None
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise DataFormatError(path, lineno, f"invalid JSON ({e.msg})") from None
-            if not isinstance(rec, dict):
-                raise DataFormatError(path, lineno, "expected a JSON object")
-            out.append(rec)
-    return out
+    return [rec for _, rec in iter_jsonl(path)]
 
 
 def read_json(path: str | Path) -> Any:

@@ -29,7 +29,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from xlt.errors import DataFormatError
-from xlt.io import atomic_path
+from xlt.io import atomic_path, iter_lines
 from xlt.registry import UD_DEPRELS, UPOS
 
 log = logging.getLogger(__name__)
@@ -114,76 +114,66 @@ def read_conllu(
         counts["sentences"] += 1
 
     lineno = 0
-    if not path.is_file():
-        raise DataFormatError(path, None, "file not found")
-    with open(path, "rb") as f:
-        for lineno, raw in enumerate(f, 1):
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as e:
-                raise DataFormatError(path, lineno, f"invalid UTF-8 ({e.reason})") from None
-            line = line.rstrip("\n")
-            if line.endswith("\r"):
-                line = line[:-1]
-            if lineno == 1 and line.startswith("\ufeff"):
-                line = line[1:]
-            if not line.strip():
-                if line:
-                    raise DataFormatError(path, lineno, "whitespace-only line (expected an empty line)")
-                if sent is not None:
-                    finish(sent, lineno)
-                    sent = None
-                continue
-            if sent is None:
-                sent = _Sentence(lineno)
-            if line.startswith("#"):
-                if sent.words or sent.pending_mwt:
-                    raise DataFormatError(path, lineno, "comment line inside a sentence")
-                body = line[1:].strip()
-                if body.startswith("sent_id"):
-                    key, eq, value = body.partition("=")
-                    if eq and key.strip() == "sent_id":
-                        sent.sent_id = value.strip()
-                continue
-            cols = line.split("\t")
-            if len(cols) != 10:
-                raise DataFormatError(path, lineno, f"expected 10 tab-separated columns, got {len(cols)}")
-            tid, form, _lemma, upos, _xpos, _feats, head, deprel, _deps, _misc = cols
-            if "-" in tid:
-                a, _, b = tid.partition("-")
-                first = _int(path, lineno, a, "multiword token range start")
-                last = _int(path, lineno, b, "multiword token range end")
-                if first != len(sent.words) + 1 or last < first or sent.pending_mwt is not None:
-                    raise DataFormatError(path, lineno, f"multiword token range {tid} out of sequence")
-                sent.mwts.append([first, last, form])
-                sent.pending_mwt = (first, last, lineno)
-                continue
-            if "." in tid:
-                a, _, b = tid.partition(".")
-                anchor = _int(path, lineno, a, "empty node id")
-                _int(path, lineno, b, "empty node id")
-                if anchor != len(sent.words):
-                    raise DataFormatError(path, lineno, f"empty node {tid} out of sequence")
-                sent.empty += 1
-                continue
-            i = _int(path, lineno, tid, "ID")
-            if i != len(sent.words) + 1:
-                raise DataFormatError(path, lineno, f"ID {i} out of sequence (expected {len(sent.words) + 1})")
-            h = _int(path, lineno, head, "HEAD")
-            if upos not in _UPOS:
-                raise DataFormatError(path, lineno, f"unknown UPOS {upos!r}")
-            base = deprel.split(":", 1)[0]
-            if base not in _DEPRELS:
-                raise DataFormatError(path, lineno, f"unknown DEPREL {deprel!r}")
-            if (h == 0) != (base == "root"):
-                raise DataFormatError(path, lineno, f"HEAD {h} with DEPREL {deprel!r}: only root has HEAD 0")
-            if h == i:
-                raise DataFormatError(path, lineno, f"word {i} is its own head")
-            if not form:
-                raise DataFormatError(path, lineno, "empty FORM")
-            sent.words.append((form, upos, h, base, lineno))
-            if sent.pending_mwt is not None and i == sent.pending_mwt[1]:
-                sent.pending_mwt = None
+    for lineno, line in iter_lines(path):
+        if lineno == 1 and line.startswith("\ufeff"):
+            line = line[1:]
+        if not line.strip():
+            if line:
+                raise DataFormatError(path, lineno, "whitespace-only line (expected an empty line)")
+            if sent is not None:
+                finish(sent, lineno)
+                sent = None
+            continue
+        if sent is None:
+            sent = _Sentence(lineno)
+        if line.startswith("#"):
+            if sent.words or sent.pending_mwt:
+                raise DataFormatError(path, lineno, "comment line inside a sentence")
+            body = line[1:].strip()
+            if body.startswith("sent_id"):
+                key, eq, value = body.partition("=")
+                if eq and key.strip() == "sent_id":
+                    sent.sent_id = value.strip()
+            continue
+        cols = line.split("\t")
+        if len(cols) != 10:
+            raise DataFormatError(path, lineno, f"expected 10 tab-separated columns, got {len(cols)}")
+        tid, form, _lemma, upos, _xpos, _feats, head, deprel, _deps, _misc = cols
+        if "-" in tid:
+            a, _, b = tid.partition("-")
+            first = _int(path, lineno, a, "multiword token range start")
+            last = _int(path, lineno, b, "multiword token range end")
+            if first != len(sent.words) + 1 or last < first or sent.pending_mwt is not None:
+                raise DataFormatError(path, lineno, f"multiword token range {tid} out of sequence")
+            sent.mwts.append([first, last, form])
+            sent.pending_mwt = (first, last, lineno)
+            continue
+        if "." in tid:
+            a, _, b = tid.partition(".")
+            anchor = _int(path, lineno, a, "empty node id")
+            _int(path, lineno, b, "empty node id")
+            if anchor != len(sent.words):
+                raise DataFormatError(path, lineno, f"empty node {tid} out of sequence")
+            sent.empty += 1
+            continue
+        i = _int(path, lineno, tid, "ID")
+        if i != len(sent.words) + 1:
+            raise DataFormatError(path, lineno, f"ID {i} out of sequence (expected {len(sent.words) + 1})")
+        h = _int(path, lineno, head, "HEAD")
+        if upos not in _UPOS:
+            raise DataFormatError(path, lineno, f"unknown UPOS {upos!r}")
+        base = deprel.split(":", 1)[0]
+        if base not in _DEPRELS:
+            raise DataFormatError(path, lineno, f"unknown DEPREL {deprel!r}")
+        if (h == 0) != (base == "root"):
+            raise DataFormatError(path, lineno, f"HEAD {h} with DEPREL {deprel!r}: only root has HEAD 0")
+        if h == i:
+            raise DataFormatError(path, lineno, f"word {i} is its own head")
+        if not form:
+            raise DataFormatError(path, lineno, "empty FORM")
+        sent.words.append((form, upos, h, base, lineno))
+        if sent.pending_mwt is not None and i == sent.pending_mwt[1]:
+            sent.pending_mwt = None
     if sent is not None:  # no blank line at EOF: tolerated
         finish(sent, lineno)
     if stats is not None:

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from xlt.errors import DataFormatError
-from xlt.io import atomic_path
+from xlt.io import atomic_path, iter_jsonl
 from xlt.registry import get_task
 
 
@@ -20,31 +20,16 @@ def read_marc(path: str | Path) -> list[dict]:
     path = Path(path)
     labels = get_task("marc").labels
     out = []
-    if not path.is_file():
-        raise DataFormatError(path, None, "file not found")
-    with open(path, "rb") as f:
-        for lineno, raw in enumerate(f, 1):
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as e:
-                raise DataFormatError(path, lineno, f"invalid UTF-8 ({e.reason})") from None
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise DataFormatError(path, lineno, f"invalid JSON ({e.msg})") from None
-            if not isinstance(obj, dict):
-                raise DataFormatError(path, lineno, "expected a JSON object")
-            for key in ("id", "text", "label"):
-                if key not in obj:
-                    raise DataFormatError(path, lineno, f"missing key {key!r}")
-            lab, text = obj["label"], obj["text"]
-            if isinstance(lab, bool) or not isinstance(lab, int) or not 0 <= lab < len(labels):
-                raise DataFormatError(path, lineno, f"label {lab!r} out of range 0..{len(labels) - 1}")
-            if not isinstance(text, str):
-                raise DataFormatError(path, lineno, "text must be a string")
-            out.append({"id": str(obj["id"]), "text": text, "label": labels[lab]})
+    for lineno, obj in iter_jsonl(path):
+        for key in ("id", "text", "label"):
+            if key not in obj:
+                raise DataFormatError(path, lineno, f"missing key {key!r}")
+        lab, text = obj["label"], obj["text"]
+        if isinstance(lab, bool) or not isinstance(lab, int) or not 0 <= lab < len(labels):
+            raise DataFormatError(path, lineno, f"label {lab!r} out of range 0..{len(labels) - 1}")
+        if not isinstance(text, str):
+            raise DataFormatError(path, lineno, "text must be a string")
+        out.append({"id": str(obj["id"]), "text": text, "label": labels[lab]})
     return out
 
 

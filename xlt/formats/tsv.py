@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import gzip
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 
 from xlt.errors import DataFormatError
-from xlt.io import atomic_path
+from xlt.io import atomic_path, iter_lines
 from xlt.registry import get_task
 
 WIKIMATRIX_THRESHOLD = 1.04
@@ -39,22 +39,6 @@ def tokenize(text: str) -> list[str]:
     return _TOKEN.findall(text)
 
 
-def _lines(path: Path) -> Iterator[tuple[int, str]]:
-    opener = gzip.open if path.name.endswith(".gz") else open
-    try:
-        with opener(path, "rb") as f:
-            for lineno, raw in enumerate(f, 1):
-                try:
-                    line = raw.decode("utf-8")
-                except UnicodeDecodeError as e:
-                    raise DataFormatError(path, lineno, f"invalid UTF-8 ({e.reason})") from None
-                yield lineno, line.rstrip("\n").rstrip("\r")
-    except (OSError, EOFError) as e:  # truncated / not gzip
-        if isinstance(e, FileNotFoundError):
-            raise DataFormatError(path, None, "file not found") from None
-        raise DataFormatError(path, None, f"cannot read file ({e})") from None
-
-
 _XNLI_MT_LABELS = {"entailment": "entailment", "neutral": "neutral",
                    "contradictory": "contradiction", "contradiction": "contradiction"}  # fmt: skip
 
@@ -65,7 +49,7 @@ def read_xnli_mt(path: str | Path, *, id_prefix: str | None = None) -> list[dict
     prefix = f"{path.stem}-" if id_prefix is None else id_prefix
     out = []
     header_seen = False
-    for lineno, line in _lines(path):
+    for lineno, line in iter_lines(path):
         if not line.strip():
             continue
         cols = line.split("\t")
@@ -106,7 +90,7 @@ def read_wikimatrix(
     path = Path(path)
     prefix = f"{_pair_code(path)}-" if id_prefix is None else id_prefix
     out = []
-    for lineno, line in _lines(path):
+    for lineno, line in iter_lines(path):
         cols = line.split("\t")
         if len(cols) != 3:
             raise DataFormatError(path, lineno, f"expected 3 tab-separated columns (score, en, xx), got {len(cols)}")
@@ -142,7 +126,7 @@ def read_pharaoh(path: str | Path) -> list[list[tuple[int, int]]]:
     """One list of (src, tgt) links per line."""
     path = Path(path)
     out = []
-    for lineno, line in _lines(path):
+    for lineno, line in iter_lines(path):
         links = []
         for item in line.split():
             a, sep, b = item.partition("-")
