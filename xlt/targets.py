@@ -245,8 +245,14 @@ def raw_inputs(cfg: dict, dataset: str) -> list[str]:
 
 
 def data_all(cfg: dict) -> list[str]:
-    """Every download and every prepared dataset of the configured papers."""
-    return [download_manifest(cfg, s) for s in download_plan(cfg)] + [data_dir(cfg, d) for d in datasets(cfg)]
+    """One download per real source (the catalog, less second routes to the same data, plus
+    any route a configured paper reads) and every prepared dataset of the configured papers."""
+    from xlt.sources.catalog import catalog
+
+    entries = dict(download_plan(cfg))
+    if not cfg.get("world"):
+        entries.update({name: [] for name, src in catalog().items() if src.same_data_as is None and name not in entries})
+    return [download_manifest(cfg, s) for s in sorted(entries)] + [data_dir(cfg, d) for d in datasets(cfg)]
 
 
 # ---- crossmulti ---------------------------------------------------------------------------

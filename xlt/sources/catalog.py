@@ -29,7 +29,7 @@ SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
 
 _SOURCE_KEYS = {
     "family", "kind", "description", "license", "notes", "languages", "files",
-    "repo_id", "revision", "default_ref", "config", "splits",
+    "repo_id", "revision", "default_ref", "config", "splits", "same_data_as",
 }  # fmt: skip
 _URL_FILE_KEYS = {"url", "path", "sha256", "extract"}
 _HUB_FILE_KEYS = {"repo_path", "path", "sha256"}
@@ -80,6 +80,7 @@ class Source:
     default_ref: str = "main"  # what an unpinned hub fetch reads
     config: str | None = None  # the `datasets` config name, for reference
     splits: tuple[str, ...] = ()
+    same_data_as: str | None = None  # a second route to the data of that entry (data_all skips it)
     extra: dict = field(default_factory=dict)
 
     @property
@@ -278,6 +279,7 @@ def parse_source(name: str, raw: dict) -> Source:
         default_ref=raw.get("default_ref") or "main",
         config=raw.get("config"),
         splits=tuple(raw.get("splits") or ()),
+        same_data_as=raw.get("same_data_as"),
     )
 
 
@@ -291,7 +293,11 @@ def load_catalog(text: str | None = None) -> dict[str, Source]:
         raise XltError(f"xlt/sources/catalog.yaml: invalid YAML ({e})") from None
     if not isinstance(data, dict) or not isinstance(data.get("sources"), dict):
         raise XltError("xlt/sources/catalog.yaml: expected a top-level 'sources' mapping")
-    return {name: parse_source(name, raw) for name, raw in data["sources"].items()}
+    out = {name: parse_source(name, raw) for name, raw in data["sources"].items()}
+    for name, src in out.items():
+        if src.same_data_as is not None and src.same_data_as not in out:
+            raise _err(name, f"same_data_as: no entry {src.same_data_as!r}")
+    return out
 
 
 @functools.lru_cache(maxsize=1)
