@@ -6,7 +6,7 @@ learning rate and schedule, on the same device, in the same process. The Trainer
 its defaults (random batches, dynamic padding), as the papers' own scripts did. Printed: samples/s of each, their ratio, and each model's dev
 accuracy (first-subword tokens), which should agree within seed noise.
 
-    python benchmarks/train_throughput.py [--train 2000] [--epochs 2] [--batch-size 32]
+    python benchmarks/train_throughput.py [--train 4000] [--epochs 3] [--batch-size 32] [--repeats 2]
 """
 
 from __future__ import annotations
@@ -61,10 +61,12 @@ def run_ours(enc: Path, data: Path, args, out: Path) -> dict:
     cfg = TrainConfig(task="pos", encoder=str(enc), seed=args.seed, lr=args.lr, epochs=args.epochs,
                       batch_size=args.batch_size, warmup_ratio=0.0, weight_decay=0.0, max_length=128,
                       select="last", progress=False)
-    t0 = time.perf_counter()
     summary = train(cfg, [data / "en" / "train.jsonl"], [data / "en" / "dev.jsonl"], out / "ours", out / "ck_ours")
-    seconds = time.perf_counter() - t0
-    return {"seconds": seconds, "samples": summary["train_features"] * args.epochs, "dev_accuracy": summary["history"][-1]["dev"][str(data / "en" / "dev.jsonl")]["accuracy"]}
+    # The training loop itself (dev evaluation and checkpoints included), like trainer.train()
+    # on the other side; loading and tokenising happen before either clock starts.
+    seconds = summary["seconds_this_process"]
+    return {"seconds": seconds, "seconds_evaluating": summary["seconds_evaluating"],
+            "seconds_checkpointing": summary["seconds_checkpointing"], "samples": summary["train_features"] * args.epochs, "dev_accuracy": summary["history"][-1]["dev"][str(data / "en" / "dev.jsonl")]["accuracy"]}
 
 
 class _ForTrainer(torch.nn.Module):
@@ -119,12 +121,13 @@ def run_hf(enc: Path, data: Path, args, out: Path) -> dict:
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--train", type=int, default=2000, help="training sentences")
-    ap.add_argument("--epochs", type=int, default=2)
+    ap.add_argument("--train", type=int, default=4000, help="training sentences")
+    ap.add_argument("--epochs", type=int, default=3)
     ap.add_argument("--batch-size", type=int, default=32)
     ap.add_argument("--lr", type=float, default=1e-4)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--repeats", type=int, default=2, help="runs per side, alternated; the fastest counts")
     ap.add_argument("--json", help="also write the numbers here")
     args = ap.parse_args()
     quiet_libraries()
@@ -132,17 +135,25 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         enc, data = build_world_and_encoder(root, args.train)
-        hf = run_hf(enc, data, args, root)
-        ours = run_ours(enc, data, args, root)
+        runs = {"hf": [], "ours": []}
+        for r in range(args.repeats):  # alternate, so neither side always runs on a warmer machine
+            runs["hf"].append(run_hf(enc, data, args, root / f"hf{r}"))
+            runs["ours"].append(run_ours(enc, data, args, root / f"ours{r}"))
+        hf = min(runs["hf"], key=lambda x: x["seconds"])
+        ours = min(runs["ours"], key=lambda x: x["seconds"])
     device = "cuda" if torch.cuda.is_available() else f"cpu ({args.threads} threads)"
     rate = {k: v["samples"] / v["seconds"] for k, v in (("ours", ours), ("hf", hf))}
     result = {"device": device, "batch_size": args.batch_size, "epochs": args.epochs,
               "ours": {**ours, "samples_per_s": rate["ours"]}, "hf_trainer": {**hf, "samples_per_s": rate["hf"]},
               "ratio": rate["ours"] / rate["hf"]}
     print(f"device: {device}, batch size {args.batch_size}, {args.epochs} epochs, {ours['samples'] // args.epochs} sentences")
-    print(f"xlt engine : {rate['ours']:8.1f} samples/s  ({ours['seconds']:.1f} s, incl. dev eval + checkpoints)  dev acc {ours['dev_accuracy']:.2f}")
+    print(f"xlt engine : {rate['ours']:8.1f} samples/s  ({ours['seconds']:.1f} s, incl. per-epoch dev eval + checkpoints)  dev acc {ours['dev_accuracy']:.2f}")
     print(f"HF Trainer : {rate['hf']:8.1f} samples/s  ({hf['seconds']:.1f} s)  dev acc {hf['dev_accuracy']:.2f}")
     print(f"ratio (xlt / HF): {result['ratio']:.2f}x")
+    steps_only = ours["seconds"] - ours["seconds_evaluating"] - ours["seconds_checkpointing"]
+    print(f"  of xlt's {ours['seconds']:.1f} s: dev evaluation {ours['seconds_evaluating']:.1f} s, checkpoints "
+          f"{ours['seconds_checkpointing']:.1f} s; optimizer steps alone: {ours['samples'] / steps_only:.1f} samples/s, "
+          f"{ours['samples'] / steps_only / rate['hf']:.2f}x the Trainer")
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2))
 

@@ -287,11 +287,15 @@ def train(
         state["resumed_from"].append(state["global_step"])
         print(f"resuming from step {state['global_step']} (epoch {state['epoch']}, batch {state['step_in_epoch']})", file=sys.stderr)
 
+    timers = {"evaluating": 0.0, "checkpointing": 0.0}
+
     def save_checkpoint():
+        t = time.perf_counter()
         rng_states = ddp.gather(torch.get_rng_state())
         if ddp.main:
             ckpt.save(raw_model, optimizer, scheduler, state, rng_states)
         ddp.barrier()
+        timers["checkpointing"] += time.perf_counter() - t
 
     steps_this_process = 0
     t0 = time.perf_counter()
@@ -340,7 +344,9 @@ def train(
                     why = f"signal {grace.received}" if grace.received is not None else f"stop_after_steps={stop_after_steps}"
                     raise Preempted(f"stopped by {why} at step {state['global_step']}; checkpoint saved in {ckpt.dir}, rerun to resume")
             # End of epoch: evaluate on dev, keep the best, checkpoint the new position.
+            t_eval = time.perf_counter()
             dev_metrics = {p: ev.score(raw_model, device)[1] for p, ev in dev_sets.items()}
+            timers["evaluating"] += time.perf_counter() - t_eval
             score = _select_score(dev_metrics, metric)
             state["history"].append({"epoch": epoch + 1, "step": state["global_step"], "dev": dev_metrics, metric: score})
             if cfg.select == "last" or state["best"] is None or score > state["best"]:
@@ -368,6 +374,8 @@ def train(
         "train_examples": len(train_records),
         "train_features": len(enc.features),
         "seconds_this_process": round(elapsed, 3),
+        "seconds_evaluating": round(timers["evaluating"], 3),
+        "seconds_checkpointing": round(timers["checkpointing"], 3),
         "world_size": ddp.world,
     }
     meta = {
