@@ -311,9 +311,9 @@ def train(
             batches = length_grouped_batches(enc.lengths, cfg.batch_size, cfg.seed, epoch)
             model.train()
             for bi in range(state["step_in_epoch"], len(batches)):
+                if len(batches[bi]) < ddp.world:
+                    continue  # a last batch too small to give every rank a share: all ranks skip it
                 share = ddp.share(batches[bi])
-                if not share:  # a last batch smaller than the number of ranks
-                    continue
                 batch = to_device(collate([enc.features[i] for i in share], tokenizer.pad_token_id), device)
                 with autocast(device):
                     loss = model(batch)["loss"]
