@@ -19,6 +19,17 @@ from tests.slurm.test_slurm_smoke import wait_until
 from tests.test_workflow import SHRINK
 
 pytestmark = pytest.mark.slurm
+
+
+def _pos_dataset() -> str:
+    """crossmulti's POS data folder: the task plus its UD treebank set (e.g. pos.es_ancora)."""
+    from tests.test_config import base
+    from xlt import targets as T
+
+    return T.dataset_name(base(), "crossmulti", "pos")
+
+
+POS = _pos_dataset()
 TIMEOUT = 900  # seconds for one snakemake run (outer `timeout -k`)
 
 
@@ -89,9 +100,9 @@ def test_scancel_mid_training_resumes_and_matches_an_uninterrupted_run(slurm_clu
     workdir.mkdir()
     # Long enough to be caught mid-run: ~100 steps with a checkpoint every 5.
     overrides(workdir, world={"sizes": {"train": 400}}, hparams={"crossmulti": {"epochs": 8, "checkpoint_every": 5}})
-    target = "results/eval/tiny/pretrained/pos/en.crossmulti/seed1/test.crossmulti.json"
+    target = f"results/eval/tiny/pretrained/{POS}/en.crossmulti/seed1/test.crossmulti.json"
     proc, log = start(slurm_cluster, workdir, ci_profile(tmp_path), target)
-    ckpt = workdir / "results/checkpoints/models/tiny/pretrained/pos/en.crossmulti/seed1/last/state.json"
+    ckpt = workdir / f"results/checkpoints/models/tiny/pretrained/{POS}/en.crossmulti/seed1/last/state.json"
     wait_until(ckpt.exists, 600, "the first fine-tuning checkpoint", proc, log.read_text)
 
     def finetune_job():
@@ -101,9 +112,9 @@ def test_scancel_mid_training_resumes_and_matches_an_uninterrupted_run(slurm_clu
     job = wait_until(finetune_job, 60, "the fine-tuning job in squeue", proc, log.read_text)
     slurm_cluster.run(["scancel", job], timeout=30, check=True)
     out = finish(proc, log, slurm_cluster)
-    assert "resuming from step" in (workdir / "logs/models/tiny/pretrained/pos/en.crossmulti/seed1.log").read_text()
+    assert "resuming from step" in (workdir / f"logs/models/tiny/pretrained/{POS}/en.crossmulti/seed1.log").read_text()
 
-    model = workdir / "results/models/tiny/pretrained/pos/en.crossmulti/seed1"
+    model = workdir / f"results/models/tiny/pretrained/{POS}/en.crossmulti/seed1"
     meta = json.loads((model / "xlt_model.json").read_text())
     resumed = meta["train"]
     assert resumed["resumed_from"] and resumed["steps_this_process"] < resumed["global_steps"], resumed
@@ -114,10 +125,10 @@ def test_scancel_mid_training_resumes_and_matches_an_uninterrupted_run(slurm_clu
     hp = {k: v for k, v in cfg.items() if k not in ("task", "encoder", "encoder_revision", "seed")}
     scripts = REPO / "workflow_scripts"
     subprocess.run([sys.executable, scripts / "finetune.py", "--task", "pos", "--encoder", str(workdir / "results/encoders/tiny"),
-                    "--data", str(workdir / "results/data/pos"), "--train-langs", "en", "--hparams", json.dumps(hp),
+                    "--data", str(workdir / "results/data" / POS), "--train-langs", "en", "--hparams", json.dumps(hp),
                     "--seed", "1", "--out", str(tmp_path / "clean"), "--checkpoint-dir", str(tmp_path / "ck"), "--threads", "1"],
                    check=True, capture_output=True, timeout=600)
-    subprocess.run([sys.executable, scripts / "evaluate.py", "--model", str(tmp_path / "clean"), "--data", str(workdir / "results/data/pos"),
+    subprocess.run([sys.executable, scripts / "evaluate.py", "--model", str(tmp_path / "clean"), "--data", str(workdir / "results/data" / POS),
                     "--split", "test", "--langs", "en", "de", "es", "fr", "--out", str(tmp_path / "clean.json"),
                     "--predictions", str(tmp_path / "clean.jsonl"), "--threads", "1"], check=True, capture_output=True, timeout=600)
     clean = json.loads((tmp_path / "clean.json").read_text())
