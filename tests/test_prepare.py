@@ -91,3 +91,27 @@ def test_write_normalised_atomic(tiny_world, tmp_path):
     assert write_normalised(recs, out) == len(recs)
     assert read_jsonl(out) == recs
     assert [p.name for p in out.parent.iterdir()] == ["train.jsonl"]  # no temporary left behind
+
+
+def test_qa_test_sets_and_translate_train_through_overrides(tmp_path):
+    from xlt.formats.hub_parquet import write_squad_parquet
+
+    row = {"title": "T", "context": "Moskva.", "question": "?", "answers": {"text": ["Moskva"], "answer_start": [0]}}
+    (tmp_path / "tydiqa").mkdir()
+    write_squad_parquet(tmp_path / "tydiqa" / "validation-00000-of-00001.parquet",
+                        [{**row, "id": "russian-1"}, {**row, "id": "arabic-2"}])  # fmt: skip
+    (tmp_path / "mlqa" / "de").mkdir(parents=True)
+    write_squad_parquet(tmp_path / "mlqa" / "de" / "test-00000-of-00001.parquet", [{**row, "id": "m1"}])
+    sc = {"qa": {"test_source": "tydiqa/validation-00000-of-00001.parquet"}}
+    assert [r["id"] for r in prepare_split("qa", "ru", "test", tmp_path, sc)] == ["russian-1"]
+    assert [r["id"] for r in prepare_split("qa", "ar", "test", tmp_path, sc)] == ["arabic-2"]
+    sc = {"qa": {"test_source": "mlqa/{lang}/{hub_split}-00000-of-00001.parquet"}}
+    assert [r["id"] for r in prepare_split("qa", "de", "test", tmp_path, sc)] == ["m1"]
+    d = tmp_path / "xtreme_translations" / "PAWSX" / "translate-train"
+    d.mkdir(parents=True)
+    (d / "en-de-translated.tsv").write_text("a\tb\tA\tB\t1\n")
+    sc = {"pawsx": {"train_source": {"de": "xtreme_translations/PAWSX/translate-train/en-{lang}-translated.tsv"}}}
+    assert prepare_split("pawsx", "de", "train", tmp_path, sc)[0]["text"] == "A"
+    (d / "en-de-translated.tsv").write_text("a\tb\tA\t1\n")
+    with pytest.raises(DataFormatError, match=r"en-de-translated.tsv:1: expected 5"):
+        prepare_split("pawsx", "de", "train", tmp_path, sc)

@@ -20,7 +20,14 @@ instead of failing.
 Any task may carry ``<split>_source`` overrides: a path (relative to the raw root, or absolute)
 that may contain ``{lang}``, ``{split}`` and ``{hub_split}`` and glob characters; several matches
 are concatenated in sorted order. A mapping ``{lang: path}`` overrides only those languages. The reader is chosen by extension (``.parquet``, ``.tsv``
-XNLI-MT, ``.json`` SQuAD, ``.jsonl`` MARC, ``.conllu``). `xlt.world.World.source_cfg()` gives
+XNLI-MT, ``.json`` SQuAD, ``.jsonl`` MARC, ``.conllu``) and, where one extension has several
+formats, by the source folder: ``.parquet`` of task qa under ``tydiqa/`` is TyDiQA-GoldP
+(filtered to the language by id prefix), otherwise SQuAD-column parquet (MLQA's
+``mlqa/{lang}/{hub_split}-*.parquet``); ``.tsv`` under ``xtreme_translations/`` is XTREME's
+5-column translate-train (xnli, pawsx). MLQA's original JSON
+(``mlqa-v1/{split}/{split}-context-{lang}-question-{lang}.json``) is SQuAD JSON. So QA test
+sets other than XQuAD are a ``qa.test_source`` override, e.g.
+``tydiqa/validation-00000-of-00001.parquet`` (TyDiQA-GoldP has no test split). `xlt.world.World.source_cfg()` gives
 the source config of the tiny world.
 
 Besides the registry's tasks there is ``bitext`` (split ``train`` only): WikiMatrix en-<lang>.
@@ -142,6 +149,12 @@ def _read_by_extension(task: str, lang: str, split: str, path: Path, stats: dict
             return hub_parquet.read_xnli(path, id_prefix=prefix)
         if task == "pawsx":
             return hub_parquet.read_pawsx(path)
+        if task == "qa" and "tydiqa" in path.parts:  # all languages in one file: keep `lang`
+            return hub_parquet.read_tydiqa(path, lang=lang)
+        if task == "qa":  # MLQA's refs/convert/parquet (SQuAD's columns)
+            return hub_parquet.read_squad_parquet(path)
+    elif name.endswith(".tsv") and task in ("xnli", "pawsx") and "xtreme_translations" in path.parts:
+        return tsv.read_xtreme_translated(path, task, id_prefix=prefix)
     elif name.endswith((".tsv", ".tsv.gz")) and task == "xnli":
         return tsv.read_xnli_mt(path, id_prefix=prefix)
     elif name.endswith(".jsonl") and task == "marc":

@@ -10,6 +10,8 @@ from xlt.formats.conllu import format_conllu, read_conllu, write_conllu
 from xlt.formats.hub_parquet import (
     read_hub_parquet,
     read_pawsx,
+    read_squad_parquet,
+    read_tydiqa,
     read_wikiann,
     read_xnli,
     write_parquet,
@@ -20,6 +22,7 @@ from xlt.formats.tsv import (
     read_pharaoh,
     read_wikimatrix,
     read_xnli_mt,
+    read_xtreme_translated,
     tokenize,
     write_pharaoh,
     write_wikimatrix,
@@ -27,8 +30,8 @@ from xlt.formats.tsv import (
 
 __all__ = [
     "format_conllu", "read_conllu", "write_conllu",
-    "read_hub_parquet", "read_pawsx", "read_wikiann", "read_xnli", "write_parquet",
+    "read_hub_parquet", "read_pawsx", "read_squad_parquet", "read_tydiqa", "read_wikiann", "read_xnli", "write_parquet",
     "read_marc", "write_marc", "read_squad", "write_squad",
-    "read_pharaoh", "read_wikimatrix", "read_xnli_mt", "tokenize", "write_pharaoh",
+    "read_pharaoh", "read_wikimatrix", "read_xnli_mt", "read_xtreme_translated", "tokenize", "write_pharaoh",
     "write_wikimatrix",
 ]  # fmt: skip

@@ -8,6 +8,9 @@ Readers (pyarrow, only the needed columns) -> normalised records of docs/data.md
   the `lang` argument).
 - PAWS-X: `id`, `sentence1`, `sentence2`, `label` (0/1) -> ``{"id", "text", "text_pair", "label"}``.
 - XNLI / MultiNLI: `premise`, `hypothesis`, `label` (0 entailment, 1 neutral, 2 contradiction).
+- QA with SQuAD's columns (MLQA's `refs/convert/parquet`, TyDiQA-GoldP `secondary_task`):
+  `id`, `title`, `context`, `question`, `answers{text, answer_start}` -> qa records. TyDiQA's
+  language is only in the id prefix (`russian-...` -> ru); an unknown prefix is an error.
 
 Integer labels become the registry's label names. A missing column, a null, an out-of-range
 label or a tokens/tags length mismatch raises `DataFormatError(path, None, "row N: ...")`
@@ -184,4 +187,91 @@ def write_parquet(path: str | Path, kind: str, columns: dict[str, list]) -> int:
     table = pa.Table.from_pydict({n: columns[n] for n in schema.names}, schema=schema)
     with atomic_path(path) as tmp:
         pq.write_table(table, tmp, compression="snappy")
+    return table.num_rows
+
+
+# ---- extractive QA with SQuAD's columns (MLQA refs/convert/parquet, TyDiQA-GoldP) -----------
+
+_SQUAD_COLUMNS = ("id", "context", "question", "answers")
+
+
+def read_squad_parquet(path: str | Path, *, allow_unanswerable: bool = False) -> list[dict]:
+    """SQuAD-style parquet (`id`, `title`, `context`, `question`, `answers{text, answer_start}`)
+    -> qa records; every answer is checked against its context, as in `read_squad`."""
+    path = Path(path)
+    cols = _read_columns(path, _SQUAD_COLUMNS)
+    out, seen = [], set()
+    for row, (qid, ctx, q, ans) in enumerate(zip(*(cols[c] for c in _SQUAD_COLUMNS), strict=True)):
+        qid = _str(path, row, "id", qid)
+        if qid in seen:
+            raise DataFormatError(path, None, f"row {row}: duplicate id {qid!r}")
+        seen.add(qid)
+        ctx, q = _str(path, row, "context", ctx), _str(path, row, "question", q)
+        if not isinstance(ans, dict) or not isinstance(ans.get("text"), list) or not isinstance(
+            ans.get("answer_start"), list
+        ):
+            raise DataFormatError(path, None, f"row {row}: answers must be {{text: [str], answer_start: [int]}}, got {ans!r}")
+        texts, starts = ans["text"], ans["answer_start"]
+        if len(texts) != len(starts):
+            raise DataFormatError(path, None, f"row {row}: {len(texts)} answer texts but {len(starts)} answer_start")
+        if not texts and not allow_unanswerable:
+            raise DataFormatError(path, None, f"row {row} (id {qid!r}): no answers")
+        for t, s in zip(texts, starts, strict=True):
+            t = _str(path, row, "answers.text", t)
+            if isinstance(s, bool) or not isinstance(s, int) or s < 0 or ctx[s : s + len(t)] != t:
+                found = ctx[s : s + len(t)] if isinstance(s, int) and s >= 0 else None
+                raise DataFormatError(
+                    path, None,
+                    f"row {row} (id {qid!r}): answer {t!r} does not match context at answer_start {s!r} "
+                    f"(context has {found!r})",
+                )  # fmt: skip
+        out.append({"id": qid, "context": ctx, "question": q,
+                    "answers": {"text": list(texts), "answer_start": list(starts)}})  # fmt: skip
+    return out
+
+
+# TyDiQA's ids start with the language's English name: "russian-1234567890-0".
+TYDIQA_LANGUAGES = {"arabic": "ar", "bengali": "bn", "english": "en", "finnish": "fi", "indonesian": "id",
+                    "korean": "ko", "russian": "ru", "swahili": "sw", "telugu": "te"}  # fmt: skip
+
+
+def tydiqa_language(path: str | Path, row: int, qid: str) -> str:
+    prefix = qid.split("-", 1)[0]
+    try:
+        return TYDIQA_LANGUAGES[prefix]
+    except KeyError:
+        raise DataFormatError(
+            path, None,
+            f"row {row}: id {qid!r} has unknown language prefix {prefix!r} (known: {', '.join(TYDIQA_LANGUAGES)})",
+        ) from None  # fmt: skip
+
+
+def read_tydiqa(path: str | Path, lang: str | None = None) -> list[dict]:
+    """TyDiQA-GoldP (`secondary_task`): all languages in one file; the language is only in
+    the id prefix. `lang` keeps one language's records."""
+    path = Path(path)
+    if lang is not None and lang not in TYDIQA_LANGUAGES.values():
+        from xlt.errors import XltError
+
+        raise XltError(f"TyDiQA-GoldP has no language {lang!r} (has {', '.join(TYDIQA_LANGUAGES.values())})")
+    out = []
+    for row, rec in enumerate(read_squad_parquet(path)):
+        if lang is None or tydiqa_language(path, row, rec["id"]) == lang:
+            out.append(rec)
+    return out
+
+
+def write_squad_parquet(path: str | Path, rows: list[dict]) -> int:
+    """Write SQuAD-column rows (`id`, `title`, `context`, `question`, `answers`) with the Hub's
+    types (answers: struct of list<string>, list<int32>), atomically."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    schema = pa.schema([("id", pa.string()), ("title", pa.string()), ("context", pa.string()),
+                        ("question", pa.string()),
+                        ("answers", pa.struct([("text", pa.list_(pa.string())),
+                                               ("answer_start", pa.list_(pa.int32()))]))])  # fmt: skip
+    table = pa.Table.from_pylist(rows, schema=schema)
+    with atomic_path(path) as tmp:
+        pq.write_table(table, tmp)
     return table.num_rows

@@ -3,6 +3,8 @@
 - XNLI-MT 1.0 (`multinli.train.<lang>.tsv`): header ``premise<TAB>hypo<TAB>label``; labels
   ``entailment`` / ``neutral`` / ``contradictory`` (read as the registry's ``contradiction``).
   -> ``{"id", "text", "text_pair", "label"}``.
+- XTREME translate-train (XNLI / PAWS-X `en-<lang>-translated.tsv`): no header, 5 columns
+  (original pair, translated pair, label); the translated pair is kept.
 - WikiMatrix v1 (`WikiMatrix.en-<xx>.tsv.gz`): no header, ``margin score<TAB>en<TAB>xx``,
   sorted by score. Rows scoring below `threshold` (1.04, as the WikiMatrix paper advises) are
   dropped. -> ``{"id", "src": [tokens], "tgt": [tokens]}`` (English first), tokenised by
@@ -67,6 +69,33 @@ def read_xnli_mt(path: str | Path, *, id_prefix: str | None = None) -> list[dict
         out.append({"id": f"{prefix}{lineno}", "text": premise, "text_pair": hypo, "label": name})
     if not header_seen:
         raise DataFormatError(path, None, "empty file (no header)")
+    return out
+
+
+def read_xtreme_translated(path: str | Path, task: str, *, id_prefix: str | None = None) -> list[dict]:
+    """XTREME translate-train TSV (XNLI / PAWS-X ``en-<lang>-translated.tsv``): no header, 5
+    columns: original sentence1, original sentence2, translated sentence1, translated
+    sentence2, label. The TRANSLATED pair is kept. `task` is ``xnli`` or ``pawsx``."""
+    path = Path(path)
+    if task not in ("xnli", "pawsx"):
+        raise ValueError(f"XTREME translate-train TSV exists for xnli / pawsx, not {task!r}")
+    labels = set(get_task(task).labels)
+    spelled = _XNLI_MT_LABELS if task == "xnli" else {lab: lab for lab in labels}
+    prefix = f"{path.stem}-" if id_prefix is None else id_prefix
+    out = []
+    for lineno, line in iter_lines(path):
+        if not line.strip():
+            continue
+        cols = line.split("\t")
+        if len(cols) != 5:
+            raise DataFormatError(
+                path, lineno,
+                f"expected 5 tab-separated columns (original pair, translated pair, label), got {len(cols)}",
+            )  # fmt: skip
+        name = spelled.get(cols[4].strip())
+        if name is None or name not in labels:
+            raise DataFormatError(path, lineno, f"unknown label {cols[4]!r} (expected {', '.join(spelled)})")
+        out.append({"id": f"{prefix}{lineno}", "text": cols[2], "text_pair": cols[3], "label": name})
     return out
 
 
