@@ -71,7 +71,7 @@ def test_grid_endpoints_score_exactly_like_the_models(variant, models, toy_data,
 
 
 def test_grid_job_writes_long_form_csv_and_provenance(models, toy_data, tmp_path):
-    report = run_grid_job(str(models["bi"]), str(models["src"]), str(models["tgt"]), str(toy_data / "pos"),
+    run_grid_job(str(models["bi"]), str(models["src"]), str(models["tgt"]), str(toy_data / "pos"),
                           "tiny", "en", "de", "1d", "all", GRID, "accuracy", tmp_path / "g.csv", tmp_path / "g.json")
     frame = pd.read_csv(tmp_path / "g.csv")
     assert tuple(frame.columns) == COLUMNS
