@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import socket
 from pathlib import Path
 
 import pytest
@@ -83,3 +84,12 @@ def tiny_world(tmp_path_factory):
     raw = tmp_path_factory.mktemp("raw")
     manifest = world.write(raw)
     return world, raw, manifest
+
+
+@pytest.fixture
+def dead_url():
+    """A URL on 127.0.0.1 where nothing listens (connection refused at once)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return f"http://127.0.0.1:{port}"

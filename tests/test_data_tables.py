@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import io
 import json
-import socket
 import tarfile
 
 import pandas as pd
-import pytest
 
 from tests.conftest import REPO
 from tests.test_config import base
@@ -66,14 +64,6 @@ def ud_tgz(version: str, treebanks: dict[str, dict[str, str]]) -> bytes:
 def treebank(code: str, sizes: dict[str, int], textless: int = 0) -> dict[str, str]:
     lang = code.split("_")[0]
     return {f"{code}-ud-{split}.conllu": conllu(lang, n, textless if split == "train" else 0) for split, n in sizes.items()}
-
-
-@pytest.fixture
-def dead_url():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    return f"http://127.0.0.1:{port}"
 
 
 # Hand-made sizes: per language, (train, test); dev is 2 everywhere.

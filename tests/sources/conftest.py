@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import http.server
-import socket
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -175,15 +174,6 @@ def server(tmp_path):
         httpd.shutdown()
         httpd.server_close()
         thread.join(timeout=5)
-
-
-@pytest.fixture
-def dead_url():
-    """A URL on 127.0.0.1 where nothing listens (connection refused at once)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    return f"http://127.0.0.1:{port}"
 
 
 @pytest.fixture

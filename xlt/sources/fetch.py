@@ -225,18 +225,23 @@ def _install_copy(src: Path, dest: Path, sha256: str | None, allow_unpinned: boo
         )
     if sha256 is None and not allow_unpinned:
         raise UnpinnedError(f"{dest}: no sha256 pin to check {src} against")
+    _place(src, dest)
+    return actual
+
+
+def _place(src: Path | str, dest: Path) -> None:
+    """Put a verified file at `dest` atomically: a hard link where possible, else a copy."""
     dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.with_name(f".{dest.name}.manual.tmp")
+    tmp = dest.with_name(f".{dest.name}.place.tmp")
     try:
         try:
-            os.link(src, tmp)
+            os.link(os.path.realpath(src), tmp)
         except OSError:
             shutil.copyfile(src, tmp)
         os.replace(tmp, dest)
     finally:
         if tmp.exists():
             tmp.unlink()
-    return actual
 
 
 def download(
@@ -405,17 +410,7 @@ def fetch_hub_files(
             raise ChecksumError(
                 f"{dest}: sha256 mismatch for {where}: expected {want}, got {actual}; not installed"
             )
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        tmp = dest.with_name(f".{dest.name}.hub.tmp")
-        try:
-            try:
-                os.link(os.path.realpath(cached), tmp)
-            except OSError:
-                shutil.copyfile(cached, tmp)
-            os.replace(tmp, dest)
-        finally:
-            if tmp.exists():
-                tmp.unlink()
+        _place(cached, dest)
         out.append(Fetched(dest, actual, dest.stat().st_size, "hub", url=where, revision=commit))
     return out
 
