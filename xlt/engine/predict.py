@@ -61,11 +61,6 @@ def run_batches(model, batches: list[tuple[list[int], dict]], n_features: int, d
     return outs
 
 
-def run_model(model, enc: Encoded, pad_id: int, batch_size: int, device: torch.device) -> list:
-    """Per-feature outputs (CPU tensors), in feature order."""
-    return run_batches(model, eval_batches(enc, pad_id, batch_size), len(enc.features), device)
-
-
 def _strip_gold(batch: dict) -> dict:
     return {k: v for k, v in batch.items() if k not in ("labels", "label", "start_positions", "end_positions", "word_heads", "word_rels")}
 
