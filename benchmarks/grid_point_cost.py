@@ -70,9 +70,9 @@ def make_models(a: argparse.Namespace, root: Path) -> tuple[list[Path], Path]:
     """Three models of one architecture (θ_bi, θ_src, θ_tgt) and dev sets for en and de."""
     from transformers import BertConfig, BertModel, BertTokenizerFast
 
-    from xlt.encoder_pretrain import train_wordpiece
+    from xlt.engine.recipes.mlm import train_wordpiece
     from xlt.engine.config import TrainConfig
-    from xlt.engine.model import build_model, save_model
+    from xlt.engine.model import ModelSpec, build_model, save_model
     from xlt.io import write_jsonl
     from xlt.registry import get_task
 
@@ -85,7 +85,7 @@ def make_models(a: argparse.Namespace, root: Path) -> tuple[list[Path], Path]:
                      num_attention_heads=a.heads, intermediate_size=4 * a.hidden, max_position_embeddings=512,
                      pad_token_id=tok.pad_token_id)
     task = get_task(a.task)
-    model = build_model(task, BertModel(cfg, add_pooling_layer=False), 0.1)
+    model = build_model(ModelSpec(task=task.name), BertModel(cfg, add_pooling_layer=False))
     init = {k: v.detach().clone() for k, v in model.state_dict().items()}
     train_cfg = TrainConfig.from_dict({"task": a.task, "encoder": "synthetic", "max_length": a.max_length,
                                        "eval_batch_size": a.batch_size, "seed": 1}).to_dict()
@@ -128,7 +128,7 @@ def main() -> None:
         torch.set_num_threads(a.threads)
 
     from xlt.cli import quiet_libraries
-    from xlt.engine.trainer import evaluate_records
+    from xlt.engine.evalset import evaluate_records
     from xlt.grid import GridJob
 
     quiet_libraries()

@@ -23,7 +23,7 @@ from xlt.cli import quiet_libraries
 
 
 def build_world_and_encoder(root: Path, n_train: int) -> tuple[Path, Path]:
-    from xlt.encoder_pretrain import EncoderShape, MLMConfig, pretrain_mlm, train_wordpiece
+    from xlt.engine.recipes.mlm import EncoderShape, MLMConfig, train_mlm, train_wordpiece
     from xlt.io import write_jsonl
     from xlt.prepare import prepare_split
     from xlt.world import generate, pretraining_text
@@ -36,17 +36,19 @@ def build_world_and_encoder(root: Path, n_train: int) -> tuple[Path, Path]:
     texts = [s for lang_texts in pretraining_text(world, 1500).values() for s in lang_texts]
     train_wordpiece(texts, 1000, root / "tok")
     shape = EncoderShape(layers=4, hidden=128, heads=4, intermediate=512, max_positions=128)
-    pretrain_mlm(texts, root / "tok", root / "enc", root / "ck", shape, MLMConfig(steps=150, batch_size=64), progress=False)
+    train_mlm(texts, root / "enc", root / "ck", MLMConfig(steps=150, batch_size=64), tokenizer_dir=root / "tok",
+              shape=shape, progress=False)
     return root / "enc", root / "data"
 
 
 def token_accuracy(model_fn, features, batch_size: int, pad_id: int) -> float:
     from xlt.engine.batching import collate
+    from xlt.engine.kinds import kind_of
 
     correct = total = 0
     with torch.no_grad():
         for i in range(0, len(features), batch_size):
-            batch = collate(features[i : i + batch_size], pad_id)
+            batch = collate(features[i : i + batch_size], pad_id, kind_of("tagging").pad_values)
             logits = model_fn(batch)
             mask = batch["labels"] != -100
             correct += (logits.argmax(-1)[mask] == batch["labels"][mask]).sum().item()
@@ -56,7 +58,7 @@ def token_accuracy(model_fn, features, batch_size: int, pad_id: int) -> float:
 
 def run_ours(enc: Path, data: Path, args, out: Path) -> dict:
     from xlt.engine.config import TrainConfig
-    from xlt.engine.trainer import train
+    from xlt.engine.recipes.finetune import train
 
     cfg = TrainConfig(task="pos", encoder=str(enc), seed=args.seed, lr=args.lr, epochs=args.epochs,
                       batch_size=args.batch_size, warmup_ratio=0.0, weight_decay=0.0, max_length=128,
@@ -80,26 +82,34 @@ class _ForTrainer(torch.nn.Module):
         batch = {"input_ids": input_ids, "attention_mask": attention_mask}
         if labels is not None:
             batch["labels"] = labels
-        return self.model(batch)
+        out = self.model(batch)
+        if labels is not None:
+            out["loss"] = self.model.head_kind.loss(out, batch)
+        return out
 
 
 def run_hf(enc: Path, data: Path, args, out: Path) -> dict:
     from transformers import AutoTokenizer, DataCollatorForTokenClassification, Trainer, TrainingArguments
 
-    from xlt.engine.features import encode
-    from xlt.engine.model import build_model, load_encoder
-    from xlt.engine.trainer import load_records, seed_everything
+    from xlt.engine.config import TrainConfig
+    from xlt.engine.evalset import load_records
+    from xlt.engine.kinds import kind_of
+    from xlt.engine.model import ModelSpec, build_model, load_encoder
+    from xlt.engine.runtime import seed_everything
     from xlt.registry import get_task
 
     task = get_task("pos")
     tok = AutoTokenizer.from_pretrained(enc)
-    train_feats = encode(task, load_records([data / "en" / "train.jsonl"]), tok, 128, 32, train=True).features
-    dev_feats = encode(task, load_records([data / "en" / "dev.jsonl"]), tok, 128, 32, train=True).features
+    enc_cfg = TrainConfig(task="pos", encoder=str(enc), max_length=128, stride=32)
+    train_feats = kind_of(task).encode(task, load_records([data / "en" / "train.jsonl"]), tok, enc_cfg, train=True).features
+    dev_feats = kind_of(task).encode(task, load_records([data / "en" / "dev.jsonl"]), tok, enc_cfg, train=True).features
     # The same initialisation as our engine's: seed, then encoder, then head.
     seed_everything(args.seed)
     encoder, _ = load_encoder(str(enc), dropout=0.1)
     seed_everything(args.seed)
-    model = _ForTrainer(build_model(task, encoder, 0.1))
+    inner = build_model(ModelSpec(task="pos"), encoder)
+    inner.head_kind = kind_of(task)
+    model = _ForTrainer(inner)
     ds = [{"input_ids": f["input_ids"], "labels": f["labels"]} for f in train_feats]
     targs = TrainingArguments(
         output_dir=str(out / "hf"), per_device_train_batch_size=args.batch_size, num_train_epochs=args.epochs,

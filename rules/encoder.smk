@@ -1,5 +1,7 @@
-# Encoders built inside the DAG (tiny preset): corpus -> WordPiece + MLM-pretrained BERT.
-# Hub encoders (config.yaml) need no rule: fine-tuning loads them by their Hub id.
+# Encoders made inside the DAG: results/encoders/{encoder}/{init}/.
+# `pretrained` of a built encoder (tiny preset): corpus -> WordPiece + MLM-pretrained BERT.
+# Hub encoders (config.yaml) need no rule for `pretrained`: fine-tuning loads them by Hub id.
+# Adapted encoders (any {init} but `pretrained`, xlt.targets.Init) start from either.
 
 
 localrules:
@@ -29,9 +31,9 @@ rule build_encoder:
     input:
         corpus=rules.encoder_corpus.output,
     output:
-        directory(f"{RESULTS}/encoders/{{encoder}}"),
+        directory(f"{RESULTS}/encoders/{{encoder}}/pretrained"),
     log:
-        "logs/encoders/{encoder}.build.log",
+        "logs/encoders/{encoder}/pretrained.log",
     conda:
         ENV
     threads: R.job_threads(config, "build_encoder")
@@ -42,4 +44,33 @@ rule build_encoder:
         checkpoints=f"{RESULTS}/checkpoints/encoders/{{encoder}}",
     shell:
         "build_encoder.py --corpus {input.corpus} --build {params.build:q}"
+        " --out {output} --checkpoint-dir {params.checkpoints} --threads {threads} 2> {log}"
+
+
+# MLM on a task's training text in the languages of a language set (crossmulti's +DA):
+# {init} = mlm-<dataset>-<language set>, settings from config `adapt.mlm`.
+rule adapt_mlm:
+    input:
+        unpack(lambda w: T.adapt_inputs(config, w.encoder, w.init)),
+    output:
+        directory(f"{RESULTS}/encoders/{{encoder}}/{{init}}"),
+    log:
+        "logs/encoders/{encoder}/{init}.log",
+    wildcard_constraints:
+        init=r"mlm-[^/]+",
+    conda:
+        ENV
+    threads: R.job_threads(config, "adapt_encoder")
+    resources:
+        **R.job_resources(config, "adapt_encoder"),
+    params:
+        encoder=lambda w: T.encoder_source(config, w.encoder),
+        revision=lambda w: T.encoder_revision_arg(config, w.encoder),
+        task=lambda w: T.task_of(T.Init.parse(w.init).dataset),
+        langs=lambda w: " ".join(T.adapt_languages(config, w.init)),
+        mlm=lambda w: as_json(config["adapt"]["mlm"]),
+        checkpoints=f"{RESULTS}/checkpoints/encoders/{{encoder}}/{{init}}",
+    shell:
+        "adapt_mlm.py --encoder {params.encoder} {params.revision} --data {input.data}"
+        " --task {params.task} --langs {params.langs} --mlm {params.mlm:q}"
         " --out {output} --checkpoint-dir {params.checkpoints} --threads {threads} 2> {log}"

@@ -4,13 +4,13 @@
 rule finetune:
     input:
         data=f"{RESULTS}/data/{{task}}",
-        encoder=lambda w: T.encoder_inputs(config, w.encoder),
+        encoder=lambda w: T.encoder_inputs(config, w.encoder, w.init),
     output:
         directory(
-            f"{RESULTS}/models/{{encoder}}/pretrained/{{task}}/{{recipe}}/seed{{seed}}"
+            f"{RESULTS}/models/{{encoder}}/{{init}}/{{task}}/{{recipe}}/seed{{seed}}"
         ),
     log:
-        "logs/models/{encoder}/pretrained/{task}/{recipe}/seed{seed}.log",
+        "logs/models/{encoder}/{init}/{task}/{recipe}/seed{seed}.log",
     conda:
         ENV
     threads: R.job_threads(config, "finetune")
@@ -18,12 +18,12 @@ rule finetune:
         **R.job_resources(config, "finetune"),
     params:
         task=lambda w: T.task_of(w.task),
-        encoder=lambda w: T.encoder_source(config, w.encoder),
-        revision=lambda w: T.encoder_revision_arg(config, w.encoder),
+        encoder=lambda w: T.encoder_source(config, w.encoder, w.init),
+        revision=lambda w: T.encoder_revision_arg(config, w.encoder, w.init),
         train_langs=lambda w: " ".join(T.Recipe.parse(w.recipe).train_langs),
-        hparams=lambda w: as_json(T.hparams(config, w.recipe)),
+        hparams=lambda w: as_json(T.hparams(config, w.recipe, w.task)),
         launcher=R.launcher(config),
-        checkpoints=f"{RESULTS}/checkpoints/models/{{encoder}}/pretrained/{{task}}/{{recipe}}/seed{{seed}}",
+        checkpoints=f"{RESULTS}/checkpoints/models/{{encoder}}/{{init}}/{{task}}/{{recipe}}/seed{{seed}}",
     shell:
         "{params.launcher} $(command -v finetune.py) --task {params.task} --encoder {params.encoder}"
         " {params.revision} --data {input.data} --train-langs {params.train_langs}"

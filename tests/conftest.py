@@ -38,7 +38,7 @@ def tiny_encoder(tmp_path_factory) -> Path:
     """A 2-layer BERT with a WordPiece vocabulary, MLM-trained for a few steps (seconds)."""
     import torch
 
-    from xlt.encoder_pretrain import EncoderShape, MLMConfig, pretrain_mlm, train_wordpiece
+    from xlt.engine.recipes.mlm import EncoderShape, MLMConfig, train_mlm, train_wordpiece
 
     quiet_libraries()
     torch.set_num_threads(1)
@@ -47,7 +47,8 @@ def tiny_encoder(tmp_path_factory) -> Path:
     texts = [" ".join(_sentence(rng)) for _ in range(400)]
     train_wordpiece(texts, 200, root / "tok")
     shape = EncoderShape(layers=2, hidden=32, heads=2, intermediate=64, max_positions=64)
-    pretrain_mlm(texts, root / "tok", root / "enc", root / "ckpt", shape, MLMConfig(steps=10, batch_size=32), progress=False)
+    train_mlm(texts, root / "enc", root / "ckpt", MLMConfig(steps=10, batch_size=32), tokenizer_dir=root / "tok",
+              shape=shape, progress=False)
     return root / "enc"
 
 
@@ -93,3 +94,14 @@ def dead_url():
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     return f"http://127.0.0.1:{port}"
+
+
+def encode_with(task, records, tokenizer, max_length: int, stride: int, train: bool, parse_max_words: int = 128,
+                max_positions: int | None = None):
+    """Features of `records` through the task's kind, with just the settings encoding reads."""
+    from types import SimpleNamespace
+
+    from xlt.engine.kinds import kind_of
+
+    cfg = SimpleNamespace(max_length=max_length, stride=stride, parse_max_words=parse_max_words)
+    return kind_of(task).encode(task, records, tokenizer, cfg, train, max_positions)

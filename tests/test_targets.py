@@ -32,9 +32,35 @@ def test_encoder_sources():
     assert T.encoder_source(cfg, "mbert") == "google-bert/bert-base-multilingual-cased"
     assert T.encoder_inputs(cfg, "mbert") == []
     cfg["encoders"]["tiny"] = {"build": {}}
-    assert T.encoder_inputs(cfg, "tiny") == ["results/encoders/tiny"]
+    assert T.encoder_inputs(cfg, "tiny") == ["results/encoders/tiny/pretrained"]
     with pytest.raises(XltError, match="unknown encoder 'bert'"):
         T.encoder_source(cfg, "bert")
+
+
+def test_an_adapted_encoder_is_a_directory_the_dag_makes():
+    cfg = base()
+    init = "mlm-pawsx-crossmulti"
+    assert T.Init.parse(init) == T.Init("mlm", "pawsx", "crossmulti") and T.Init.parse(init).name == init
+    assert T.Init.parse("mlm-pos.es_ancora-crossmulti").dataset == "pos.es_ancora"
+    assert T.encoder_source(cfg, "mbert", init) == "results/encoders/mbert/mlm-pawsx-crossmulti"
+    assert T.encoder_inputs(cfg, "mbert", init) == ["results/encoders/mbert/mlm-pawsx-crossmulti"]
+    assert T.encoder_revision_arg(cfg, "mbert", init) == ""
+    # it starts from the Hub encoder (no DAG input) and reads the task's prepared data
+    assert T.adapt_inputs(cfg, "mbert", init) == {"encoder": [], "data": ["results/data/pawsx"]}
+    assert T.adapt_languages(cfg, init) == ["en", "de", "es", "fr"]
+    with pytest.raises(XltError, match="unknown language set 'klingon'"):
+        T.adapt_inputs(cfg, "mbert", "mlm-pawsx-klingon")
+    with pytest.raises(XltError, match="expected 'pretrained' or 'mlm-<dataset>-<language set>'"):
+        T.Init.parse("dapt-pawsx")
+
+
+def test_model_selection_uses_the_metric_the_paper_reports():
+    cfg = base()
+    assert T.hparams(cfg, "en.crossmulti", "pos.es_ancora")["select_metric"] == "f1_macro"
+    assert T.hparams(cfg, "en.crossmulti", "ner")["select_metric"] == "span_f1_macro"
+    assert T.hparams(cfg, "en.underspec", "ner")["select_metric"] == "span_f1"
+    cfg["hparams"]["crossmulti"]["select_metric"] = "accuracy"  # a profile's own choice wins
+    assert T.hparams(cfg, "en.crossmulti", "pos")["select_metric"] == "accuracy"
 
 
 def test_task_languages_and_tables():

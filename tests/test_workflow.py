@@ -103,6 +103,32 @@ def test_full_scale_dag_builds_offline(tmp_path):
     assert "results/models/mbert/pretrained/pos.es_ancora/en.crossmulti/seed1" in out
 
 
+def test_full_scale_dag_adapts_mbert_and_xlmr_by_mlm(tmp_path):
+    """An adapted encoder is a path the DAG makes: MLM on a task's training text."""
+    targets = ["results/models/mbert/mlm-pawsx-crossmulti/pawsx/en.crossmulti/seed1",
+               "results/encoders/xlmr_large/mlm-xnli-xtreme_xnli"]
+    run = subprocess.run([*SNAKEMAKE, "-n", *targets, "--directory", str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    out = run.stdout + run.stderr
+    assert job_counts(out)["adapt_mlm"] == 2
+    assert "results/encoders/mbert/mlm-pawsx-crossmulti" in out
+    assert "results/encoders/xlmr_large/mlm-xnli-xtreme_xnli" in out
+
+
+@pytest.mark.slow
+def test_tiny_adapted_encoder_is_made_then_fine_tuned(tmp_path):
+    (tmp_path / "shrink.yaml").write_text(yaml.safe_dump({**SHRINK, "adapt": {"mlm": {"steps": 8, "batch_size": 16}}}))
+    model = "results/models/tiny/mlm-ner-crossmulti/ner/en.crossmulti/seed1"
+    run = snakemake(tmp_path, model, "--cores", "2")
+    assert run.returncode == 0, run.stderr[-4000:]
+    enc = json.loads((tmp_path / "results/encoders/tiny/mlm-ner-crossmulti/xlt_encoder.json").read_text())
+    assert enc["steps"] == 8 and enc["init_from"] == "results/encoders/tiny/pretrained"
+    assert {Path(p).parts[-2] for p in enc["provenance"]["data_sha256"]} == {"en", "de", "es", "fr"}
+    meta = json.loads((tmp_path / model / "xlt_model.json").read_text())
+    assert meta["train_config"]["encoder"] == "results/encoders/tiny/mlm-ner-crossmulti"
+    assert meta["train_config"]["select_metric"] == "span_f1_macro"  # what crossmulti's table reports
+
+
 def job_counts(output: str) -> dict[str, int]:
     """The `Job stats` table of a dry run: {rule: count}."""
     stats = output[output.index("Job stats:"):].splitlines()[3:]

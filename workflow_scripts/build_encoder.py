@@ -16,17 +16,19 @@ def main():
     ap.add_argument("--threads", type=int, default=None)
     a = ap.parse_args()
     set_threads(a.threads)
-    from xlt.encoder_pretrain import EncoderShape, MLMConfig, pretrain_mlm, train_wordpiece
+    from xlt.engine.recipes.mlm import EncoderShape, MLMConfig, train_mlm, train_wordpiece
     from xlt.errors import XltError
 
     texts = Path(a.corpus).read_text(encoding="utf-8").splitlines()
     tok_dir = Path(a.checkpoint_dir) / "tokenizer"
     train_wordpiece(texts, a.build["vocab_size"], tok_dir)
     try:
-        shape, mlm = EncoderShape(**a.build["shape"]), MLMConfig(**a.build["mlm"])
+        shape = EncoderShape(**a.build["shape"])
     except TypeError as e:
-        raise XltError(f"config key encoders.*.build: {e}") from None
-    pretrain_mlm(texts, tok_dir, a.out, Path(a.checkpoint_dir) / "mlm", shape, mlm, text_files=[a.corpus])
+        raise XltError(f"config key encoders.*.build.shape: {e}") from None
+    mlm = MLMConfig.from_dict(a.build["mlm"], "config key encoders.*.build.mlm")
+    train_mlm(texts, a.out, Path(a.checkpoint_dir) / "mlm", mlm, tokenizer_dir=tok_dir, shape=shape,
+              text_files=[a.corpus], resolved_config=a.build)
 
 
 run(main)

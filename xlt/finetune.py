@@ -21,7 +21,7 @@ def split_file(data_dir: str | Path, lang: str, split: str) -> Path:
 
 def finetune(task: str, encoder: str, revision: str | None, data_dir: str, train_langs: list[str],
              hparams: dict, seed: int, out: str, checkpoint_dir: str, kill_after_steps: int | None = None) -> dict:
-    from xlt.engine.trainer import train
+    from xlt.engine.recipes.finetune import train
 
     t = get_task(task)
     for lang in train_langs:
@@ -40,7 +40,8 @@ def evaluate_model(model_dir: str, data_dir: str, split: str, langs: list[str], 
     """Metrics per language (and their average) on one split; predictions beside them."""
 
     from xlt.engine.model import load_model
-    from xlt.engine.trainer import evaluate_records, load_records, pick_device
+    from xlt.engine.evalset import evaluate_records, load_records
+    from xlt.engine.runtime import pick_device
 
     dev = pick_device(device)
     model, tokenizer, meta = load_model(model_dir, dev)

@@ -99,8 +99,7 @@ class GridJob:
         """{eval_lang: EvalSet} for e.g. {"source": "en", "target": "de"}, encoded once with
         θ_bi's evaluation settings (max_length, stride, batch size, parse limit)."""
         from xlt.engine.config import TrainConfig
-        from xlt.engine.evalset import EvalSet, max_positions
-        from xlt.engine.trainer import load_records
+        from xlt.engine.evalset import EvalSet, load_records, max_positions
         from xlt.finetune import split_file
 
         cfg = TrainConfig.from_dict(self.metas["bi"]["train_config"])
@@ -166,7 +165,7 @@ def run_grid_job(bi: str, src: str, tgt: str, data_dir: str, encoder: str, sourc
     the long-form CSV and a JSON with the provenance, the δ geometry and the timing."""
     import pandas as pd
 
-    from xlt.engine.trainer import pick_device
+    from xlt.engine.runtime import pick_device
     from xlt.io import sha256_file, write_json, write_text
     from xlt.provenance import provenance
 
@@ -198,7 +197,7 @@ def run_grid_job(bi: str, src: str, tgt: str, data_dir: str, encoder: str, sourc
         "device": str(dev),
         "models": {which: {"path": str(p), "seed": job.metas[which]["provenance"]["seed"],
                            "selected_epoch": job.metas[which]["train"]["selected_epoch"],
-                           "head_sha256": sha256_file(Path(p) / "head.safetensors")} for which, p in models.items()},
+                           "modules_sha256": sha256_file(Path(p) / "modules.safetensors")} for which, p in models.items()},
         "provenance": provenance({"grid": grid, "kind": kind, "variant": variant, "metric": metric, "models": models},
                                  job.seed, [ev.name for ev in evalsets.values()]),
     }

@@ -2,7 +2,8 @@
 
     {raw_root}/manifests/{entry}.json                             a downloaded catalog source
     results/world/manifest.json                                   the synthetic world
-    results/encoders/{encoder}/                                   an encoder built in the DAG
+    results/encoders/{encoder}/{init}/                            an encoder made in the DAG: `pretrained`
+                                                                  (built, tiny preset) or adapted (`mlm-…`)
     results/data/{task}/                                          normalised data ({lang}/{split}.jsonl)
     results/models/{encoder}/{init}/{task}/{recipe}/seed{seed}/   a fine-tuned model
     results/eval/{encoder}/{init}/{task}/{recipe}/seed{seed}/{split}.{langset}.json
@@ -28,7 +29,7 @@ from xlt.registry import get_task
 TABLE_FORMATS = ("csv", "md", "tex")
 WILDCARDS = {
     "encoder": r"[A-Za-z0-9_]+",
-    "init": r"[a-z0-9_-]+",
+    "init": r"pretrained|mlm-[a-z]+(\.[a-z0-9_]+)?-[A-Za-z0-9_]+",  # see Init
     "task": r"[a-z]+(\.[a-z0-9_]+)?",  # a dataset: <task>[.<treebank set>]
     "entry": r"[a-z0-9][a-z0-9.-]*",  # a catalog entry (xlt/sources/catalog.yaml)
     "recipe": r"[a-z]{2,3}(\+[a-z]{2,3})*\.[A-Za-z0-9_-]+",
@@ -74,14 +75,47 @@ def table_files(cfg: dict, paper: str, table: str) -> list[str]:
     return [f"{cfg['results']}/tables/{paper}/{table}.{ext}" for ext in TABLE_FORMATS]
 
 
-def encoder_source(cfg: dict, name: str) -> str:
-    """Where fine-tuning loads an encoder from: a built directory, a local path, or the Hub."""
+PRETRAINED = "pretrained"
+
+
+@dataclass(frozen=True)
+class Init:
+    """Where fine-tuning starts: the encoder as released (`pretrained`), or the encoder
+    adapted by a rule: `mlm-<dataset>-<language set>` is MLM on the training text of a
+    dataset in the languages of a language set (crossmulti's +DA), with config `adapt.mlm`."""
+
+    method: str | None = None
+    dataset: str | None = None
+    langset: str | None = None
+
+    @property
+    def name(self) -> str:
+        return PRETRAINED if self.method is None else f"{self.method}-{self.dataset}-{self.langset}"
+
+    @classmethod
+    def parse(cls, name: str) -> "Init":
+        if name == PRETRAINED:
+            return cls()
+        method, _, rest = name.partition("-")
+        dataset, _, langset = rest.rpartition("-")
+        if method != "mlm" or not dataset or not langset:
+            raise XltError(f"encoder init {name!r}: expected 'pretrained' or 'mlm-<dataset>-<language set>'")
+        return cls(method, dataset, langset)
+
+
+def encoder_dir(cfg: dict, name: str, init: str = PRETRAINED) -> str:
+    return f"{cfg['results']}/encoders/{name}/{init}"
+
+
+def encoder_source(cfg: dict, name: str, init: str = PRETRAINED) -> str:
+    """Where fine-tuning loads an encoder from: a directory the DAG makes (built or adapted),
+    a local path, or the Hub."""
     try:
         spec = cfg["encoders"][name]
     except KeyError:
         raise XltError(f"unknown encoder {name!r}; allowed: {', '.join(sorted(cfg['encoders']))}") from None
-    if "build" in spec:
-        return f"{cfg['results']}/encoders/{name}"
+    if "build" in spec or Init.parse(init).method is not None:
+        return encoder_dir(cfg, name, init)
     return spec.get("path") or spec["hub"]
 
 
@@ -89,21 +123,49 @@ def built_encoders(cfg: dict) -> list[str]:
     return [name for name, spec in cfg["encoders"].items() if "build" in spec]
 
 
-def encoder_inputs(cfg: dict, name: str) -> list[str]:
-    """The DAG dependency of a fine-tuning job on its encoder (none for Hub encoders)."""
-    return [encoder_source(cfg, name)] if name in built_encoders(cfg) else []
+def encoder_inputs(cfg: dict, name: str, init: str = PRETRAINED) -> list[str]:
+    """The DAG dependency of a job on its encoder (none for a Hub encoder as released)."""
+    made = name in built_encoders(cfg) or Init.parse(init).method is not None
+    return [encoder_source(cfg, name, init)] if made else []
 
 
-def encoder_revision_arg(cfg: dict, name: str) -> str:
+def adapt_inputs(cfg: dict, encoder: str, init: str) -> dict[str, list[str]]:
+    """An adaptation's inputs: the encoder it starts from and the data whose text it reads."""
+    it = Init.parse(init)
+    if it.method is None:
+        raise XltError(f"{encoder_dir(cfg, encoder, init)}: `pretrained` is not made by adaptation")
+    if it.langset not in cfg["language_sets"]:
+        raise XltError(f"encoder init {init!r}: unknown language set {it.langset!r}; "
+                       f"allowed: {', '.join(sorted(cfg['language_sets']))}")
+    get_task(task_of(it.dataset))
+    return {"encoder": encoder_inputs(cfg, encoder), "data": [data_dir(cfg, it.dataset)]}
+
+
+def adapt_languages(cfg: dict, init: str) -> list[str]:
+    return list(cfg["language_sets"][Init.parse(init).langset])
+
+
+def encoder_revision_arg(cfg: dict, name: str, init: str = PRETRAINED) -> str:
+    if init != PRETRAINED:
+        return ""  # an adapted encoder is a local directory
     rev = cfg["encoders"][name].get("revision")
     return f"--revision {rev}" if rev else ""
 
 
-def hparams(cfg: dict, recipe: str) -> dict:
+def hparams(cfg: dict, recipe: str, dataset: str | None = None) -> dict:
+    """The recipe's hparams profile. Model selection uses the metric the paper of the same
+    name reports for the task (`papers.<profile>.metric.<task>`) unless the profile sets
+    `select_metric`: a model is chosen by the number its table prints."""
     name = Recipe.parse(recipe).hparams
     if name not in cfg["hparams"]:
         raise XltError(f"recipe {recipe!r}: unknown hparams profile {name!r}; allowed: {', '.join(sorted(cfg['hparams']))}")
-    return cfg["hparams"][name]
+    hp = dict(cfg["hparams"][name])
+    reported = (cfg.get("papers", {}).get(name) or {}).get("metric")
+    if dataset is not None and "select_metric" not in hp and isinstance(reported, dict):
+        task = task_of(dataset)
+        if task in reported:
+            hp["select_metric"] = reported[task]
+    return hp
 
 
 # ---- datasets: a task's prepared data, per treebank selection ------------------------------

@@ -1,5 +1,7 @@
+from tests.conftest import encode_with as encode
 from xlt.engine.batching import collate, length_grouped_batches
-from xlt.engine.features import assign_windows, encode
+from xlt.engine.features import assign_windows
+from xlt.engine.kinds import kind_of
 from xlt.io import read_jsonl
 from xlt.registry import get_task
 
@@ -71,7 +73,7 @@ def test_batches_are_a_function_of_seed_and_epoch():
 
 def test_collate_pads_each_field():
     feats = [{"input_ids": [1, 2, 3], "labels": [-100, 4, -100], "label": 1}, {"input_ids": [1, 2], "labels": [-100, 5], "label": 0}]
-    b = collate(feats, pad_id=0)
+    b = collate(feats, 0, kind_of("tagging").pad_values, scalars=("label",))
     assert b["input_ids"].tolist() == [[1, 2, 3], [1, 2, 0]]
     assert b["labels"].tolist() == [[-100, 4, -100], [-100, 5, -100]]
     assert b["attention_mask"].tolist() == [[1, 1, 1], [1, 1, 0]]

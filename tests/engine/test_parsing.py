@@ -5,11 +5,11 @@ import json
 import pytest
 import torch
 
+from tests.conftest import encode_with as encode
 from xlt.engine.biaffine import BiaffineParser
 from xlt.engine.config import TrainConfig
-from xlt.engine.features import encode
 from xlt.engine.model import load_model
-from xlt.engine.trainer import evaluate_records
+from xlt.engine.evalset import evaluate_records
 from xlt.finetune import evaluate_model, finetune
 from xlt.io import read_jsonl
 from xlt.registry import UD_DEPRELS, get_task
@@ -45,7 +45,7 @@ def test_las_of_a_known_parser_on_a_hand_made_treebank(tiny_encoder, toy_data, t
           -> 3 words scored, 1 head right, 1 labelled right
       s2: first five words heads 0 1 2 3 4 (all right), rels root obj obj obj obj
           (right: words 1, 2, 5; words 3, 4 have nmod / nummod); word 6 is past the limit, so
-          head 0 (gold 5): wrong; word 7 SYM: skipped
+          no head (gold 5): wrong; word 7 SYM: skipped
           -> 6 words scored, 5 heads right, 3 labelled right
       UAS = 6/9, LAS = 4/9.
     """
@@ -55,9 +55,17 @@ def test_las_of_a_known_parser_on_a_hand_made_treebank(tiny_encoder, toy_data, t
     monkeypatch.setattr(BiaffineParser, "decode", _left_neighbour_decode)
     cfg = TrainConfig.from_dict({**meta["train_config"], "parse_max_words": 5})
     preds, metrics = evaluate_records(model, tok, get_task("parsing"), TREEBANK, cfg, torch.device("cpu"))
-    assert preds[1]["head"] == [0, 1, 2, 3, 4, 0, 0]  # words past the limit keep head 0
+    assert preds[1]["head"] == [0, 1, 2, 3, 4, -1, -1]  # words past the limit get no head
     assert metrics["uas"] == pytest.approx(100 * 6 / 9)
     assert metrics["las"] == pytest.approx(100 * 4 / 9)
+
+    # A word past the limit whose gold head is ROOT gets no credit either: the root of this
+    # sentence is its 6th word; the five parsed words all attach to it in gold, and the
+    # left-neighbour parser attaches them elsewhere, so nothing is right.
+    late_root = [{"id": "s3", "tokens": ["a", "b", "c", "d", "e", "f"], "upos": ["NOUN"] * 6,
+                  "head": [6, 6, 6, 6, 6, 0], "deprel": ["obj"] * 5 + ["root"]}]
+    _, metrics = evaluate_records(model, tok, get_task("parsing"), late_root, cfg, torch.device("cpu"))
+    assert metrics["uas"] == 0.0 and metrics["las"] == 0.0
 
 
 def test_parse_limit_counts_words_not_subwords(tiny_encoder):
@@ -75,8 +83,15 @@ def test_parse_limit_counts_words_not_subwords(tiny_encoder):
     # the encoder's positions still bound it
     f = encode(task, [rec], tok, max_length=16, stride=4, train=False, parse_max_words=40, max_positions=n_sub // 2).features
     assert len(f[0]["input_ids"]) <= n_sub // 2 and 0 < f[0]["n_words"] < 40
-    # a training tree longer than one window is skipped, not cut
-    assert encode(task, [rec], tok, max_length=16, stride=4, train=True).features == []
+    # a training tree longer than one window is cut at the window, not dropped: the words
+    # kept whose head lies past the cut carry no gold (-100), the others keep theirs
+    (f,) = encode(task, [rec], tok, max_length=16, stride=4, train=True).features
+    n = f["n_words"]
+    assert len(f["input_ids"]) <= 16 and 0 < n < 40 and f["word_index"] == list(range(n))
+    assert f["word_heads"] == [0] + list(range(1, n))  # a chain: word i's head i-1 is always kept
+    cut = dict(rec, head=[0] + [40] * 39)  # every word headed by the last one, past the cut
+    (f,) = encode(task, [cut], tok, max_length=16, stride=4, train=True).features
+    assert f["word_heads"] == [0] + [-100] * (n - 1) and f["word_rels"][1:] == [-100] * (n - 1)
 
 
 def test_parser_trains_and_evaluates_end_to_end(tiny_encoder, toy_data, tmp_path):

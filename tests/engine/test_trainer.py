@@ -8,7 +8,8 @@ import torch
 from safetensors.torch import load_file
 
 from xlt.engine.config import TrainConfig
-from xlt.engine.trainer import Preempted, train
+from xlt.engine.recipes.finetune import train
+from xlt.engine.runtime import Preempted
 from xlt.errors import XltError
 from xlt.finetune import evaluate_model, finetune
 from tests.conftest import REPO
@@ -17,7 +18,7 @@ HP = {"lr": 1e-3, "epochs": 2, "batch_size": 8, "warmup_ratio": 0.1, "max_length
 
 
 def _weights(model_dir):
-    return {**load_file(model_dir / "encoder" / "model.safetensors"), **load_file(model_dir / "head.safetensors")}
+    return {**load_file(model_dir / "encoder" / "model.safetensors"), **load_file(model_dir / "modules.safetensors")}
 
 
 def _metrics(path):
@@ -95,19 +96,17 @@ def test_grace_stop_saves_a_checkpoint_and_resumes(tiny_encoder, toy_data, tmp_p
 
 
 def test_non_finite_loss_stops_with_the_step(tiny_encoder, toy_data, tmp_path, monkeypatch):
-    from xlt.engine import heads
+    from xlt.engine.kinds import Classification
 
     calls = {"n": 0}
-    original = heads.ClassificationHead.forward
+    original = Classification.loss
 
-    def poisoned(self, h, batch):
-        out = original(self, h, batch)
+    def poisoned(self, out, batch):
+        loss = original(self, out, batch)
         calls["n"] += 1
-        if self.training and calls["n"] == 3:
-            out["loss"] = out["loss"] * float("nan")
-        return out
+        return loss * float("nan") if calls["n"] == 3 else loss
 
-    monkeypatch.setattr(heads.ClassificationHead, "forward", poisoned)
+    monkeypatch.setattr(Classification, "loss", poisoned)
     cfg = TrainConfig.from_dict({**HP, "task": "marc", "encoder": str(tiny_encoder)})
     with pytest.raises(XltError, match=r"non-finite loss \(nan\) at step 3 \(epoch 1"):
         train(cfg, [toy_data / "marc" / "en" / "train.jsonl"], [toy_data / "marc" / "en" / "dev.jsonl"], tmp_path / "m", tmp_path / "ck")
@@ -122,22 +121,22 @@ def test_unknown_training_option_names_the_allowed_ones():
 def test_one_seed_one_initialisation_whatever_the_training_data(tiny_encoder, toy_data, tmp_path, monkeypatch):
     """θ_src, θ_tgt and θ_bi of the underspec paper start from the same weights: the head's
     initial weights depend on the seed only, not on the training languages."""
-    from xlt.engine import trainer
+    from xlt.engine.recipes import finetune as recipe
 
     initial = {}
-    build = trainer.build_model
+    build = recipe.build_task_model
 
-    def spy(task, encoder, dropout):
-        model = build(task, encoder, dropout)
+    def spy(cfg, encoder, aux_tasks):
+        model = build(cfg, encoder, aux_tasks)
         initial[key] = {k: v.detach().clone() for k, v in model.state_dict().items()}
         return model
 
-    monkeypatch.setattr(trainer, "build_model", spy)
+    monkeypatch.setattr(recipe, "build_task_model", spy)
     hp = {**HP, "epochs": 1}
     for key, langs, seed in (("en", ["en"], 4), ("de", ["de"], 4), ("bi", ["de", "en"], 4), ("other", ["en"], 5)):
         finetune("pos", str(tiny_encoder), None, toy_data / "pos", langs, hp, seed, tmp_path / key, tmp_path / f"ck{key}")
     names = list(initial["en"])
-    assert any(n.startswith("head.") for n in names)
+    assert any(n.startswith("heads.") for n in names)
     for other in ("de", "bi"):
         assert all(torch.equal(initial["en"][n], initial[other][n]) for n in names), other
-    assert not all(torch.equal(initial["en"][n], initial["other"][n]) for n in names if n.startswith("head."))
+    assert not all(torch.equal(initial["en"][n], initial["other"][n]) for n in names if n.startswith("heads."))

@@ -64,8 +64,8 @@ def test_grid_endpoints_score_exactly_like_the_models(variant, models, toy_data,
         assert scores_at(rows, direction="2d", alpha1=1.0, alpha2=0.0) == src
         assert scores_at(rows, direction="2d", alpha1=0.0, alpha2=1.0) == tgt
     else:  # the head stays θ_bi's: α = 0 is θ_src's encoder under θ_bi's head
-        assert job.interp.held_names and all(n.startswith("head.") for n in job.interp.held_names)
-        assert not any(n.startswith("head.") for n in job.interp.names)
+        assert job.interp.held_names and all(n.startswith("heads.") for n in job.interp.held_names)
+        assert not any(n.startswith("heads.") for n in job.interp.names)
     # the live model is left at θ_bi
     assert job.score(evalsets, "accuracy") == bi
 
@@ -109,6 +109,6 @@ def test_interpolated_point_is_written_in_place(models):
     ptr = {n: p.data_ptr() for n, p in params.items()}
     job.set_point("src", 0.5, float("nan"), float("nan"))
     assert {n: p.data_ptr() for n, p in job.model.named_parameters()} == ptr
-    name = "head.out.weight"
+    name = "heads.pos.out.weight"
     assert torch.allclose(params[name], 0.5 * job.interp._ends["bi"][job.interp.names.index(name)]
                           + 0.5 * job.interp._ends["src"][job.interp.names.index(name)])

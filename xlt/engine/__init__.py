@@ -1,5 +1,7 @@
-"""One training engine: an encoder, a head for the task, optional extras.
+"""One training engine: encoder -> extras -> head(s), one resumable loop for every job.
 
-`train()` fine-tunes with AdamW and a linear schedule, evaluates on dev for model
-selection, checkpoints and resumes; `predict()` runs a saved model on a split.
+runtime (device, seeding, DDP, grace signal, optimizer, checkpoints) · streams (named batch
+streams) · objectives (loss terms) · kinds (one object per head kind) · extras · model
+(spec, save/load) · loop · evalset/predict (full-precision evaluation) · recipes (finetune,
+mlm).
 """

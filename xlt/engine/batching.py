@@ -9,9 +9,6 @@ from __future__ import annotations
 
 import torch
 
-PAD_LABEL = -100
-
-
 def length_grouped_batches(
     lengths: list[int], batch_size: int, seed: int, epoch: int, mega: int = 50
 ) -> list[list[int]]:
@@ -33,31 +30,22 @@ def sequential_batches(lengths: list[int], batch_size: int) -> list[list[int]]:
     return [order[k : k + batch_size] for k in range(0, len(order), batch_size)]
 
 
-# Padding value of each list field a feature may carry; each is padded to its own
-# longest length in the batch. Fields not listed here stay on the Python side.
-PAD_VALUES = {
-    "input_ids": None,  # the tokenizer's pad id
-    "token_type_ids": 0,
-    "labels": PAD_LABEL,  # tagging: one label per subword, -100 off first subwords
-    "word_ids": -1,  # tagging: word index of a first subword, else -1
-    "word_starts": 0,  # parsing: subword position of each word's first subword
-    "word_heads": PAD_LABEL,
-    "word_rels": PAD_LABEL,
-}
-SCALARS = ("label", "start_positions", "end_positions", "n_words")
+def collate(features: list[dict], pad_id: int, pad_values: dict, scalars: tuple = ()) -> dict[str, torch.Tensor]:
+    """Pad the list fields of the features to the longest in the batch (dynamic padding).
 
-
-def collate(features: list[dict], pad_id: int) -> dict[str, torch.Tensor]:
-    """Pad the list fields of the features to the longest in the batch (dynamic padding)."""
+    `pad_values` (field -> padding value, None for the tokenizer's pad id) and `scalars`
+    come from the head kind (xlt.engine.kinds); fields named in neither stay on the Python
+    side (offsets, word indices used by decoding).
+    """
     out: dict[str, torch.Tensor] = {}
-    for key, fill in PAD_VALUES.items():
+    for key, fill in pad_values.items():
         if key not in features[0]:
             continue
         fill = pad_id if fill is None else fill
         vals = [f[key] for f in features]
         width = max(len(v) for v in vals)
         out[key] = torch.tensor([v + [fill] * (width - len(v)) for v in vals], dtype=torch.long)
-    for key in SCALARS:
+    for key in scalars:
         if key in features[0]:
             out[key] = torch.tensor([f[key] for f in features], dtype=torch.long)
     lengths = torch.tensor([len(f["input_ids"]) for f in features])

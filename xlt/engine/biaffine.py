@@ -42,6 +42,8 @@ from torch import nn
 
 from xlt.errors import XltError
 
+IGNORE = -100  # a word with no gold head (its head was cut off with a long training sentence)
+
 __all__ = ["BiaffineParser", "attachment_scores", "chu_liu_edmonds", "gather_words"]
 
 
@@ -142,20 +144,23 @@ class BiaffineParser(nn.Module):
         return bil + self.rel_W_dep(rel_dep).unsqueeze(2) + self.rel_W_head(rel_head).unsqueeze(1)
 
     @staticmethod
-    def _check_gold(heads: torch.Tensor, rels: torch.Tensor | None, word_mask: torch.Tensor, n_rels: int) -> None:
+    def _check_gold(heads: torch.Tensor, rels: torch.Tensor | None, word_mask: torch.Tensor, n_rels: int,
+                    gold: torch.Tensor | None = None) -> None:
+        """`gold`: the words that carry gold (default: every real word)."""
+        gold = word_mask if gold is None else gold
         B, W = word_mask.shape
         if tuple(heads.shape) != (B, W):
             raise XltError(f"BiaffineParser: heads must have shape {(B, W)}, got {tuple(heads.shape)}")
         pos = torch.arange(1, W + 1, device=heads.device).expand(B, W)
         valid_target = torch.cat([torch.ones_like(word_mask[:, :1]), word_mask], dim=1)
         h = heads.clamp(0, W)
-        bad = word_mask & (
+        bad = gold & (
             (heads < 0) | (heads > W) | (heads == pos) | ~valid_target.gather(1, h)
         )
         if rels is not None:
             if tuple(rels.shape) != (B, W):
                 raise XltError(f"BiaffineParser: rels must have shape {(B, W)}, got {tuple(rels.shape)}")
-            bad = bad | (word_mask & ((rels < 0) | (rels >= n_rels)))
+            bad = bad | (gold & ((rels < 0) | (rels >= n_rels)))
         if bool(bad.any()):
             b, i = (int(v) for v in bad.nonzero()[0])
             raise XltError(
@@ -210,15 +215,17 @@ class BiaffineParser(nn.Module):
         if heads is None:
             out["rel_scores"] = self._rel_at(rel_dep, rel_head, arc.argmax(-1))
             return out
-        self._check_gold(heads, rels, word_mask, self.n_rels)
+        # A word whose gold head was cut off with its sentence (-100) carries no gold.
+        gold = word_mask & (heads != IGNORE)
+        self._check_gold(heads, rels, word_mask, self.n_rels, gold)
         rel_scores = self._rel_at(rel_dep, rel_head, heads)
         out["rel_scores"] = rel_scores
-        if not bool(word_mask.any()):
-            raise XltError("BiaffineParser: the batch has no real word")
-        arc_loss = F.cross_entropy(arc[word_mask].float(), heads[word_mask])
+        if not bool(gold.any()):
+            raise XltError("BiaffineParser: the batch has no real word with a gold head")
+        arc_loss = F.cross_entropy(arc[gold].float(), heads[gold])
         out["arc_loss"] = arc_loss
         if rels is not None:
-            rel_loss = F.cross_entropy(rel_scores[word_mask].float(), rels[word_mask])
+            rel_loss = F.cross_entropy(rel_scores[gold].float(), rels[gold])
             out["rel_loss"] = rel_loss
             out["loss"] = arc_loss + rel_loss
         else:

@@ -34,7 +34,7 @@ class TrainConfig:
     max_train_examples: int | None = None  # cap on training examples per file (None = all)
     device: str = "auto"  # "auto" (CUDA when present), "cpu", "cuda"
     progress: bool = True  # tqdm bar with rate and ETA
-    extras: dict = field(default_factory=dict)  # composable extras (later: fusion, mixup, ...)
+    extras: list = field(default_factory=list)  # modules between encoder and head: [{"name", **params}]
 
     @classmethod
     def from_dict(cls, d: dict, where: str = "config") -> "TrainConfig":

@@ -12,15 +12,22 @@ from dataclasses import dataclass, field
 
 import torch
 
-from xlt.engine.features import Encoded, encode
-from xlt.engine.predict import decode, eval_batches, run_batches
+from xlt.engine.features import Encoded
+from xlt.engine.kinds import kind_of
+from xlt.engine.predict import eval_batches, run_batches
+from xlt.errors import XltError
+from xlt.io import read_jsonl
 from xlt.registry import Task
 
 
-def gold_of(task: Task, rec: dict):
-    if task.head == "biaffine":
-        return {"head": rec["head"], "deprel": rec["deprel"], "upos": rec.get("upos")}
-    return rec[task.label_field]
+def load_records(paths, cap: int | None = None) -> list[dict]:
+    records: list[dict] = []
+    for p in paths:
+        recs = read_jsonl(p)
+        records.extend(recs[:cap] if cap else recs)
+    if not records:
+        raise XltError(f"no examples in {', '.join(map(str, paths))}")
+    return records
 
 
 def max_positions(model, tokenizer) -> int | None:
@@ -49,10 +56,10 @@ class EvalSet:
         `positions`: the encoder's sequence limit (`max_positions`); parsing uses it to parse
         the first `cfg.parse_max_words` words whatever their subword count.
         """
-        enc = encode(task, records, tokenizer, cfg.max_length, cfg.stride, train=False,
-                     parse_max_words=cfg.parse_max_words, max_positions=positions)
-        batches = eval_batches(enc, tokenizer.pad_token_id, cfg.eval_batch_size)
-        return cls(task, records, enc, [gold_of(task, r) for r in records], batches, name)
+        kind = kind_of(task)
+        enc = kind.encode(task, records, tokenizer, cfg, train=False, positions=positions)
+        batches = eval_batches(enc, kind, tokenizer.pad_token_id, cfg.eval_batch_size)
+        return cls(task, records, enc, [kind.gold(task, r) for r in records], batches, name)
 
     def batches_on(self, device: torch.device) -> list[tuple[list[int], dict]]:
         """The collated batches, moved to `device` once (CUDA) or left where they are (CPU)."""
@@ -64,12 +71,16 @@ class EvalSet:
         return self._on[key]
 
     def predict(self, model, device: torch.device) -> list:
-        outs = run_batches(model, self.batches_on(device), len(self.enc.features), device)
-        return decode(self.task, self.records, self.enc, outs)
+        kind = kind_of(self.task)
+        outs = run_batches(model, self.batches_on(device), len(self.enc.features), device, kind.decode_keys)
+        return kind.decode(self.task, self.records, self.enc, outs)
 
     def score(self, model, device: torch.device) -> tuple[list, dict]:
         """Predictions per record and every metric of the task (percent)."""
-        from xlt.metrics import compute_metrics
-
         preds = self.predict(model, device)
-        return preds, compute_metrics(self.task.name, self.golds, preds)
+        return preds, kind_of(self.task).metrics(self.task, self.golds, preds)
+
+
+def evaluate_records(model, tokenizer, task, records, cfg, device) -> tuple[list, dict]:
+    """Encode and score once; to score the same records repeatedly, keep an `EvalSet`."""
+    return EvalSet.build(task, records, tokenizer, cfg, max_positions(model, tokenizer)).score(model, device)

@@ -52,10 +52,12 @@ def encode_token_task(task: Task, records: list[dict], tokenizer, max_length: in
                       parse_max_words: int = 128, max_positions: int | None = None) -> Encoded:
     """Tagging (labels per first subword) and parsing (word starts, heads, relations).
 
-    Parsing: a training tree longer than one window is skipped (a tree cannot be cut). At
-    test time a sentence is parsed on its first `parse_max_words` words, however many
-    subwords they take, up to the encoder's `max_positions` (default: `max_length`); the
-    words left out keep head 0 and the first relation, so they count as errors.
+    Parsing: a training tree longer than one window is cut at the window; the words kept
+    whose gold head lies past the cut carry no gold (-100: no arc or relation loss), as the
+    authors' parser does, so no long sentence is dropped from training. At test time a
+    sentence is parsed on its first `parse_max_words` words, however many subwords they
+    take, up to the encoder's `max_positions` (default: `max_length`); the words left out
+    get no head (predict.UNPARSED_HEAD), so they count as errors for UAS and LAS alike.
     """
     cls_id, sep_id = _specials(tokenizer)
     window = max_length - 2
@@ -73,7 +75,9 @@ def encode_token_task(task: Task, records: list[dict], tokenizer, max_length: in
         if len(first) != len(words):  # a word the tokenizer maps to nothing: give it [UNK]
             ids, first = _with_unk_words(tokenizer, words)
         gold = rec.get(task.label_field) if not parsing else rec.get("deprel")
-        if parsing and not train:
+        if parsing and train and len(ids) > window:
+            windows = [(0, window, [w for w in range(len(words)) if first[w] < window])]
+        elif parsing and not train:
             room = (max_positions or max_length) - 2
             n = min(len(words), parse_max_words)
             end = first[n] if n < len(words) else len(ids)
@@ -81,8 +85,6 @@ def encode_token_task(task: Task, records: list[dict], tokenizer, max_length: in
             windows = [(0, min(end, room), keep)]
         else:
             windows = assign_windows(first, len(ids), window, stride)
-        if parsing and train and len(windows) > 1:
-            continue
         for start, end, owned in windows:
             piece = [cls_id] + ids[start:end] + [sep_id]
             f = {"input_ids": piece, "example": ex_i}
@@ -91,8 +93,9 @@ def encode_token_task(task: Task, records: list[dict], tokenizer, max_length: in
                 f["word_index"] = owned
                 f["n_words"] = len(owned)
                 if gold is not None and train:
-                    f["word_heads"] = [int(rec["head"][w]) for w in owned]
-                    f["word_rels"] = [labels[gold[w]] for w in owned]
+                    cut = [int(rec["head"][w]) > len(owned) for w in owned]  # head past the cut
+                    f["word_heads"] = [-100 if c else int(rec["head"][w]) for w, c in zip(owned, cut)]
+                    f["word_rels"] = [-100 if c else labels[gold[w]] for w, c in zip(owned, cut)]
             else:
                 lab = [-100] * len(piece)
                 wid = [-1] * len(piece)
@@ -169,14 +172,3 @@ def encode_qa(records: list[dict], tokenizer, max_length: int, stride: int, trai
             f["start_positions"], f["end_positions"] = s_tok, e_tok
         feats.append(f)
     return Encoded(feats, [len(f["input_ids"]) for f in feats])
-
-
-def encode(task: Task, records: list[dict], tokenizer, max_length: int, stride: int, train: bool,
-           parse_max_words: int = 128, max_positions: int | None = None) -> Encoded:
-    if task.head in ("tagging", "biaffine"):
-        return encode_token_task(task, records, tokenizer, max_length, stride, train, parse_max_words, max_positions)
-    if task.head == "classification":
-        return encode_sequence_task(task, records, tokenizer, max_length)
-    if task.head == "span_qa":
-        return encode_qa(records, tokenizer, max_length, stride, train)
-    raise XltError(f"task {task.name}: no feature encoder for head {task.head!r}")

@@ -1,16 +1,13 @@
-"""Task heads. Each takes the encoder's hidden states and the batch, returns loss + logits.
-
-Heads are small modules with one job; the engine picks one by the registry's `head` name.
+"""Task heads. Each takes the encoder's (or an extra's) hidden states and the batch and
+returns its outputs (logits); the losses are terms the recipe composes (xlt.engine.kinds,
+xlt.engine.objectives). The parser is the exception: its relation scores depend on the gold
+heads, so it returns its own loss too.
 """
 
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 from torch import nn
-
-from xlt.errors import XltError
-from xlt.registry import Task
 
 
 class TaggingHead(nn.Module):
@@ -22,11 +19,7 @@ class TaggingHead(nn.Module):
         self.out = nn.Linear(hidden, num_labels)
 
     def forward(self, h: torch.Tensor, batch: dict) -> dict:
-        logits = self.out(self.dropout(h))
-        loss = None
-        if "labels" in batch:
-            loss = F.cross_entropy(logits.flatten(0, 1).float(), batch["labels"].flatten(), ignore_index=-100)
-        return {"loss": loss, "logits": logits}
+        return {"logits": self.out(self.dropout(h))}
 
 
 class ClassificationHead(nn.Module):
@@ -40,9 +33,7 @@ class ClassificationHead(nn.Module):
 
     def forward(self, h: torch.Tensor, batch: dict) -> dict:
         x = self.dropout(h[:, 0])
-        logits = self.out(self.dropout(torch.tanh(self.dense(x))))
-        loss = F.cross_entropy(logits.float(), batch["label"]) if "label" in batch else None
-        return {"loss": loss, "logits": logits}
+        return {"logits": self.out(self.dropout(torch.tanh(self.dense(x)))), "pooled": x}
 
 
 class SpanQAHead(nn.Module):
@@ -57,10 +48,7 @@ class SpanQAHead(nn.Module):
         start, end = self.out(self.dropout(h)).float().unbind(-1)
         pad = batch["attention_mask"] == 0
         start, end = start.masked_fill(pad, -1e4), end.masked_fill(pad, -1e4)
-        loss = None
-        if "start_positions" in batch:
-            loss = (F.cross_entropy(start, batch["start_positions"]) + F.cross_entropy(end, batch["end_positions"])) / 2
-        return {"loss": loss, "logits": torch.stack([start, end], -1)}
+        return {"logits": torch.stack([start, end], -1)}
 
 
 class ParsingHead(nn.Module):
@@ -81,15 +69,3 @@ class ParsingHead(nn.Module):
         if not self.training:
             out["pred_heads"], out["pred_rels"] = self.parser.decode(out, mask)
         return out
-
-
-def build_head(task: Task, hidden: int, dropout: float) -> nn.Module:
-    if task.head == "tagging":
-        return TaggingHead(hidden, task.num_labels, dropout)
-    if task.head == "classification":
-        return ClassificationHead(hidden, task.num_labels, dropout)
-    if task.head == "span_qa":
-        return SpanQAHead(hidden, dropout)
-    if task.head == "biaffine":
-        return ParsingHead(hidden, task.num_labels, dropout)
-    raise XltError(f"task {task.name}: unknown head {task.head!r}")

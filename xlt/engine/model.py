@@ -1,25 +1,42 @@
-"""An encoder (any Hugging Face AutoModel) with a task head; saving and loading.
+"""A model spec: encoder -> extras -> head(s); building, saving and loading it whole.
 
 A saved model is a directory: `encoder/` in Hugging Face format (safetensors + config +
-tokenizer), `head.safetensors`, and `xlt_model.json` with the task, the labels and the
-provenance. The encoder directory loads with plain `AutoModel.from_pretrained`.
+tokenizer; loads with plain `AutoModel.from_pretrained`), `modules.safetensors` with every
+other weight (extras, the task head, auxiliary heads), and `xlt_model.json` with the spec,
+the labels and the provenance. `load_model` rebuilds exactly the spec that was saved and
+refuses a file whose weights do not match it.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import torch
 from safetensors.torch import load_file, save_file
 from torch import nn
 
-from xlt.engine.heads import build_head
+from xlt.engine.extras import build_extra
+from xlt.engine.kinds import kind_of
 from xlt.errors import XltError
 from xlt.io import atomic_dir, write_json
-from xlt.registry import Task, get_task
+from xlt.registry import get_task
 
 MODEL_META = "xlt_model.json"
+MODULES = "modules.safetensors"
+
+
+@dataclass
+class ModelSpec:
+    task: str  # the task whose head predicts (registry name)
+    extras: list[dict] = field(default_factory=list)  # [{"name": ..., **params}], applied in order
+    aux_tasks: list[str] = field(default_factory=list)  # one more head each (multi-task streams)
+    dropout: float = 0.1
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "ModelSpec":
+        return cls(**d)
 
 
 def load_encoder(name_or_path: str, revision: str | None = None, dropout: float | None = None):
@@ -32,7 +49,7 @@ def load_encoder(name_or_path: str, revision: str | None = None, dropout: float 
     try:
         tokenizer = AutoTokenizer.from_pretrained(name_or_path, **({"revision": revision} if revision else {}))
         encoder = AutoModel.from_pretrained(name_or_path, add_pooling_layer=False, **kwargs)
-    except OSError as e:
+    except (OSError, ValueError) as e:
         raise XltError(
             f"cannot load encoder {name_or_path!r}"
             + (f" at revision {revision}" if revision else "")
@@ -44,22 +61,44 @@ def load_encoder(name_or_path: str, revision: str | None = None, dropout: float 
 
 
 class TaskModel(nn.Module):
-    def __init__(self, encoder: nn.Module, head: nn.Module, task: Task):
+    def __init__(self, encoder: nn.Module, spec: ModelSpec):
         super().__init__()
+        self.spec = spec
+        self.task = get_task(spec.task)
         self.encoder = encoder
-        self.head = head
-        self.task = task
+        self.extras = nn.ModuleList([build_extra(e, encoder.config) for e in spec.extras])
+        hidden = encoder.config.hidden_size
+        self.heads = nn.ModuleDict(
+            {name: kind_of(get_task(name)).build_head(get_task(name), hidden, spec.dropout)
+             for name in [spec.task, *spec.aux_tasks]}
+        )
 
-    def forward(self, batch: dict) -> dict:
+    @property
+    def head(self) -> nn.Module:
+        return self.heads[self.task.name]
+
+    def features(self, batch: dict) -> torch.Tensor:
+        """The encoder's output after the extras: what every head reads."""
         inputs = {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]}
         if "token_type_ids" in batch:
             inputs["token_type_ids"] = batch["token_type_ids"]
-        hidden = self.encoder(**inputs).last_hidden_state
-        return self.head(hidden, batch)
+        need_all = any(e.needs_hidden_states for e in self.extras)
+        out = self.encoder(**inputs, output_hidden_states=need_all)
+        h, states = out.last_hidden_state, (out.hidden_states if need_all else None)
+        for extra in self.extras:
+            h = extra(h, states, batch)
+        return h
+
+    def forward(self, batch: dict, task: str | None = None) -> dict:
+        return self.heads[task or self.task.name](self.features(batch), batch)
 
 
-def build_model(task: Task, encoder: nn.Module, dropout: float) -> TaskModel:
-    return TaskModel(encoder, build_head(task, encoder.config.hidden_size, dropout), task)
+def build_model(spec: ModelSpec, encoder: nn.Module) -> TaskModel:
+    return TaskModel(encoder, spec)
+
+
+def _module_state(model: TaskModel) -> dict:
+    return {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items() if not k.startswith("encoder.")}
 
 
 def save_model(model: TaskModel, tokenizer, out_dir: str | Path, meta: dict) -> None:
@@ -67,8 +106,18 @@ def save_model(model: TaskModel, tokenizer, out_dir: str | Path, meta: dict) -> 
     with atomic_dir(out_dir) as tmp:
         model.encoder.save_pretrained(tmp / "encoder")
         tokenizer.save_pretrained(tmp / "encoder")
-        save_file({k: v.contiguous() for k, v in model.head.state_dict().items()}, tmp / "head.safetensors")
-        write_json(tmp / MODEL_META, {"task": model.task.name, **meta})
+        save_file(_module_state(model), tmp / MODULES)
+        write_json(tmp / MODEL_META, {"task": model.task.name, "spec": asdict(model.spec), **meta})
+
+
+def load_weights(path: str | Path) -> dict:
+    """A safetensors file, or one clear error naming it (truncated, corrupted, missing)."""
+    try:
+        return load_file(path)
+    except FileNotFoundError:
+        raise XltError(f"{path}: missing") from None
+    except Exception as e:  # safetensors raises its own SafetensorError for bad headers
+        raise XltError(f"{path}: not a readable safetensors file ({e.__class__.__name__}: {e})") from None
 
 
 def load_model(model_dir: str | Path, device: str | torch.device = "cpu") -> tuple[TaskModel, object, dict]:
@@ -76,9 +125,18 @@ def load_model(model_dir: str | Path, device: str | torch.device = "cpu") -> tup
     meta_path = model_dir / MODEL_META
     if not meta_path.exists():
         raise XltError(f"{model_dir}: not a saved xlt model (no {MODEL_META})")
-    meta = json.loads(meta_path.read_text())
-    task = get_task(meta["task"])
+    try:
+        meta = json.loads(meta_path.read_text())
+        spec = ModelSpec.from_dict({**meta["spec"], "dropout": 0.0})
+    except (ValueError, KeyError, TypeError) as e:
+        raise XltError(f"{meta_path}: not a valid model description ({e.__class__.__name__}: {e})") from None
     encoder, tokenizer = load_encoder(str(model_dir / "encoder"))
-    model = build_model(task, encoder, dropout=0.0)
-    model.head.load_state_dict(load_file(model_dir / "head.safetensors"))
+    model = build_model(spec, encoder)
+    state = load_weights(model_dir / MODULES)
+    expected = set(_module_state(model))
+    if set(state) != expected:
+        missing, unexpected = sorted(expected - set(state)), sorted(set(state) - expected)
+        raise XltError(f"{model_dir / MODULES}: weights do not match the model spec in {MODEL_META} "
+                       f"(missing: {missing[:5]}, unexpected: {unexpected[:5]})")
+    model.load_state_dict(state, strict=False)
     return model.to(device).eval(), tokenizer, meta

@@ -1,8 +1,6 @@
-"""Run a model over encoded features and decode predictions back to examples."""
+"""Run a model over encoded features (full precision) and decode outputs back to examples."""
 
 from __future__ import annotations
-
-import contextlib
 
 import torch
 
@@ -10,47 +8,32 @@ from xlt.engine.batching import collate, sequential_batches
 from xlt.engine.features import Encoded
 
 
-def autocast(device: torch.device):
-    """bf16 autocast on CUDA; full precision on CPU (bit-identical CPU runs)."""
-    if device.type == "cuda":
-        return torch.autocast("cuda", dtype=torch.bfloat16)
-    return contextlib.nullcontext()
-
-
 def to_device(batch: dict, device: torch.device) -> dict:
     return {k: v.to(device, non_blocking=True) for k, v in batch.items()}
 
 
-# What decoding reads from a head's output: nothing else leaves the device.
-DECODE_KEYS = {
-    "tagging": ("logits",),
-    "classification": ("logits",),
-    "span_qa": ("logits",),
-    "biaffine": ("pred_heads", "pred_rels"),
-}
-
-
-def eval_batches(enc: Encoded, pad_id: int, batch_size: int) -> list[tuple[list[int], dict]]:
-    """Collated evaluation batches (length-sorted, gold fields stripped), for `run_batches`."""
-    return [
-        (idx, _strip_gold(collate([enc.features[i] for i in idx], pad_id)))
-        for idx in sequential_batches(enc.lengths, batch_size)
-    ]
+def eval_batches(enc: Encoded, kind, pad_id: int, batch_size: int) -> list[tuple[list[int], dict]]:
+    """Collated evaluation batches (length-sorted, gold fields left out), for `run_batches`."""
+    out = []
+    for idx in sequential_batches(enc.lengths, batch_size):
+        batch = collate([enc.features[i] for i in idx], pad_id, kind.pad_values, kind.scalars)
+        out.append((idx, {k: v for k, v in batch.items() if k not in kind.gold_fields}))
+    return out
 
 
 @torch.no_grad()
-def run_batches(model, batches: list[tuple[list[int], dict]], n_features: int, device: torch.device) -> list:
-    """Per-feature outputs (CPU tensors, only the keys decoding reads), in feature order.
+def run_batches(model, batches: list[tuple[list[int], dict]], n_features: int, device: torch.device,
+                keys: tuple | None = None) -> list:
+    """Per-feature outputs (CPU tensors, only `keys`), in feature order.
 
-    `batches` come from `eval_batches`, on any device (moved here when needed).
+    Always full precision: bf16 rounds each weight by ~0.4%, coarser than the steps of an
+    interpolation grid near its ends, and every evaluation here feeds a table or a figure.
     """
     model.eval()
-    keys = DECODE_KEYS.get(model.task.head) if hasattr(model, "task") else None
     outs: list = [None] * n_features
     for idx, batch in batches:
-        batch = to_device(batch, device)
-        with autocast(device):
-            out = model(batch)
+        with torch.autocast(torch.device(device).type, enabled=False):  # even inside a caller's autocast
+            out = model(to_device(batch, device))
         host = {
             k: v.float().cpu() if v.is_floating_point() else v.cpu()
             for k, v in out.items()
@@ -61,38 +44,40 @@ def run_batches(model, batches: list[tuple[list[int], dict]], n_features: int, d
     return outs
 
 
-def _strip_gold(batch: dict) -> dict:
-    return {k: v for k, v in batch.items() if k not in ("labels", "label", "start_positions", "end_positions", "word_heads", "word_rels")}
+def decode_classification(task, records: list[dict], enc: Encoded, outs: list) -> list[str]:
+    preds = [None] * len(records)
+    for f, o in zip(enc.features, outs):
+        preds[f["example"]] = task.labels[int(o["logits"].argmax())]
+    return preds
 
 
-def decode(task, records: list[dict], enc: Encoded, outs: list, max_answer_len: int = 30) -> list:
-    """One prediction per record: label names per word, a label name, an answer string,
-    or {"head": [...], "deprel": [...]} for parsing."""
+def decode_tagging(task, records: list[dict], enc: Encoded, outs: list) -> list[list[str]]:
+    preds = [[None] * len(r["tokens"]) for r in records]
+    for f, o in zip(enc.features, outs):
+        best = o["logits"].argmax(-1).tolist()
+        for pos, w in enumerate(f["word_ids"]):
+            if w >= 0:
+                preds[f["example"]][w] = task.labels[best[pos]]
+    return preds
+
+
+# Head of a word the parser never saw (past the test-time word limit): no gold head is -1,
+# so the word counts as an error for UAS and LAS alike, whatever its gold head.
+UNPARSED_HEAD = -1
+
+
+def decode_parsing(task, records: list[dict], enc: Encoded, outs: list) -> list[dict]:
     labels = task.labels
-    if task.head == "classification":
-        preds = [None] * len(records)
-        for f, o in zip(enc.features, outs):
-            preds[f["example"]] = labels[int(o["logits"].argmax())]
-        return preds
-    if task.head == "tagging":
-        preds = [[None] * len(r["tokens"]) for r in records]
-        for f, o in zip(enc.features, outs):
-            best = o["logits"].argmax(-1).tolist()
-            for pos, w in enumerate(f["word_ids"]):
-                if w >= 0:
-                    preds[f["example"]][w] = labels[best[pos]]
-        return preds
-    if task.head == "span_qa":
-        return _decode_qa(records, enc, outs, max_answer_len)
-    if task.head == "biaffine":
-        preds = [{"head": [0] * len(r["tokens"]), "deprel": [labels[0]] * len(r["tokens"])} for r in records]
-        for f, o in zip(enc.features, outs):
-            n = len(f["word_index"])
-            for k, w in enumerate(f["word_index"]):
-                preds[f["example"]]["head"][w] = int(o["pred_heads"][k]) if k < n else 0
-                preds[f["example"]]["deprel"][w] = labels[int(o["pred_rels"][k])]
-        return preds
-    raise ValueError(task.head)
+    preds = [{"head": [UNPARSED_HEAD] * len(r["tokens"]), "deprel": [labels[0]] * len(r["tokens"])} for r in records]
+    for f, o in zip(enc.features, outs):
+        for k, w in enumerate(f["word_index"]):
+            preds[f["example"]]["head"][w] = int(o["pred_heads"][k])
+            preds[f["example"]]["deprel"][w] = labels[int(o["pred_rels"][k])]
+    return preds
+
+
+def decode_qa(records, enc, outs, max_answer_len: int = 30) -> list[str]:
+    return _decode_qa(records, enc, outs, max_answer_len)
 
 
 def _decode_qa(records, enc, outs, max_answer_len: int, n_best: int = 20) -> list[str]:

@@ -1,0 +1,151 @@
+"""Fine-tuning: the task's stream (plus optional auxiliary task streams), its loss terms,
+dev evaluation after every epoch with model selection, the selected model saved with its
+spec and provenance."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from xlt.engine.config import TrainConfig
+from xlt.engine.evalset import EvalSet, load_records, max_positions
+from xlt.engine.kinds import kind_of
+from xlt.engine.loop import Loop
+from xlt.engine.model import ModelSpec, build_model, load_encoder, save_model
+from xlt.engine.objectives import Objective, task_term
+from xlt.engine.runtime import Checkpointer, Dist, build_optimizer, build_scheduler, seed_everything
+from xlt.engine.streams import Stream
+from xlt.errors import XltError
+from xlt.provenance import provenance
+from xlt.registry import get_task
+
+
+def _seed_of(seed: int, name: str) -> int:
+    return int.from_bytes(hashlib.sha256(f"{seed}:{name}".encode()).digest()[:4], "little")
+
+
+def build_task_model(cfg: TrainConfig, encoder, aux_tasks: list[str]):
+    """The model of `cfg`: the main head's initial weights depend on the seed alone
+    (re-seeded after loading the encoder, whatever loading draws), so models of one seed
+    start from one initialisation whatever their training data, as the underspec paper's
+    θ_src / θ_tgt / θ_bi must; auxiliary heads draw from their own seeds, so adding one
+    leaves the main head and the training RNG as they were."""
+    seed_everything(cfg.seed)
+    spec = ModelSpec(task=cfg.task, extras=[dict(e) for e in cfg.extras], aux_tasks=[], dropout=cfg.dropout)
+    model = build_model(spec, encoder)
+    for name in aux_tasks:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(_seed_of(cfg.seed, name))
+            task = get_task(name)
+            model.heads[name] = kind_of(task).build_head(task, encoder.config.hidden_size, cfg.dropout)
+    model.spec.aux_tasks = list(aux_tasks)
+    return model
+
+
+def train(
+    cfg: TrainConfig,
+    train_files: list[str],
+    dev_files: list[str],
+    out_dir: str | Path,
+    checkpoint_dir: str | Path,
+    resolved_config: dict | None = None,
+    aux: list[dict] | None = None,
+    stop_after_steps: int | None = None,
+    kill_after_steps: int | None = None,
+) -> dict:
+    """Fine-tune and save the selected model to `out_dir`; return its summary.
+
+    `aux`: auxiliary task streams, each {"task", "files", "weight", "batch_size"?}; a batch
+    of each is drawn every step and its loss added with its weight (multi-task learning).
+    Testing aids: `stop_after_steps` stops like a grace signal would (checkpoint, then
+    Preempted); `kill_after_steps` SIGKILLs this process after that many steps.
+    """
+    task = get_task(cfg.task)
+    kind = kind_of(task)
+    aux = aux or []
+    dist = Dist()
+    device = dist.device(cfg.device)
+    metric = cfg.select_metric or task.metrics[0]
+    if metric not in task.metrics:
+        raise XltError(f"select_metric={metric!r} is not a metric of task {task.name}; allowed: {', '.join(task.metrics)}")
+    if device.type == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = True
+
+    seed_everything(cfg.seed)
+    encoder, tokenizer = load_encoder(cfg.encoder, cfg.encoder_revision, dropout=cfg.dropout)
+    model = build_task_model(cfg, encoder, [a["task"] for a in aux]).to(device)
+    if dist.world > 1:
+        torch.manual_seed(cfg.seed + 1000 * dist.rank)  # same init everywhere, own dropout per rank
+
+    train_records = load_records(train_files, cfg.max_train_examples)
+    positions = max_positions(model, tokenizer)
+    dev_sets = {str(p): EvalSet.build(task, load_records([p]), tokenizer, cfg, positions, name=str(p)) for p in dev_files}
+    enc = kind.encode(task, train_records, tokenizer, cfg, train=True)
+    streams = {task.name: Stream(task.name, enc.features, cfg.batch_size, cfg.seed, tokenizer.pad_token_id,
+                                 kind.pad_values, kind.scalars)}
+    terms = [task_term(task.name)]
+    for a in aux:
+        at = get_task(a["task"])
+        if at.name in streams:
+            raise XltError(f"auxiliary task {at.name} is already a stream of this job")
+        aenc = kind_of(at).encode(at, load_records(a["files"], cfg.max_train_examples), tokenizer, cfg, train=True)
+        streams[at.name] = Stream(at.name, aenc.features, a.get("batch_size", cfg.batch_size), cfg.seed,
+                                  tokenizer.pad_token_id, kind_of(at).pad_values, kind_of(at).scalars)
+        terms.append(task_term(at.name, weight=float(a["weight"])))
+    total = cfg.epochs * streams[task.name].per_epoch()
+    ddp_model = dist.wrap(model, device)
+    optimizer = build_optimizer(ddp_model, cfg.lr, cfg.weight_decay, cfg.adam_betas, cfg.adam_eps, device)
+    scheduler = build_scheduler(optimizer, total, cfg.warmup_ratio, cfg.schedule)
+    ckpt = Checkpointer(checkpoint_dir)
+
+    def select(state: dict, epoch: int) -> None:
+        dev_metrics = {p: ev.score(model, device)[1] for p, ev in dev_sets.items()}
+        score = float(np.mean([m[metric] for m in dev_metrics.values()]))
+        state["history"].append({"epoch": epoch + 1, "step": state["global_step"], "dev": dev_metrics, metric: score})
+        if cfg.select == "last" or state["best"] is None or score > state["best"]:
+            state["best"], state["best_epoch"] = score, epoch + 1
+            if dist.main:
+                ckpt.save_best(model)
+
+    loop = Loop(model=ddp_model, raw_model=model, optimizer=optimizer, scheduler=scheduler, streams=streams,
+                primary=task.name, objective=Objective(terms), device=device, dist=dist, checkpointer=ckpt,
+                epochs=cfg.epochs, max_grad_norm=cfg.max_grad_norm, checkpoint_every=cfg.checkpoint_every,
+                on_epoch_end=select, desc=f"{task.name} seed{cfg.seed}", progress=cfg.progress,
+                stop_after_steps=stop_after_steps, kill_after_steps=kill_after_steps)
+    state = loop.run()
+
+    dist.barrier()
+    model.load_state_dict(ckpt.best_state())
+    summary = {
+        "select_metric": metric,
+        "selected_epoch": state["best_epoch"],
+        "selected_dev_score": state["best"],
+        "global_steps": state["global_step"],
+        "steps_this_process": state["steps_this_process"],
+        "resumed_from": state["resumed_from"],
+        "history": state["history"],
+        "losses": state["losses"],
+        "train_examples": len(train_records),
+        "train_features": len(enc.features),
+        "streams": {n: {"features": len(s.features), "batch_size": s.batch_size} for n, s in streams.items()},
+        "seconds_this_process": state["seconds_this_process"],
+        "seconds_evaluating": state["seconds_evaluating"],
+        "seconds_checkpointing": state["seconds_checkpointing"],
+        "world_size": dist.world,
+    }
+    aux_files = [f for a in aux for f in a["files"]]
+    meta = {
+        "labels": list(task.labels) if task.labels else None,
+        "train": summary,
+        "provenance": provenance(resolved_config or cfg.to_dict(), cfg.seed, [*train_files, *dev_files, *aux_files]),
+        "train_config": cfg.to_dict(),
+    }
+    if dist.main:
+        save_model(model, tokenizer, out_dir, meta)
+        ckpt.clear()
+    dist.barrier()
+    dist.close()
+    return summary

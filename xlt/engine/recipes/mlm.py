@@ -1,0 +1,191 @@
+"""Masked language modelling on the one loop: pretraining a new encoder (the tiny preset's,
+after its WordPiece tokenizer is trained) and domain adaptation of any Hugging Face MLM
+encoder (mBERT's WordPiece and XLM-R's SentencePiece alike: the encoder's own tokenizer is
+used, never retrained). The result is a Hugging Face directory that `AutoModel` loads."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from xlt.engine.kinds import kind_of
+from xlt.engine.loop import Loop
+from xlt.engine.objectives import Objective, Term, mask_tokens
+from xlt.engine.runtime import Checkpointer, Dist, build_optimizer, build_scheduler, seed_everything
+from xlt.engine.streams import Stream
+from xlt.errors import XltError
+from xlt.io import atomic_dir, write_json
+from xlt.provenance import provenance
+
+SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+ENCODER_META = "xlt_encoder.json"
+
+
+def train_wordpiece(texts: list[str], vocab_size: int, out_dir: str | Path):
+    """Train a cased WordPiece tokenizer (BERT pre-tokenisation) and save it as a fast tokenizer."""
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+    from transformers import BertTokenizerFast
+
+    tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+    tok.normalizer = normalizers.BertNormalizer(lowercase=False, strip_accents=False, clean_text=True)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=SPECIALS, min_frequency=2, show_progress=False)
+    tok.train_from_iterator(texts, trainer=trainer)
+    cls, sep = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", cls), ("[SEP]", sep)]
+    )
+    tok.decoder = decoders.WordPiece()
+    fast = BertTokenizerFast(tokenizer_object=tok, do_lower_case=False, model_max_length=512)
+    fast.save_pretrained(out_dir)
+    return fast
+
+
+@dataclass
+class EncoderShape:
+    layers: int = 4  # transformer layers
+    hidden: int = 128  # hidden size
+    heads: int = 4  # attention heads
+    intermediate: int = 512  # feed-forward size
+    max_positions: int = 512  # position embeddings (windows are at most max_length)
+
+
+@dataclass
+class MLMConfig:
+    steps: int = 2000  # optimizer steps
+    batch_size: int = 64
+    lr: float = 5e-4
+    warmup_ratio: float = 0.06
+    weight_decay: float = 0.01
+    max_length: int = 64
+    mask_prob: float = 0.15  # of tokens chosen; of those 80% [MASK], 10% random, 10% kept
+    seed: int = 1
+    checkpoint_every: int = 200
+    max_grad_norm: float = 1.0
+    device: str = "auto"
+
+    @classmethod
+    def from_dict(cls, d: dict, where: str) -> "MLMConfig":
+        try:
+            return cls(**d)
+        except TypeError as e:
+            raise XltError(f"{where}: {e}; allowed: {', '.join(cls.__dataclass_fields__)}") from None
+
+
+class MLMModel(nn.Module):
+    """A Hugging Face *ForMaskedLM model behind the engine's batch -> outputs interface."""
+
+    def __init__(self, hf_model: nn.Module):
+        super().__init__()
+        self.mlm = hf_model
+
+    def forward(self, batch: dict, task: str | None = None) -> dict:
+        return {"logits": self.mlm(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits}
+
+
+def masking(tokenizer, prob: float):
+    """The MLM stream's per-batch transform: BERT masking seeded by the batch's position."""
+    special_ids = torch.tensor(sorted(set(tokenizer.all_special_ids)))
+
+    def transform(batch: dict, seed: int) -> dict:
+        ids = batch["input_ids"]
+        special = torch.isin(ids, special_ids) | (batch["attention_mask"] == 0)
+        g = torch.Generator().manual_seed(seed)
+        batch["input_ids"], batch["mlm_labels"] = mask_tokens(ids, special, tokenizer.mask_token_id, len(tokenizer), prob, g)
+        return batch
+
+    return transform
+
+
+def train_mlm(
+    texts: list[str],
+    out_dir: str | Path,
+    checkpoint_dir: str | Path,
+    cfg: MLMConfig,
+    init_from: str | None = None,
+    tokenizer_dir: str | Path | None = None,
+    shape: EncoderShape | None = None,
+    revision: str | None = None,
+    text_files=(),
+    resolved_config: dict | None = None,
+    progress: bool = True,
+    kill_after_steps: int | None = None,
+    stop_after_steps: int | None = None,
+) -> dict:
+    """MLM-train a new BERT of `shape` with the tokenizer in `tokenizer_dir`, or continue the
+    MLM encoder `init_from` (Hub id or directory) with its own tokenizer (domain adaptation)."""
+    from transformers import AutoModelForMaskedLM, AutoTokenizer, BertConfig, BertForMaskedLM
+
+    if (init_from is None) == (tokenizer_dir is None):
+        raise XltError("MLM: give either init_from (adapt an encoder) or tokenizer_dir (a new encoder)")
+    dist = Dist()
+    device = dist.device(cfg.device)
+    seed_everything(cfg.seed)
+    source = str(init_from or tokenizer_dir)
+    kw = {"revision": revision} if revision else {}
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(source, **kw)
+        if init_from:
+            hf = AutoModelForMaskedLM.from_pretrained(init_from, **kw)
+        else:
+            shape = shape or EncoderShape()
+            hf = BertForMaskedLM(BertConfig(
+                vocab_size=len(tokenizer), hidden_size=shape.hidden, num_hidden_layers=shape.layers,
+                num_attention_heads=shape.heads, intermediate_size=shape.intermediate,
+                max_position_embeddings=shape.max_positions, pad_token_id=tokenizer.pad_token_id))
+    except (OSError, ValueError) as e:
+        raise XltError(f"MLM: cannot load {source!r}: {e.__class__.__name__}: {str(e).splitlines()[0]}") from None
+    if tokenizer.mask_token_id is None:
+        raise XltError(f"MLM: tokenizer of {source!r} has no mask token")
+    model = MLMModel(hf).to(device)
+    kind = kind_of("mlm")
+    enc = kind.encode(None, texts, tokenizer, cfg, train=True)
+    if not enc.features:
+        raise XltError(f"MLM: no text in {', '.join(map(str, text_files)) or 'the corpus'}")
+    stream = Stream("mlm", enc.features, cfg.batch_size, cfg.seed, tokenizer.pad_token_id, kind.pad_values,
+                    transform=masking(tokenizer, cfg.mask_prob))
+    term = Term("mlm", "mlm", 1.0, lambda m, batch, step: kind.loss(m(batch), batch))
+    ddp_model = dist.wrap(model, device)
+    optimizer = build_optimizer(ddp_model, cfg.lr, cfg.weight_decay, device=device)
+    scheduler = build_scheduler(optimizer, cfg.steps, cfg.warmup_ratio)
+    ckpt = Checkpointer(checkpoint_dir)
+    loop = Loop(model=ddp_model, raw_model=model, optimizer=optimizer, scheduler=scheduler, streams={"mlm": stream},
+                primary="mlm", objective=Objective([term]), device=device, dist=dist, checkpointer=ckpt,
+                max_steps=cfg.steps, max_grad_norm=cfg.max_grad_norm, checkpoint_every=cfg.checkpoint_every,
+                desc="mlm", progress=progress, kill_after_steps=kill_after_steps, stop_after_steps=stop_after_steps)
+    state = loop.run()
+    summary = {"steps": state["global_step"], "losses": state["losses"], "resumed_from": state["resumed_from"],
+               "steps_this_process": state["steps_this_process"], "sequences": len(enc.features),
+               "shape": asdict(shape) if shape else None, "mlm": asdict(cfg), "init_from": init_from,
+               "revision": revision, "seconds_this_process": state["seconds_this_process"]}
+    if dist.main:
+        with atomic_dir(out_dir) as tmp:
+            hf.save_pretrained(tmp)
+            tokenizer.save_pretrained(tmp)
+            config = resolved_config or {"shape": summary["shape"], "mlm": asdict(cfg), "init_from": init_from}
+            write_json(tmp / ENCODER_META, {**summary, "provenance": provenance(config, cfg.seed, text_files)})
+        ckpt.clear()
+    dist.barrier()
+    dist.close()
+    print(f"MLM: {state['global_step']} steps, last loss {state['losses'][-1][1] if state['losses'] else 'n/a'}",
+          file=sys.stderr)
+    return summary
+
+
+def task_texts(task, records: list[dict]) -> list[str]:
+    """The raw text of a task's records, one string per text field (MLM adaptation data)."""
+    out: list[str] = []
+    for r in records:
+        if task.input == "tokens":
+            out.append(" ".join(r["tokens"]))
+        elif task.input in ("text", "text_pair"):
+            out.extend(r[k] for k in ("text", "text_pair") if r.get(k))
+        elif task.input == "qa":
+            out.extend([r["question"], r["context"]])
+        else:
+            raise XltError(f"task {task.name}: no text for input kind {task.input!r}")
+    return out

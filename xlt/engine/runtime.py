@@ -1,0 +1,273 @@
+"""What every training job shares and no objective cares about: device, seeding, DDP,
+the grace signal, the optimizer and schedule, and checkpoint files.
+
+Checkpoints are directories written to a temp name and renamed into place; each carries a
+manifest with the sha256 of its files, written last. A checkpoint whose manifest is missing
+or whose files do not match it (a write cut mid-file, a full disk) is never loaded: the
+loader says so and falls back to the previous one, or to a fresh start.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import shutil
+import signal
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import torch
+from safetensors.torch import load_file, save_file
+
+from xlt.errors import XltError
+
+MANIFEST = "manifest.json"
+
+
+class Preempted(XltError):
+    """Raised after a grace signal (SIGTERM/SIGUSR1) once the checkpoint is safely written."""
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
+def pick_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise XltError("device=cuda but no CUDA device is visible")
+    return torch.device(name)
+
+
+class Dist:
+    """The process's place in a torchrun (DDP) job; a single process is rank 0 of 1.
+
+    Under DDP every rank runs the same global batch order and takes its share of each
+    batch; gradients are averaged, so a step equals the single-process step up to float
+    summation order. Rank 0 writes checkpoints and the model; the others wait.
+    """
+
+    def __init__(self):
+        import torch.distributed as dist
+
+        self.dist = dist
+        self.world = int(os.environ.get("WORLD_SIZE", "1"))
+        self.rank = int(os.environ.get("RANK", "0"))
+        self.local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+        if self.world > 1 and not dist.is_initialized():
+            dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
+            if torch.cuda.is_available():
+                torch.cuda.set_device(self.local_rank)
+
+    @property
+    def main(self) -> bool:
+        return self.rank == 0
+
+    def device(self, name: str) -> torch.device:
+        dev = pick_device(name)
+        return torch.device("cuda", self.local_rank) if dev.type == "cuda" and self.world > 1 else dev
+
+    def share(self, idx: list[int]) -> list[int]:
+        return idx[self.rank :: self.world] if self.world > 1 else idx
+
+    def barrier(self) -> None:
+        if self.world > 1:
+            self.dist.barrier()
+
+    def any(self, flag: bool) -> bool:
+        """True on every rank if it is true on any (a grace signal reaches one rank)."""
+        if self.world == 1:
+            return flag
+        t = torch.tensor([int(flag)], device="cuda" if torch.cuda.is_available() else "cpu")
+        self.dist.all_reduce(t)
+        return bool(t.item())
+
+    def gather(self, obj):
+        if self.world == 1:
+            return [obj]
+        out = [None] * self.world
+        self.dist.all_gather_object(out, obj)
+        return out
+
+    def wrap(self, model: torch.nn.Module, device: torch.device) -> torch.nn.Module:
+        if self.world == 1:
+            return model
+        return torch.nn.parallel.DistributedDataParallel(model, device_ids=[self.local_rank] if device.type == "cuda" else None)
+
+    def close(self) -> None:
+        if self.world > 1 and self.dist.is_initialized():
+            self.dist.destroy_process_group()
+
+
+class GraceSignal:
+    """Turns SIGTERM / SIGUSR1 (SLURM's warnings before a kill) into a flag the loop checks."""
+
+    def __init__(self):
+        self.received: int | None = None
+        self._old = {}
+
+    def __enter__(self):
+        for sig in (signal.SIGTERM, signal.SIGUSR1):
+            try:
+                self._old[sig] = signal.signal(sig, self._handle)
+            except ValueError:  # not the main thread
+                pass
+        return self
+
+    def _handle(self, signum, frame):
+        self.received = signum
+
+    def __exit__(self, *exc):
+        for sig, old in self._old.items():
+            signal.signal(sig, old)
+
+
+def autocast(device: torch.device, enabled: bool = True):
+    """bf16 autocast for training on CUDA; full precision on CPU (bit-identical CPU runs).
+
+    Evaluations that feed tables and figures never use it (see predict.run_batches).
+    """
+    import contextlib
+
+    if enabled and device.type == "cuda":
+        return torch.autocast("cuda", dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
+def state_copy(module: torch.nn.Module) -> dict:
+    """A CPU copy of the state dict with no shared storage (safetensors refuses tied weights)."""
+    return {k: v.detach().cpu().clone().contiguous() for k, v in module.state_dict().items()}
+
+
+def build_optimizer(model: torch.nn.Module, lr: float, weight_decay: float, betas=(0.9, 0.999), eps: float = 1e-8,
+                    device: torch.device | None = None) -> torch.optim.Optimizer:
+    """AdamW with decoupled decay on matrices only (not on biases and LayerNorm weights)."""
+    decay, no_decay = [], []
+    for name, p in model.named_parameters():
+        if not p.requires_grad:
+            continue
+        (no_decay if p.ndim < 2 or "LayerNorm" in name or "layer_norm" in name else decay).append(p)
+    groups = [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+    fused = device is not None and device.type == "cuda"
+    return torch.optim.AdamW(groups, lr=lr, betas=tuple(betas), eps=eps, fused=fused)
+
+
+def warmup_factor(step: int, total: int, warmup: int, schedule: str) -> float:
+    """The lr multiplier before optimizer step `step` (0-based): linear warmup from 0, then
+    linear decay to 0 ("linear") or flat ("constant") — the Hugging Face schedules."""
+    if step < warmup:
+        return step / warmup
+    if schedule == "constant":
+        return 1.0
+    return max(0.0, (total - step) / max(1, total - warmup))
+
+
+def build_scheduler(optimizer, total: int, warmup_ratio: float, schedule: str = "linear"):
+    warmup = int(warmup_ratio * total)
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: warmup_factor(s, total, warmup, schedule))
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+class Checkpointer:
+    """`<dir>/last/` holds the newest complete checkpoint, `<dir>/last.old/` the one before
+    while a new one is being put in place. A checkpoint is the model's weights
+    (safetensors), the optimizer / scheduler / RNG states (`torch.load(weights_only=True)`),
+    the loop's state (JSON) and a manifest of checksums written last."""
+
+    def __init__(self, directory: str | Path, log=None):
+        self.dir = Path(directory)
+        self.log = log or (lambda msg: print(msg, file=sys.stderr))
+
+    def _candidates(self):
+        return [self.dir / "last", self.dir / "last.old"]
+
+    def _verify(self, c: Path) -> str | None:
+        """None if `c` is complete and intact, else why not."""
+        man = c / MANIFEST
+        if not man.exists():
+            return "no manifest (the write was cut short)"
+        try:
+            files = json.loads(man.read_text())["sha256"]
+        except (ValueError, KeyError) as e:
+            return f"unreadable manifest ({e})"
+        for name, digest in files.items():
+            p = c / name
+            if not p.exists():
+                return f"{name} is missing"
+            if _sha256(p) != digest:
+                return f"{name} does not match its checksum"
+        return None
+
+    def load(self):
+        """(directory, state) of the newest intact checkpoint, or (None, None)."""
+        for c in self._candidates():
+            if not c.exists():
+                continue
+            why = self._verify(c)
+            if why is None:
+                return c, json.loads((c / "state.json").read_text())
+            self.log(f"checkpoint {c} is not usable: {why}; falling back to an older one")
+        return None, None
+
+    def save(self, model, optimizer, scheduler, state: dict, rng_states: list | None = None) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=".ckpt.", dir=self.dir))
+        try:
+            save_file(state_copy(model), tmp / "model.safetensors")
+            torch.save(
+                {"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
+                 "rng": torch.get_rng_state(), "rng_per_rank": rng_states,
+                 "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None},
+                tmp / "optim.pt",
+            )
+            (tmp / "state.json").write_text(json.dumps(state))
+            digests = {p.name: _sha256(p) for p in sorted(tmp.iterdir())}
+            (tmp / MANIFEST).write_text(json.dumps({"sha256": digests}))  # written last: marks completeness
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)  # a full disk leaves no half checkpoint behind
+            raise
+        last, old = self._candidates()
+        if old.exists():
+            shutil.rmtree(old)
+        if last.exists():
+            os.replace(last, old)
+        os.replace(tmp, last)
+        if old.exists():
+            shutil.rmtree(old)
+
+    @staticmethod
+    def restore(where: Path, model, optimizer, scheduler, dist: Dist | None = None) -> None:
+        model.load_state_dict(load_file(where / "model.safetensors"))
+        blob = torch.load(where / "optim.pt", weights_only=True)
+        optimizer.load_state_dict(blob["optimizer"])
+        scheduler.load_state_dict(blob["scheduler"])
+        per_rank = blob.get("rng_per_rank")
+        torch.set_rng_state(per_rank[dist.rank] if per_rank and dist is not None and dist.world > 1 else blob["rng"])
+        if blob.get("cuda_rng") is not None and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all(blob["cuda_rng"])
+
+    def save_best(self, model) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        tmp = self.dir / ".best.safetensors.tmp"
+        save_file(state_copy(model), tmp)
+        os.replace(tmp, self.dir / "best.safetensors")
+
+    def best_state(self):
+        return load_file(self.dir / "best.safetensors")
+
+    def clear(self) -> None:
+        shutil.rmtree(self.dir, ignore_errors=True)

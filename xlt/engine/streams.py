@@ -1,0 +1,77 @@
+"""Named batch streams, each deterministic in (seed, epoch, cursor).
+
+A stream is a list of features and a batch size. Its batches for epoch e are a pure
+function of (seed, e) (length-grouped, see `batching.length_grouped_batches`); its cursor
+is (epoch, index of the next batch). A job draws from one or several streams every step;
+every cursor goes into the checkpoint, so a resumed job regenerates each stream's epoch
+and continues exactly where it stopped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import torch
+
+from xlt.engine.batching import collate, length_grouped_batches
+from xlt.errors import XltError
+
+
+@dataclass
+class Stream:
+    name: str
+    features: list[dict]
+    batch_size: int
+    seed: int
+    pad_id: int
+    pad_values: dict = field(default_factory=dict)  # the kind's padding per list field
+    scalars: tuple = ()  # the kind's per-feature integer fields
+    # per-batch transform (batch, seed of this batch) -> batch, e.g. MLM masking; the seed
+    # is a function of (stream seed, epoch, index), so a resumed job transforms identically
+    transform: Callable[[dict, int], dict] | None = None
+    cursor: list[int] = field(default_factory=lambda: [0, 0])  # [epoch, next batch]
+    _epoch_batches: tuple[int, list] | None = field(default=None, repr=False)
+
+    def __post_init__(self):
+        if not self.features:
+            raise XltError(f"stream {self.name!r}: no examples")
+        # each stream its own seed, so two streams over one dataset do not march in step
+        self._seed = self.seed * 7919 + sum(map(ord, self.name))
+
+    @property
+    def lengths(self) -> list[int]:
+        return [len(f["input_ids"]) for f in self.features]
+
+    def batches(self, epoch: int) -> list[list[int]]:
+        if self._epoch_batches is None or self._epoch_batches[0] != epoch:
+            self._epoch_batches = (epoch, length_grouped_batches(self.lengths, self.batch_size, self._seed, epoch))
+        return self._epoch_batches[1]
+
+    def per_epoch(self) -> int:
+        return len(self.batches(0))
+
+    def epoch_done(self) -> bool:
+        return self.cursor[1] >= len(self.batches(self.cursor[0]))
+
+    def next_epoch(self) -> None:
+        self.cursor = [self.cursor[0] + 1, 0]
+
+    def next_indices(self, cycle: bool = False) -> list[int]:
+        """The next batch's feature indices; a cycling (auxiliary) stream rolls over into
+        its next epoch by itself."""
+        if cycle and self.epoch_done():
+            self.next_epoch()
+        epoch, i = self.cursor
+        idx = self.batches(epoch)[i]
+        self.cursor = [epoch, i + 1]
+        self.last_position = (epoch, i)
+        return idx
+
+    def collate(self, idx: list[int]) -> dict[str, torch.Tensor]:
+        """The batch of `idx` (a share of the batch last drawn), transformed if the stream says."""
+        batch = collate([self.features[i] for i in idx], self.pad_id, self.pad_values, self.scalars)
+        if self.transform is not None:
+            epoch, i = self.last_position
+            batch = self.transform(batch, (self._seed * 1_000_003 + epoch) * 100_003 + i)
+        return batch
