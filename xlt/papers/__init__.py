@@ -17,6 +17,7 @@ from __future__ import annotations
 from xlt.errors import unknown
 from xlt.papers import crossmulti, dlfa, underspec
 from xlt.papers.base import Figure, Paper, Table
+from xlt.published import paper_title, table_info
 from xlt.targets import figure_files, table_files
 
 PAPERS: dict[str, Paper] = {p.slug: p for p in (crossmulti.PAPER, dlfa.PAPER, underspec.PAPER)}
@@ -54,15 +55,11 @@ def caption(slug: str, item: str) -> str:
     table = get_table(slug, item)
     if table.caption is not None:
         return table.caption
-    from xlt.published import table_info
-
     return table_info(slug, item)["caption"]
 
 
 def title(slug: str) -> str:
     """The paper's title (xlt/published/index.yaml)."""
-    from xlt.published import paper_title
-
     return paper_title(get_paper(slug).slug)
 
 
