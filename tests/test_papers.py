@@ -77,7 +77,7 @@ def test_adding_a_table_touches_only_its_plugin(monkeypatch, tmp_path):
     assert spec == cfg["papers"]["crossmulti"]
     table = P.make_table("crossmulti", "table9", spec, ["a.json", "b.json"], str(tmp_path / "table9"))
     assert list(table["seeds"]) == [3, 3] and (tmp_path / "table9.md").read_text() == "## toy\n"
-    assert "- [crossmulti/table9.csv](crossmulti/table9.csv) ([md](crossmulti/table9.md), [tex](crossmulti/table9.tex)): A toy table." in index_markdown(files, "results/tables/index.md")
+    assert "- [crossmulti/table9.md](crossmulti/table9.md) ([csv](crossmulti/table9.csv), [tex](crossmulti/table9.tex)): A toy table." in index_markdown(files, "results/tables/index.md")
 
 
 # ---- the index and the report's captions -------------------------------------------------------
@@ -89,7 +89,7 @@ def test_index_links_every_table_and_figure_beside_its_caption():
     assert "## crossmulti: Enhancing Cross-Lingual Training with Knowledge Learned from Multi-Lingual Training" in md
     for slug, paper in P.PAPERS.items():
         for table in paper.tables:
-            assert f"- [{slug}/{table.id}.csv]({slug}/{table.id}.csv) ([md]({slug}/{table.id}.md), [tex]({slug}/{table.id}.tex)): {P.caption(slug, table.id)}" in md
+            assert f"- [{slug}/{table.id}.md]({slug}/{table.id}.md) ([csv]({slug}/{table.id}.csv), [tex]({slug}/{table.id}.tex)): {P.caption(slug, table.id)}" in md
     for fig in P.figure_names(cfg, "underspec"):
         assert f"- [underspec/{fig}.png](../figures/underspec/{fig}.png) ([pdf](../figures/underspec/{fig}.pdf), [csv](../figures/underspec/{fig}.csv)): " in md
     assert md.index("## crossmulti") < md.index("## dlfa") < md.index("## underspec")

@@ -16,6 +16,7 @@ from xlt.errors import XltError
 from xlt.io import write_text
 
 KINDS = {"tables": "Tables", "figures": "Figures"}  # results/<kind>/<paper>/<item>.<ext>
+READABLE = ("md", "png")  # linked first: the form a reader opens
 
 
 def parse_item(path: str) -> tuple[str, str, str, str]:
@@ -50,7 +51,7 @@ def index_markdown(files: list[str], index_path: str) -> str:
 
 
 def _links(paper: str, links: list[str]) -> str:
-    first, *more = links
+    first, *more = sorted(links, key=lambda r: Path(r).suffix[1:] not in READABLE)
     also = f" ({', '.join(f'[{Path(r).suffix[1:]}]({r})' for r in more)})" if more else ""
     return f"[{paper}/{Path(first).name}]({first}){also}"
 
