@@ -1,4 +1,5 @@
-# Two commands: `make tables` (the main job on the embedded tiny preset) and `make test`.
+# Two commands: `make tables` (the main job on the embedded tiny preset) and `make test`;
+# `make report` puts every table and figure, captioned, into report.html.
 SHELL := /bin/bash
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
@@ -9,7 +10,7 @@ PRESET ?= presets/tiny.yaml
 export HF_HUB_OFFLINE ?= 1
 export HF_DATASETS_OFFLINE ?= 1
 
-.PHONY: tables test install install-test lint bench lock clean
+.PHONY: tables report test install install-test lint bench lock clean
 
 $(VENV)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +33,11 @@ tables: install
 	@echo "Figures (PNG, PDF and the CSV behind each) are in results/figures/:"
 	@find results/figures -name '*.png' 2>/dev/null | sort | sed 's/^/  /'
 
+# Snakemake's own report of what `make tables` made (it runs what is missing first).
+report: tables
+	$(VENV)/bin/snakemake --configfile=$(PRESET) --report report.html all_tables
+	@echo "Open report.html in a browser; results/tables/index.md lists the same with links."
+
 test: install-test
 	$(VENV)/bin/pytest -q
 
@@ -49,4 +55,4 @@ lock: install-test
 	  $(PY) -m pip freeze --exclude-editable | sed 's/^torch==\(.*\)+cpu/torch==\1/' ) > constraints.txt
 
 clean:
-	rm -rf results logs .snakemake
+	rm -rf results logs .snakemake report.html

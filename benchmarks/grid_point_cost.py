@@ -1,7 +1,7 @@
 """Cost of one interpolation grid point against one plain evaluation of the same model.
 
-The real grid code path (`xlt.grid.GridJob`: three saved models loaded with
-`xlt.engine.model.load_model`, an in-place `xlt.interpolate.Interpolator`, dev sets encoded
+The real grid code path (`xlt.papers.underspec.grid.GridJob`: three saved models loaded
+with `xlt.engine.model.load_model`, an in-place `interpolate.Interpolator`, dev sets encoded
 once as `xlt.engine.evalset.EvalSet`) is timed side by side with plain evaluations of θ_bi
 on the same dev sets, in one run:
 
@@ -38,7 +38,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from xlt.interpolate import alpha_grid_1d  # noqa: E402
+from xlt.papers.underspec.interpolate import alpha_grid_1d  # noqa: E402
 
 WORDS = [a + b for a in ("ka", "lo", "mi", "te", "so", "ba", "u", "qo", "ne", "pi") for b in ("n", "r", "l", "m", "", "s")]
 
@@ -129,7 +129,7 @@ def main() -> None:
 
     from xlt.cli import quiet_libraries
     from xlt.engine.evalset import evaluate_records
-    from xlt.grid import GridJob
+    from xlt.papers.underspec.grid import GridJob
 
     quiet_libraries()
     dev = torch.device(a.device)

@@ -1,15 +1,20 @@
 # Validate the config (one line naming the key and the allowed values) and expose the
-# target logic of xlt.targets as `T`. Nothing else belongs here.
+# target logic of xlt.targets as `T` and of the paper plugins (xlt.papers) as `P`.
 import json
 import os
 import sys
 
 from snakemake.exceptions import WorkflowError
 
+# `report` at a line start is a Snakemake directive, hence the alias
+from snakemake.io import report as report_flag
+
+from xlt import papers as P
 from xlt import resources as R
 from xlt import targets as T
 from xlt.config import validate
 from xlt.errors import XltError
+from xlt.report import rst_caption
 
 try:
     validate(config)
@@ -42,3 +47,27 @@ wildcard_constraints:
 
 def as_json(obj):
     return json.dumps(obj, sort_keys=True)
+
+
+# What `snakemake --report` shows of a table or figure ({paper}/{table|figure} outputs, by
+# format): the readable forms, each with the caption template report/<kind>.rst, which shows
+# the rule's params.caption (from the plugin registry).
+REPORTED = ("md", "csv", "png")
+
+
+def reported(outputs, kind):
+    item = "{%s}" % kind
+    return {
+        ext: (
+            report_flag(
+                path,
+                caption=f"../report/{kind}.rst",
+                category="{paper}",
+                subcategory=f"{kind}s",
+                labels={kind: item, "format": ext},
+            )
+            if ext in REPORTED
+            else path
+        )
+        for ext, path in outputs.items()
+    }

@@ -1,68 +1,77 @@
-# Paper tables: published value, ours (mean ± std over seeds), difference.
+# Paper tables and figures, one generic rule each; which exist, what they read and their
+# captions come from the paper plugins (xlt.papers, as `P`). Every alias target
+# (crossmulti_table2, underspec_all, ...) is listed by P.target_rules.
 
 
 localrules:
-    crossmulti_table2,
-    data_size_table,
-    crossmulti_table1,
-    dlfa_table1,
-    underspec_table1,
-    crossmulti_all,
+    paper_table,
+    paper_figure,
+    tables_index,
 
 
-rule crossmulti_table2:
+# A table: the published value, ours (mean ± std over seeds), the difference.
+rule paper_table:
     input:
-        T.crossmulti_table2_inputs(config),
+        lambda w: P.table_inputs(config, w.paper, w.table),
     output:
-        T.table_files(config, "crossmulti", "table2"),
+        **reported(T.table_outputs(config, "{paper}", "{table}"), "table"),
     log:
-        "logs/tables/crossmulti/table2.log",
-    conda:
-        ENV
-    params:
-        spec=lambda w: as_json(config["papers"]["crossmulti"]),
-        prefix=lambda w, output: output[0].rsplit(".", 1)[0],
-    shell:
-        "make_table.py --paper crossmulti --table table2"
-        " --spec {params.spec:q} --inputs {input} --out-prefix {params.prefix} 2> {log}"
-
-
-# Data-size tables (Table 1 of crossmulti, dlfa, underspec): the papers' counts beside the
-# record counts in each prepared dataset's manifest.json. One rule; a target per paper.
-rule data_size_table:
-    input:
-        lambda w: T.stats_table_inputs(config, w.paper),
-    output:
-        T.table_files(config, "{paper}", "table1"),
-    log:
-        "logs/tables/{paper}/table1.log",
+        "logs/tables/{paper}/{table}.log",
     wildcard_constraints:
-        paper="|".join(T.STATS_TABLES),
+        paper=P.wildcard_pattern("paper"),
+        table=P.wildcard_pattern("table"),
     conda:
         ENV
     params:
-        spec=lambda w: as_json(T.stats_table_spec(config, w.paper)),
+        spec=lambda w: as_json(P.table_spec(config, w.paper, w.table)),
+        caption=lambda w: rst_caption(w.paper, w.table),
         prefix=lambda w, output: output[0].rsplit(".", 1)[0],
     shell:
-        "make_table.py --paper {wildcards.paper} --table table1"
+        "make_table.py --paper {wildcards.paper} --table {wildcards.table}"
         " --spec {params.spec:q} --inputs {input} --out-prefix {params.prefix} 2> {log}"
 
 
-rule crossmulti_table1:
+# A figure (PNG, PDF and the CSV of the numbers plotted), from what its paper's analysis wrote.
+rule paper_figure:
     input:
-        T.table_files(config, "crossmulti", "table1"),
+        lambda w: P.figure_inputs(config, w.paper, w.figure),
+    output:
+        **reported(T.figure_outputs(config, "{paper}", "{figure}"), "figure"),
+    log:
+        "logs/figures/{paper}/{figure}.log",
+    wildcard_constraints:
+        paper=P.wildcard_pattern("paper"),
+        figure=P.wildcard_pattern("figure"),
+    conda:
+        ENV
+    params:
+        spec=lambda w: as_json(config["papers"][w.paper]),
+        caption=lambda w: rst_caption(w.paper, w.figure),
+        out_dir=lambda w, output: os.path.dirname(output[0]),
+    shell:
+        "make_figure.py --paper {wildcards.paper} --figure {wildcards.figure}"
+        " --spec {params.spec:q} --inputs {input} --out-dir {params.out_dir} 2> {log}"
 
 
-rule dlfa_table1:
+# results/tables/index.md: every table and figure beside its paper's caption.
+rule tables_index:
     input:
-        T.table_files(config, "dlfa", "table1"),
+        P.tables_and_figures(config),
+    output:
+        report(P.index_file(config), caption="../report/index.rst", category="index"),
+    log:
+        "logs/tables/index.log",
+    conda:
+        ENV
+    shell:
+        "tables_index.py --items {input} --out {output} 2> {log}"
 
 
-rule underspec_table1:
-    input:
-        T.table_files(config, "underspec", "table1"),
+for alias, files in P.target_rules(config).items():
 
-
-rule crossmulti_all:
-    input:
-        T.paper_tables(config, "crossmulti"),
+    rule:
+        name:
+            alias
+        input:
+            files,
+        localrule: True

@@ -1,16 +1,12 @@
 # underspec: θ_src / θ_tgt / θ_bi (rule finetune, recipes <lang>.underspec and
-# <lang>+<lang>.underspec) -> interpolation grids scored on two dev sets -> Figures 2-10.
-
-
-localrules:
-    underspec_figures,
-    underspec_all,
+# <lang>+<lang>.underspec) -> interpolation grids scored on two dev sets -> Figures 2-10
+# (rule paper_figure; the plugin xlt.papers.underspec lists what each reads).
 
 
 rule underspec_grid:
     input:
         unpack(
-            lambda w: T.underspec_grid_inputs(
+            lambda w: P.underspec.grid_inputs(
                 config, w.encoder, w.task, w.source, w.target, w.seed
             )
         ),
@@ -33,27 +29,3 @@ rule underspec_grid:
         " --target {wildcards.target} --kind {wildcards.kind} --variant {wildcards.variant}"
         " --grid {params.grid:q} --metric {params.metric} --out {output.csv}"
         " --provenance {output.json} --threads {threads} 2> {log}"
-
-
-rule underspec_figures:
-    input:
-        grids=T.underspec_grids(config) if "underspec" in config["papers"] else [],
-    output:
-        T.underspec_figures(config) if "underspec" in config["papers"] else [],
-    log:
-        "logs/figures/underspec.log",
-    conda:
-        ENV
-    params:
-        spec=lambda w: as_json(config["papers"]["underspec"]),
-        figures=lambda w: " ".join(T.underspec_figure_names(config)),
-        out_dir=lambda w, output: os.path.dirname(output[0]),
-    shell:
-        "underspec_figures.py --spec {params.spec:q} --grids {input.grids}"
-        " --figures {params.figures} --out-dir {params.out_dir} 2> {log}"
-
-
-rule underspec_all:
-    input:
-        T.paper_figures(config, "underspec"),
-        T.paper_tables(config, "underspec"),

@@ -15,7 +15,7 @@ from xlt import targets as T
 from xlt.formats.hub_parquet import write_parquet
 from xlt.io import write_json
 from xlt.prepare import prepare_task
-from xlt.tables import make_table
+from xlt.papers import datasize, make_table
 
 LINDAT = "https://lindat.mff.cuni.cz/repository/xmlui/bitstream/handle/11234/"
 
@@ -124,7 +124,7 @@ def test_crossmulti_table1_from_manual_files_through_prepare(tmp_path, dead_url,
         prepare_task(T.task_of(dataset), T.task_languages(cfg, dataset), cfg["raw_root"],
                      T.source_cfg(cfg, dataset), T.data_dir(cfg, dataset))  # fmt: skip
     prefix = tmp_path / "results/tables/crossmulti/table1"
-    make_table("crossmulti", "table1", T.stats_table_spec(cfg, "crossmulti"), T.stats_table_inputs(cfg, "crossmulti"), str(prefix))
+    make_table("crossmulti", "table1", datasize.spec(cfg, "crossmulti"), datasize.inputs(cfg, "crossmulti"), str(prefix))
 
     table = pd.read_csv(f"{prefix}.csv")
     assert list(table.columns) == ["task", "split", "lang", "paper", "ours", "delta"]
@@ -168,7 +168,7 @@ def test_xtreme_selection_takes_every_treebank_and_records_absent_splits(tmp_pat
     assert man["absent"] == {"th": ["train", "dev"]}
     assert not (tmp_path / "results/data/pos.xtreme/th/train.jsonl").exists()
 
-    spec = T.stats_table_spec(cfg, "dlfa")
+    spec = datasize.spec(cfg, "dlfa")
     spec["tasks"] = {"pos": spec["tasks"]["pos"]}
     table, md, _ = make_table_frame("dlfa", spec, [str(tmp_path / "results/data/pos.xtreme")], tmp_path)
     got = table.set_index("stat")["ours"].to_dict()
@@ -180,7 +180,7 @@ def test_xtreme_selection_takes_every_treebank_and_records_absent_splits(tmp_pat
 
 def test_underspec_table1_folds_parsing_and_shows_missing_languages(tmp_path):
     cfg = base()
-    spec = T.stats_table_spec(cfg, "underspec")
+    spec = datasize.spec(cfg, "underspec")
     spec["tasks"] = {t: {**s, "languages": ["en", "ar"]} for t, s in spec["tasks"].items()}
     folders = []
     for task in ("xnli", "ner", "pos", "parsing"):

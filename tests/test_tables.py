@@ -3,7 +3,8 @@ import math
 
 import pandas as pd
 
-from xlt.tables import make_table, paper_vs_ours
+from xlt.papers import make_table
+from xlt.tables import paper_vs_ours
 
 
 def test_paper_vs_ours_mean_std_and_delta():

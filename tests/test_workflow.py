@@ -163,7 +163,7 @@ def test_tiny_all_tables_dag_has_the_data_size_tables_and_no_download(tmp_path):
     assert run.returncode == 0, run.stderr[-3000:]
     out = run.stdout + run.stderr
     counts = job_counts(out)
-    assert counts["data_size_table"] == 3 and "download" not in counts
+    assert counts["paper_table"] == 4 and "download" not in counts  # three data-size tables, crossmulti table2
     for paper in ("crossmulti", "dlfa", "underspec"):
         assert f"results/tables/{paper}/table1.md" in out
 

@@ -8,7 +8,9 @@ import pandas as pd
 import pytest
 import yaml
 
+from tests.browser import dump_dom, visible_text
 from tests.test_workflow import SHRINK, snakemake
+from xlt import papers as P
 from xlt import targets as T
 
 UNDERSPEC_SHRINK = {
@@ -69,3 +71,25 @@ def test_grid_jobs_carry_provenance_and_reuse_theta_src(underspec_run):
     assert len(rows) == 2 * 6 * 2 and set(rows["eval_lang"]) == {"source", "target"}
     run = snakemake(underspec_run, "underspec_all", "-n")
     assert run.returncode == 0 and "Nothing to be done" in run.stdout + run.stderr
+
+
+@pytest.mark.slow
+def test_report_opens_in_a_browser_and_lists_every_figure_with_caption_and_rule(underspec_run, tmp_path):
+    run = snakemake(underspec_run, "underspec_all", "--report", "report.html")
+    assert run.returncode == 0, run.stderr[-3000:]
+    page = underspec_run / "report.html"
+    shown = visible_text(dump_dom(page, tmp_path))
+    assert "Results" in shown and "Statistics" in shown  # the app rendered its menu (one paper: no category list)
+    # A user opens the paper's category, then its figures: one row per figure, a column per format.
+    figures = visible_text(dump_dom(page, tmp_path, then="app.setView({navbarMode: 'subcategory', category: 'underspec', subcategory: 'figures'})"))
+    listed = figures[figures.index("figure") + 1:]
+    assert listed[: len(FIGURES)] == sorted(FIGURES) and {"png", "csv"} <= set(figures), figures
+    # A figure's entry: its caption from the plugin registry and the rule that made it.
+    fig = visible_text(dump_dom(page, tmp_path, then="app.showResultInfo('results/figures/underspec/fig4.png')"))
+    assert any(P.caption("underspec", "fig4") in t for t in fig)
+    assert "Snakemake rule" in fig and fig[fig.index("Snakemake rule") + 1] == "paper_figure"
+    # A table's entry shows the table itself under its caption.
+    table = visible_text(dump_dom(page, tmp_path, then="app.showResultInfo('results/tables/underspec/table1.md')"))
+    assert any(P.caption("underspec", "table1") in t for t in table)
+    assert any("## underspec Table 1: number of examples" in t for t in table)
+    assert table[table.index("Snakemake rule") + 1] == "paper_table"

@@ -10,11 +10,11 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--paper", required=True)
     ap.add_argument("--table", required=True)
-    ap.add_argument("--spec", type=json_arg, required=True, help="the paper's config block (JSON)")
+    ap.add_argument("--spec", type=json_arg, required=True, help="what the table's builder reads (JSON)")
     ap.add_argument("--inputs", nargs="+", required=True)
     ap.add_argument("--out-prefix", required=True, help="writes <prefix>.csv, .md, .tex")
     a = ap.parse_args()
-    from xlt.tables import make_table
+    from xlt.papers import make_table
 
     make_table(a.paper, a.table, a.spec, a.inputs, a.out_prefix)
 

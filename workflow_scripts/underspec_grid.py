@@ -24,7 +24,7 @@ def main():
     ap.add_argument("--threads", type=int, default=None)
     a = ap.parse_args()
     set_threads(a.threads)
-    from xlt.grid import run_grid_job
+    from xlt.papers.underspec.grid import run_grid_job
 
     run_grid_job(a.bi, a.src, a.tgt, a.data, a.encoder, a.source, a.target, a.kind, a.variant, a.grid, a.metric,
                  a.out, a.provenance)

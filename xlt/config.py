@@ -75,14 +75,15 @@ def _ref(kind: str, key: str, name: str, allowed) -> None:
 
 def _check_references(config: dict) -> None:
     from xlt.engine.config import TrainConfig
+    from xlt.papers import PAPERS
     from xlt.targets import paper_language_set
 
     for name, profile in config.get("hparams", {}).items():
         TrainConfig.from_dict({"task": "pos", "encoder": "", **profile}, where=f"config key hparams.{name}")
     sets = (config.get("data", {}).get("ud") or {}).get("sets") or {}
     for slug, paper in config.get("papers", {}).items():
-        if slug in PAPER_CHECKS:
-            PAPER_CHECKS[slug](config, paper)
+        if slug in PAPERS and PAPERS[slug].check:  # a block not of the one-encoder shape (xlt.papers)
+            PAPERS[slug].check(config, paper)
         # Papers whose experiments are not configured yet declare only their data side.
         if "encoder" in paper:
             _ref("encoder", f"papers.{slug}.encoder", paper["encoder"], config["encoders"])
@@ -129,50 +130,3 @@ def _check_treebanks(config: dict, slug: str, set_name: str | None, task: str, l
     missing = [lang for lang in langs if lang not in treebanks]
     if missing:
         raise XltError(f"config key {key}: no treebank for {missing} (papers.{slug} needs them for task {task})")
-
-
-def _check_underspec(config: dict, paper: dict) -> None:
-    from xlt.interpolate import alpha_axis
-
-    key = "papers.underspec"
-    for enc in paper["encoders"]:
-        _ref("encoder", f"{key}.encoders", enc, config["encoders"])
-    _ref("hparams profile", f"{key}.hparams", paper["hparams"], config["hparams"])
-    langs = {}
-    for role in ("sources", "targets"):
-        _ref("language set", f"{key}.{role}", paper[role], config["language_sets"])
-        langs[role] = config["language_sets"][paper[role]]
-    for task in paper["tasks"]:
-        if task not in paper["metric"]:
-            raise XltError(f"config key {key}.metric: no metric for task {task}")
-        _ref(f"metric of task {task}", f"{key}.metric.{task}", paper["metric"][task], TASKS[task].metrics)
-        for role in ("sources", "targets"):
-            missing = [lang for lang in langs[role] if lang not in TASKS[task].languages]
-            if missing:
-                raise XltError(
-                    f"config key {key}.{role}: task {task} has no data for {missing}; "
-                    f"its source offers: {', '.join(TASKS[task].languages)}"
-                )
-    if not any(t != s for s in langs["sources"] for t in langs["targets"]):
-        raise XltError(f"config key {key}.targets: no target differs from a source language")
-    for axis in ("alpha_1d", "alpha_2d"):
-        g = paper["grid"][axis]
-        if not g["lo"] <= 0 < 1 <= g["hi"]:
-            raise XltError(f"config key {key}.grid.{axis}: lo={g['lo']}, hi={g['hi']}: the grid must include 0 and 1 "
-                           "(the monolingual and bilingual models)")
-        try:
-            alpha_axis(g["step"], g["lo"], g["hi"])
-        except XltError as e:
-            raise XltError(f"config key {key}.grid.{axis}: {e}") from None
-    for fig, panels in paper["figures"].items():
-        for i, p in enumerate(panels):
-            where = f"{key}.figures.{fig}[{i}]"
-            _ref("task (not in papers.underspec.tasks)", f"{where}.task", p["task"], paper["tasks"])
-            _ref("source language (not in the sources set)", f"{where}.source", p["source"], langs["sources"])
-            _ref("target language (not in the targets set)", f"{where}.target", p["target"], langs["targets"])
-            if p["source"] == p["target"]:
-                raise XltError(f"config key {where}: source and target are both {p['source']!r}")
-
-
-# Papers whose config block does not follow the one-encoder, one-language-set shape.
-PAPER_CHECKS = {"underspec": _check_underspec}

@@ -13,6 +13,16 @@ class XltError(Exception):
     """A failure the user can act on: bad config, malformed data, checksum mismatch, NaN loss."""
 
 
+def unknown(kind: str, name: str, allowed) -> XltError:
+    """`unknown <kind> '<name>'; allowed: …` and, for a near miss, `Did you mean …?`"""
+    import difflib
+
+    allowed = sorted(allowed)
+    close = difflib.get_close_matches(name, allowed, n=1)
+    hint = f" Did you mean {close[0]!r}?" if close else ""
+    return XltError(f"unknown {kind} {name!r}; allowed: {', '.join(allowed) or '(none)'}.{hint}")
+
+
 class DataFormatError(XltError):
     """Malformed input data, located at `path:line`."""
 

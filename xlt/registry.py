@@ -7,10 +7,9 @@ evaluation, tables, target lists) reads these entries; nothing else hard-codes a
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass, field
 
-from xlt.errors import XltError
+from xlt.errors import unknown as _unknown
 
 UPOS = (
     "ADJ", "ADP", "ADV", "AUX", "CCONJ", "DET", "INTJ", "NOUN", "NUM",
@@ -141,13 +140,6 @@ TASKS: dict[str, Task] = {
         ),
     ]
 }
-
-
-def _unknown(kind: str, name: str, allowed) -> XltError:
-    allowed = sorted(allowed)
-    close = difflib.get_close_matches(name, allowed, n=1)
-    hint = f" Did you mean {close[0]!r}?" if close else ""
-    return XltError(f"unknown {kind} {name!r}; allowed: {', '.join(allowed)}.{hint}")
 
 
 def get_task(name: str) -> Task:

@@ -1,4 +1,5 @@
-"""The path grammar and every target list, computed here (tested) rather than in .smk files.
+"""The path grammar, the datasets and the downloads, computed here (tested) rather than in
+.smk files. What each paper makes (its recipes, tables, figures) is its plugin's: xlt.papers.
 
     {raw_root}/manifests/{entry}.json                             a downloaded catalog source
     results/world/manifest.json                                   the synthetic world
@@ -8,7 +9,7 @@
     results/models/{encoder}/{init}/{task}/{recipe}/seed{seed}/   a fine-tuned model
     results/eval/{encoder}/{init}/{task}/{recipe}/seed{seed}/{split}.{langset}.json
     results/tables/{paper}/{table}.{csv,md,tex}
-    results/underspec/grids/{encoder}/{task}/{source}-{target}/seed{seed}/{variant}.{kind}.{csv,json}
+    results/underspec/grids/{encoder}/{task}/{source}-{target}/seed{seed}/{variant}.{kind}.{csv,json}  (its plugin)
     results/figures/{paper}/{figure}.{png,pdf,csv}
 
 A recipe is `<training languages joined by '+'>.<hparams profile>`, e.g. `en.crossmulti`
@@ -27,6 +28,7 @@ from xlt.errors import XltError
 from xlt.registry import get_task
 
 TABLE_FORMATS = ("csv", "md", "tex")
+FIGURE_FORMATS = ("png", "pdf", "csv")  # the CSV holds the numbers plotted
 WILDCARDS = {
     "encoder": r"[A-Za-z0-9_]+",
     "init": r"pretrained|mlm-[a-z]+(\.[a-z0-9_]+)?-[A-Za-z0-9_]+",  # see Init
@@ -37,6 +39,7 @@ WILDCARDS = {
     "split": r"train|dev|test",
     "langset": r"[A-Za-z0-9_]+",
     "paper": r"[a-z]+",
+    "table": r"[a-z]+[0-9]*[a-z0-9_]*",
     # underspec grids: source and target languages
     "source": r"[a-z]{2,3}",
     "target": r"[a-z]{2,3}",
@@ -71,8 +74,20 @@ def eval_file(cfg: dict, encoder: str, init: str, task: str, recipe: str, seed: 
     return f"{cfg['results']}/eval/{encoder}/{init}/{task}/{recipe}/seed{seed}/{split}.{langset}.json"
 
 
+def table_outputs(cfg: dict, paper: str, table: str) -> dict[str, str]:
+    return {ext: f"{cfg['results']}/tables/{paper}/{table}.{ext}" for ext in TABLE_FORMATS}
+
+
+def figure_outputs(cfg: dict, paper: str, figure: str) -> dict[str, str]:
+    return {ext: f"{cfg['results']}/figures/{paper}/{figure}.{ext}" for ext in FIGURE_FORMATS}
+
+
 def table_files(cfg: dict, paper: str, table: str) -> list[str]:
-    return [f"{cfg['results']}/tables/{paper}/{table}.{ext}" for ext in TABLE_FORMATS]
+    return list(table_outputs(cfg, paper, table).values())
+
+
+def figure_files(cfg: dict, paper: str, figure: str) -> list[str]:
+    return list(figure_outputs(cfg, paper, figure).values())
 
 
 PRETRAINED = "pretrained"
@@ -315,168 +330,6 @@ def data_all(cfg: dict) -> list[str]:
     if not cfg.get("world"):
         entries.update({name: [] for name, src in catalog().items() if src.same_data_as is None and name not in entries})
     return [download_manifest(cfg, s) for s in sorted(entries)] + [data_dir(cfg, d) for d in datasets(cfg)]
-
-
-# ---- crossmulti ---------------------------------------------------------------------------
-
-
-def crossmulti_recipes(cfg: dict) -> dict[str, Recipe]:
-    """The two training settings: `cross` (source language only) and `multi` (all)."""
-    p = cfg["papers"]["crossmulti"]
-    langs = tuple(cfg["language_sets"][p["languages"]])
-    return {"cross": Recipe((p["source"],), p["hparams"]), "multi": Recipe(langs, p["hparams"])}
-
-
-def crossmulti_table2_inputs(cfg: dict) -> list[str]:
-    p = cfg["papers"]["crossmulti"]
-    return [
-        eval_file(cfg, p["encoder"], "pretrained", dataset_name(cfg, "crossmulti", task), recipe.name, seed, "test", p["languages"])
-        for task in p["tasks"]
-        for recipe in crossmulti_recipes(cfg).values()
-        for seed in p["seeds"]
-    ]
-
-
-# ---- data-size tables (Table 1 of crossmulti, dlfa, underspec) ----------------------------
-
-STATS_TABLES = ("crossmulti", "dlfa", "underspec")  # their table1 counts the prepared data
-
-
-def stats_table_spec(cfg: dict, paper: str) -> dict:
-    """What a paper's data-size table counts: per task, its dataset and languages (and, for
-    UD tasks, the treebank selection, which the table's notes name)."""
-    tasks = {}
-    for task in cfg["papers"][paper]["tasks"]:
-        dataset = dataset_name(cfg, paper, task)
-        tasks[task] = {"dataset": dataset, "languages": paper_languages(cfg, paper, task)}
-        if get_task(task).source == "ud":
-            tasks[task]["ud"] = ud_selection(cfg, treebank_set_of(dataset))
-    return {"paper": paper, "tasks": tasks}
-
-
-def stats_table_inputs(cfg: dict, paper: str) -> list[str]:
-    """The prepared data folders (their manifest.json holds the counts)."""
-    return [data_dir(cfg, spec["dataset"]) for spec in stats_table_spec(cfg, paper)["tasks"].values()]
-
-
-# ---- underspec -----------------------------------------------------------------------------
-#
-#   results/underspec/grids/{encoder}/{task}/{source}-{target}/seed{seed}/{variant}.{kind}.{csv,json}
-#   results/figures/underspec/{figure}.{png,pdf,csv}
-
-FIGURE_FORMATS = ("png", "pdf", "csv")
-UNDERSPEC_VARIANTS = ("all", "encoder")
-# Figure -> task, for the per-task breakdowns of Figure 2 (App. D).
-UNDERSPEC_TASK_FIGURES = {"fig6": "ner", "fig7": "parsing", "fig8": "pos", "fig9": "xnli"}
-
-
-@dataclass(frozen=True)
-class Setting:
-    """One underspec setting: an encoder, a task, a (source, target) pair and a seed."""
-
-    encoder: str
-    task: str
-    source: str
-    target: str
-    seed: int
-
-
-def underspec_pairs(cfg: dict) -> list[tuple[str, str]]:
-    """(source, target) pairs in config order; a target equal to its source is skipped."""
-    p = cfg["papers"]["underspec"]
-    sources, targets = cfg["language_sets"][p["sources"]], cfg["language_sets"][p["targets"]]
-    return [(s, t) for s in sources for t in targets if s != t]
-
-
-def underspec_recipes(cfg: dict, source: str, target: str) -> dict[str, Recipe]:
-    """θ_src (source data only), θ_tgt (target only), θ_bi (both): one hparams profile."""
-    hp = cfg["papers"]["underspec"]["hparams"]
-    return {"src": Recipe((source,), hp), "tgt": Recipe((target,), hp), "bi": Recipe((source, target), hp)}
-
-
-def underspec_settings(cfg: dict) -> list[Setting]:
-    p = cfg["papers"]["underspec"]
-    return [Setting(enc, task, s, t, seed) for enc in p["encoders"] for task in p["tasks"]
-            for s, t in underspec_pairs(cfg) for seed in p["seeds"]]
-
-
-def underspec_models(cfg: dict, st: Setting) -> dict[str, str]:
-    """The three model directories of a setting (θ_src is shared by every target of a source)."""
-    return {which: model_dir(cfg, st.encoder, "pretrained", st.task, r.name, st.seed)
-            for which, r in underspec_recipes(cfg, st.source, st.target).items()}
-
-
-def grid_stem(cfg: dict, st: Setting, variant: str, kind: str) -> str:
-    return (f"{cfg['results']}/underspec/grids/{st.encoder}/{st.task}/{st.source}-{st.target}/"
-            f"seed{st.seed}/{variant}.{kind}")
-
-
-def underspec_grid_inputs(cfg: dict, encoder: str, task: str, source: str, target: str, seed) -> dict[str, str]:
-    """What one grid job reads: the three models and the task's data."""
-    return {**underspec_models(cfg, Setting(encoder, task, source, target, int(seed))),
-            "data": f"{cfg['results']}/data/{task}"}
-
-
-def underspec_2d_settings(cfg: dict) -> list[tuple[str, str, str]]:
-    """(task, source, target) of the 2D figures, in figure order, without repeats."""
-    figs = cfg["papers"]["underspec"]["figures"]
-    return list(dict.fromkeys((p["task"], p["source"], p["target"]) for f in ("fig3", "fig10") for p in figs[f]))
-
-
-def underspec_grids(cfg: dict) -> list[str]:
-    """Every grid CSV the figures read: 1D for every setting and variant; 2D (variant all)
-    for the settings the 2D figures show."""
-    p = cfg["papers"]["underspec"]
-    two_d = set(underspec_2d_settings(cfg))
-    out = []
-    for st in underspec_settings(cfg):
-        out += [grid_stem(cfg, st, v, "1d") + ".csv" for v in p["variants"]]
-        if (st.task, st.source, st.target) in two_d:
-            out.append(grid_stem(cfg, st, "all", "2d") + ".csv")
-    return out
-
-
-def underspec_figure_names(cfg: dict) -> list[str]:
-    """Figures 2-10 (a per-task figure only when its task runs) and, when the encoder-only
-    variant runs, Figure 2 for it (the paper's footnote 2)."""
-    p = cfg["papers"]["underspec"]
-    names = ["fig2", "fig3", "fig4", "fig5"]
-    names += [f for f, task in UNDERSPEC_TASK_FIGURES.items() if task in p["tasks"]]
-    names.append("fig10")
-    if "encoder" in p["variants"]:
-        names.append("fig2_encoder")
-    return names
-
-
-def figure_files(cfg: dict, paper: str, figure: str) -> list[str]:
-    return [f"{cfg['results']}/figures/{paper}/{figure}.{ext}" for ext in FIGURE_FORMATS]
-
-
-def underspec_figures(cfg: dict) -> list[str]:
-    return [f for fig in underspec_figure_names(cfg) for f in figure_files(cfg, "underspec", fig)]
-
-
-# ---- all tables ---------------------------------------------------------------------------
-
-TABLES = {"crossmulti": ["table1", "table2"], "dlfa": ["table1"], "underspec": ["table1"]}
-# Papers whose results are figures: paper -> the function listing the figure files.
-FIGURES = {"underspec": underspec_figures}
-
-
-def all_tables(cfg: dict) -> list[str]:
-    return [f for paper, tables in TABLES.items() if paper in cfg["papers"] for t in tables for f in table_files(cfg, paper, t)] + all_figures(cfg)
-
-
-def all_figures(cfg: dict) -> list[str]:
-    return [f for paper, files in FIGURES.items() if paper in cfg["papers"] for f in files(cfg)]
-
-
-def paper_figures(cfg: dict, paper: str) -> list[str]:
-    return FIGURES[paper](cfg) if paper in FIGURES and paper in cfg["papers"] else []
-
-
-def paper_tables(cfg: dict, paper: str) -> list[str]:
-    return [f for t in TABLES.get(paper, []) for f in table_files(cfg, paper, t)]
 
 
 def ensure_dir(path: str | Path) -> Path:

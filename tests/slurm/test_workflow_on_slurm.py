@@ -86,12 +86,12 @@ def test_tiny_target_runs_through_the_slurm_profile(slurm_cluster, tmp_path):
     out = finish(proc, log, slurm_cluster)
     assert (workdir / "results/tables/crossmulti/table2.md").exists()
     sbatch = [line for line in out.splitlines() if "sbatch call:" in line]
-    by_rule = {rule: [c for c in sbatch if f"rule_{rule}" in c] for rule in ("build_encoder", "prepare_task", "finetune", "evaluate", "world", "encoder_corpus", "crossmulti_table2")}
+    by_rule = {rule: [c for c in sbatch if f"rule_{rule}" in c] for rule in ("build_encoder", "prepare_task", "finetune", "evaluate", "world", "encoder_corpus", "paper_table")}
     assert by_rule["finetune"] and all("--gpus=1" in c for c in by_rule["finetune"])
     assert by_rule["evaluate"] and all("--gpus=1" in c for c in by_rule["evaluate"])
     assert by_rule["build_encoder"] and all("--gpus=1" in c for c in by_rule["build_encoder"])
     assert by_rule["prepare_task"] and not any("--gpus" in c for c in by_rule["prepare_task"])  # CPU job
-    assert not by_rule["world"] and not by_rule["encoder_corpus"] and not by_rule["crossmulti_table2"]  # local
+    assert not by_rule["world"] and not by_rule["encoder_corpus"] and not by_rule["paper_table"]  # local
     assert all(f"-A {slurm_cluster.account}" in c and f"-p {slurm_cluster.partition}" in c for c in sbatch)
 
 

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from xlt.errors import XltError
-from xlt.underspec import aggregate, normalise_by_bilingual, plot_1d, plot_2d, plot_geometry
+from xlt.papers.underspec.aggregate import aggregate, normalise_by_bilingual, plot_1d, plot_2d, plot_geometry
 
 T975_2 = 4.302652729911275  # t quantile 0.975, 2 degrees of freedom
 

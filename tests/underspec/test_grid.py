@@ -11,9 +11,9 @@ import torch
 from tests.test_config import base
 from xlt.errors import XltError
 from xlt.finetune import evaluate_model, finetune
-from xlt.grid import COLUMNS, GridJob, GridSpec, grid_points, run_grid_job
-from xlt.interpolate import alpha_grid_1d
-from xlt.underspec import normalise_by_bilingual
+from xlt.papers.underspec.grid import COLUMNS, GridJob, GridSpec, grid_points, run_grid_job
+from xlt.papers.underspec.interpolate import alpha_grid_1d
+from xlt.papers.underspec.aggregate import normalise_by_bilingual
 
 HP = {"lr": 1e-3, "epochs": 1, "batch_size": 8, "max_length": 32, "stride": 8, "progress": False}
 GRID = {"alpha_1d": {"lo": 0, "hi": 1, "step": 0.5, "extra": [0.25]}, "alpha_2d": {"lo": 0, "hi": 1, "step": 1}}

@@ -7,7 +7,7 @@ import torch
 
 from tests.underspec.tiny import TinyModel
 from xlt.errors import XltError
-from xlt.interpolate import (
+from xlt.papers.underspec.interpolate import (
     Interpolator,
     alpha_axis,
     alpha_grid_1d,

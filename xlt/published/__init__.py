@@ -24,7 +24,7 @@ import yaml
 
 from xlt.errors import XltError
 
-__all__ = ["load_published", "list_published", "table_info", "SLUGS"]
+__all__ = ["load_published", "list_published", "table_info", "paper_title", "SLUGS"]
 
 SLUGS = ("crossmulti", "dlfa", "adjust", "underspec", "xmixup")
 
@@ -56,15 +56,23 @@ def list_published() -> list[tuple[str, str]]:
     return list(_index()["tables"])
 
 
+def paper_title(slug: str) -> str:
+    """The paper's title, as index.yaml gives it."""
+    _check_slug(slug)
+    return _index()["papers"][slug]
+
+
+def _check_slug(slug: str) -> None:
+    if slug not in SLUGS:
+        raise XltError(f"unknown paper slug {slug!r}; allowed: {', '.join(SLUGS)}.{_hint(slug, SLUGS)}")
+
+
 def table_info(slug: str, table_id: str) -> dict:
     """The index.yaml entry of one table (caption, unit, keys, notes, ...)."""
     tables = _index()["tables"]
     if (slug, table_id) in tables:
         return dict(tables[(slug, table_id)])
-    if slug not in SLUGS:
-        raise XltError(
-            f"unknown paper slug {slug!r}; allowed: {', '.join(SLUGS)}.{_hint(slug, SLUGS)}"
-        )
+    _check_slug(slug)
     ids = [t for s, t in tables if s == slug]
     raise XltError(
         f"unknown table {table_id!r} for paper {slug!r}; allowed: "

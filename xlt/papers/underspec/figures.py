@@ -2,8 +2,8 @@
 
     make_figures(spec, grid_csvs, out_dir)   # spec: the papers.underspec config block
 
-reads every grid CSV (long form, `xlt.grid.COLUMNS`) and the JSON beside each (δ geometry),
-normalises every score by the matching bilingual model (`xlt.underspec.normalise_by_bilingual`:
+reads every grid CSV (long form, `grid.COLUMNS`) and the JSON beside each (δ geometry),
+normalises every score by the matching bilingual model (`aggregate.normalise_by_bilingual`:
 per setting and grid point, seed mean and variance divided by θ_bi's mean score) and draws:
 
     fig2   1D, all parameters: normalised mean vs α, aggregated over tasks and pairs (95% CI);
@@ -27,14 +27,13 @@ import pandas as pd
 
 from xlt.errors import XltError
 from xlt.io import read_json
-from xlt.underspec import normalise_by_bilingual, plot_1d, plot_2d, plot_geometry
+from xlt.papers.underspec import PAPER, TASK_FIGURES, TASK_NAMES
+from xlt.papers.underspec.aggregate import normalise_by_bilingual, plot_1d, plot_2d, plot_geometry
 
 __all__ = ["FIGURES", "load_grids", "make_figures"]
 
-TASK_FIGURES = {"fig6": "ner", "fig7": "parsing", "fig8": "pos", "fig9": "xnli"}
-TASK_NAMES = {"ner": "NER", "parsing": "Parsing", "pos": "POS", "xnli": "XNLI"}
 PATHS = {"src": "Eq. 1: θ_src ↔ θ_bi", "tgt": "Eq. 2: θ_tgt ↔ θ_bi"}
-FIGURES = ("fig2", "fig3", "fig4", "fig5", "fig6", "fig7", "fig8", "fig9", "fig10", "fig2_encoder")
+FIGURES = tuple(f.id for f in PAPER.figures)
 
 
 def load_grids(csv_paths: list[str | Path]) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -351,7 +351,7 @@ def plot_geometry(
     """Scatter of ‖δ_src‖/‖δ_tgt‖ (y) against the angle between δ_src and δ_tgt (x) (Fig. 4).
 
     `geom` has one row per (setting, seed) with columns `ratio` and `angle_deg` (the output of
-    `xlt.interpolate.delta_geometry`), plus `hue` if given. Writes <stem>.png/.pdf/.csv (the
+    `interpolate.delta_geometry`), plus `hue` if given. Writes <stem>.png/.pdf/.csv (the
     CSV holds the plotted rows).
     """
     need = ["ratio", "angle_deg"] + ([hue] if hue else [])

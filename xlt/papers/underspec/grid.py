@@ -7,10 +7,10 @@ parameters or the `encoder` only) and one kind (`1d`: Eq. 1 and Eq. 2; `2d`: Eq.
     evalsets = job.eval_sets(data_dir, {"source": "en", "target": "de"})  # encoded once
     rows = job.run(grid_points("1d", spec), evalsets, metric)           # long-form rows
 
-The three models are loaded once; θ_bi becomes the live model and `xlt.interpolate.Interpolator`
+The three models are loaded once; θ_bi becomes the live model and `interpolate.Interpolator`
 writes each grid point into its parameters in place. The dev sets are encoded and collated
 once (`xlt.engine.evalset.EvalSet`), so a point costs one in-place interpolation plus one
-evaluation per dev set. Rows have the columns `xlt.underspec` reads (see `COLUMNS`).
+evaluation per dev set. Rows have the columns `aggregate` reads (see `COLUMNS`).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ class GridSpec:
     @classmethod
     def from_config(cls, grid: dict) -> "GridSpec":
         """From a `papers.underspec.grid` block: {alpha_1d: {lo, hi, step, extra}, alpha_2d: {lo, hi, step}}."""
-        from xlt.interpolate import alpha_axis
+        from xlt.papers.underspec.interpolate import alpha_axis
 
         g1, g2 = grid["alpha_1d"], grid["alpha_2d"]
         one = set(alpha_axis(g1["step"], g1["lo"], g1["hi"])) | {float(Decimal(str(a))) for a in g1.get("extra", [])}
@@ -66,7 +66,7 @@ class GridJob:
 
     def __init__(self, model, tokenizer, metas: dict[str, dict], endpoints: dict[str, dict], variant: str,
                  device: torch.device):
-        from xlt.interpolate import Interpolator
+        from xlt.papers.underspec.interpolate import Interpolator
 
         if variant not in ("all", "encoder"):
             raise XltError(f"grid variant must be 'all' or 'encoder', got {variant!r}")

@@ -1,0 +1,155 @@
+"""The papers, as plugins: `PAPERS` maps a slug to its `Paper` (xlt.papers.base), built
+from the modules of this package. Every paper-level target list is derived from it:
+
+    all_tables(cfg)              every table and figure of the configured papers, and their index
+    paper_tables(cfg, slug)      results/tables/<slug>/<table>.{csv,md,tex} of its tables
+    paper_figures(cfg, slug)     results/figures/<slug>/<figure>.{png,pdf,csv} of the figures
+                                 its config makes
+    table_inputs / table_spec    what the generic rule `paper_table` reads and passes on
+    figure_inputs                what the generic rule `paper_figure` reads
+    target_rules()               alias rule name -> files, e.g. crossmulti_table2, underspec_all
+
+Adding a paper: docs/adding-a-paper.md.
+"""
+
+from __future__ import annotations
+
+from xlt.errors import unknown
+from xlt.papers import crossmulti, dlfa, underspec
+from xlt.papers.base import Figure, Paper, Table
+from xlt.published import paper_title, table_info
+from xlt.targets import figure_files, table_files
+
+PAPERS: dict[str, Paper] = {p.slug: p for p in (crossmulti.PAPER, dlfa.PAPER, underspec.PAPER)}
+INDEX = "index.md"  # results/tables/index.md: every table beside its caption (xlt.report)
+
+__all__ = ["PAPERS", "Figure", "Paper", "Table", "get_paper", "get_table", "get_figure", "all_tables"]
+
+
+def get_paper(slug: str) -> Paper:
+    try:
+        return PAPERS[slug]
+    except KeyError:
+        raise unknown("paper", slug, PAPERS) from None
+
+
+def get_table(slug: str, table_id: str) -> Table:
+    tables = {t.id: t for t in get_paper(slug).tables}
+    if table_id not in tables:
+        raise unknown(f"table of paper {slug}", table_id, tables)
+    return tables[table_id]
+
+
+def get_figure(slug: str, figure_id: str) -> Figure:
+    figures = {f.id: f for f in get_paper(slug).figures}
+    if figure_id not in figures:
+        raise unknown(f"figure of paper {slug}", figure_id, figures)
+    return figures[figure_id]
+
+
+def caption(slug: str, item: str) -> str:
+    """The caption of a table (its own, else the published one) or of a figure."""
+    paper = get_paper(slug)
+    if item in {f.id for f in paper.figures}:
+        return get_figure(slug, item).caption
+    table = get_table(slug, item)
+    if table.caption is not None:
+        return table.caption
+    return table_info(slug, item)["caption"]
+
+
+def title(slug: str) -> str:
+    """The paper's title (xlt/published/index.yaml)."""
+    return paper_title(get_paper(slug).slug)
+
+
+# ---- what the generic rules read ------------------------------------------------------------
+
+
+def table_inputs(cfg: dict, slug: str, table_id: str) -> list[str]:
+    return get_table(slug, table_id).inputs(cfg)
+
+
+def table_spec(cfg: dict, slug: str, table_id: str) -> dict:
+    table = get_table(slug, table_id)
+    return table.spec(cfg) if table.spec else cfg["papers"][slug]
+
+
+def figure_names(cfg: dict, slug: str) -> list[str]:
+    """The figures the config of a paper makes, in the paper's order (none if not configured)."""
+    if slug not in cfg["papers"]:
+        return []
+    block = cfg["papers"][slug]
+    return [f.id for f in get_paper(slug).figures if f.when is None or f.when(block)]
+
+
+def figure_inputs(cfg: dict, slug: str, figure_id: str) -> list[str]:
+    paper = get_paper(slug)
+    if figure_id not in figure_names(cfg, slug):
+        raise unknown(f"figure of paper {slug} (with this config)", figure_id, figure_names(cfg, slug))
+    return paper.figure_inputs(cfg)
+
+
+def make_table(slug: str, table_id: str, spec: dict, inputs: list[str], out_prefix: str):
+    """Build one table and write <out_prefix>.{csv,md,tex}; return the long table."""
+    from xlt.tables import write_table
+
+    table, md, tex = get_table(slug, table_id).build(spec, inputs)
+    write_table(table, out_prefix, md, tex)
+    return table
+
+
+def draw_figure(slug: str, figure_id: str, spec: dict, inputs: list[str], out_dir: str) -> None:
+    """Draw one figure: <out_dir>/<figure>.{png,pdf,csv}."""
+    get_figure(slug, figure_id)
+    get_paper(slug).draw(spec, inputs, out_dir, figure_id)
+
+
+# ---- target lists ---------------------------------------------------------------------------
+
+
+def paper_tables(cfg: dict, slug: str) -> list[str]:
+    return [f for t in get_paper(slug).tables for f in table_files(cfg, slug, t.id)]
+
+
+def paper_figures(cfg: dict, slug: str) -> list[str]:
+    return [f for fig in figure_names(cfg, slug) for f in figure_files(cfg, slug, fig)]
+
+
+def configured(cfg: dict) -> list[str]:
+    """The registered papers the config has a block for, in registry order."""
+    return [slug for slug in PAPERS if slug in cfg["papers"]]
+
+
+def tables_and_figures(cfg: dict) -> list[str]:
+    """Every table and figure of the configured papers."""
+    return [f for slug in configured(cfg) for f in paper_tables(cfg, slug) + paper_figures(cfg, slug)]
+
+
+def all_tables(cfg: dict) -> list[str]:
+    """Every table and figure of the configured papers, and the index of them."""
+    return tables_and_figures(cfg) + [index_file(cfg)]
+
+
+def index_file(cfg: dict) -> str:
+    return f"{cfg['results']}/tables/{INDEX}"
+
+
+def target_rules(cfg: dict) -> dict[str, list[str]]:
+    """The alias rules: <slug>_<table> for every table, <slug>_all for every paper."""
+    out = {}
+    for slug, paper in PAPERS.items():
+        for table in paper.tables:
+            out[f"{slug}_{table.id}"] = table_files(cfg, slug, table.id)
+        out[f"{slug}_all"] = paper_tables(cfg, slug) + paper_figures(cfg, slug)
+    return out
+
+
+def wildcard_pattern(kind: str) -> str:
+    """The regex of a generic rule's {paper}, {table} or {figure} wildcard: the registered names."""
+    names = {
+        "paper": list(PAPERS),
+        "table": [t.id for p in PAPERS.values() for t in p.tables],
+        "figure": [f.id for p in PAPERS.values() for f in p.figures],
+    }[kind]
+    return "|".join(dict.fromkeys(names))

@@ -1,0 +1,74 @@
+"""What a user reads: the index of every table and figure, and the captions of the
+Snakemake report (`snakemake --report report.html`, report/*.rst), both from the paper
+plugins (xlt.papers).
+
+    write_index(files, "results/tables/index.md")   # files: results/{tables,figures}/<paper>/<item>.<ext>
+    rst_caption("crossmulti", "table2")             # a report caption, escaped for reStructuredText
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from xlt.errors import XltError
+from xlt.io import write_text
+
+KINDS = {"tables": "Tables", "figures": "Figures"}  # results/<kind>/<paper>/<item>.<ext>
+READABLE = ("md", "png")  # linked first: the form a reader opens
+
+
+def parse_item(path: str) -> tuple[str, str, str, str]:
+    """(kind, paper, item, ext) of a table or figure file under the path grammar."""
+    p = Path(path)
+    if p.parent.parent.name not in KINDS or "." not in p.name:
+        raise XltError(f"{path}: not a table or figure (results/tables|figures/<paper>/<item>.<ext>)")
+    item, ext = p.name.split(".", 1)
+    return p.parent.parent.name, p.parent.name, item, ext
+
+
+def index_markdown(files: list[str], index_path: str) -> str:
+    """Markdown: per paper (title), each table and figure linked (every format) beside its
+    caption. Links are relative to the index's folder; order: the order of `files`."""
+    from xlt import papers as P
+
+    entries: dict[str, dict[str, dict[str, list[str]]]] = {}  # paper -> kind -> item -> links
+    for f in files:
+        kind, paper, item, _ = parse_item(f)
+        rel = os.path.relpath(f, os.path.dirname(index_path) or ".")
+        entries.setdefault(paper, {k: {} for k in KINDS})[kind].setdefault(item, []).append(rel)
+    lines = ["# Tables and figures", "",
+             "Every table (paper · ours · Δ) and figure the workflow made, beside its paper's caption.", ""]  # fmt: skip
+    for paper, kinds in entries.items():
+        lines += [f"## {paper}: {P.title(paper)}", ""]
+        for kind, items in kinds.items():
+            if items:
+                lines += [f"{KINDS[kind]}:", ""]
+                lines += [f"- {_links(paper, links)}: {P.caption(paper, item)}" for item, links in items.items()]
+                lines.append("")
+    return "\n".join(lines)
+
+
+def _links(paper: str, links: list[str]) -> str:
+    first, *more = sorted(links, key=lambda r: Path(r).suffix[1:] not in READABLE)
+    also = f" ({', '.join(f'[{Path(r).suffix[1:]}]({r})' for r in more)})" if more else ""
+    return f"[{paper}/{Path(first).name}]({first}){also}"
+
+
+def write_index(files: list[str], out: str) -> None:
+    if not files:
+        raise XltError(f"{out}: no table or figure to list")
+    write_text(out, index_markdown(files, out))
+
+
+def rst_escape(text: str) -> str:
+    """Plain text as reStructuredText: inline markup characters backslash-escaped."""
+    return re.sub(r"([\\`*_|\[\]<>])", r"\\\1", text)
+
+
+def rst_caption(paper: str, item: str) -> str:
+    """A report caption: the paper (slug and title), then the table's or figure's caption."""
+    from xlt import papers as P
+
+    return f"**{paper}** ({rst_escape(P.title(paper))}): {rst_escape(P.caption(paper, item))}"
