@@ -402,7 +402,9 @@ FIGURES = {"underspec": underspec_figures}
 
 
 def all_tables(cfg: dict) -> list[str]:
-    return [f for paper, tables in TABLES.items() if paper in cfg["papers"] for t in tables for f in table_files(cfg, paper, t)] + all_figures(cfg)
+    from xlt.align.targets import align_tables  # the alignment stage's AER table and L2 figures
+
+    return [f for paper, tables in TABLES.items() if paper in cfg["papers"] for t in tables for f in table_files(cfg, paper, t)] + all_figures(cfg) + align_tables(cfg)
 
 
 def all_figures(cfg: dict) -> list[str]:
