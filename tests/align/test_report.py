@@ -8,16 +8,18 @@ from xlt.errors import XltError
 from xlt.io import write_json
 
 STAGES = {"forward": {"precision": 0.9, "recall": 0.8, "aer": 0.15, "links": 90, "gold_links": 100},
+          "reverse": {"precision": 0.8, "recall": 0.8, "aer": 0.2, "links": 100, "gold_links": 100},
           "one_to_one": {"precision": 1.0, "recall": 0.7, "aer": 0.1765, "links": 70, "gold_links": 100}}  # fmt: skip
 
 
 def test_aer_table_has_a_row_per_stage_and_names_backends_not_installed(tmp_path):
     write_json(tmp_path / "a.json", {"pair": "es", "backend": {"name": "eflomal", "version": "2.0.0"}, "stages": STAGES})
+    # write_json sorts keys: one_to_one < reverse; the table puts stages in pipeline order
     table = aer_table([tmp_path / "a.json"], ["fast_align", "eflomal"], "eflomal", tmp_path / "aer")
-    assert list(table.stage) == ["forward", "one_to_one", "-"]
-    assert table.loc[2, "backend"] == "fast_align" and table.loc[2, "status"] == "not installed here"
+    assert list(table.stage) == ["forward", "reverse", "one_to_one", "-"]
+    assert table.loc[3, "backend"] == "fast_align" and table.loc[3, "status"] == "not installed here"
     csv = pd.read_csv(tmp_path / "aer.csv")
-    assert csv.loc[1, "aer"] == pytest.approx(0.1765)
+    assert csv.loc[2, "aer"] == pytest.approx(0.1765)
     md = (tmp_path / "aer.md").read_text()
     assert "| es " in md and "17.6" in md and "Default backend: `eflomal`" in md
 

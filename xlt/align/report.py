@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from xlt.align.aer import STAGES
 from xlt.errors import XltError
 from xlt.io import read_json, write_text
 
@@ -21,7 +22,8 @@ def aer_table(aer_jsons: list[str | Path], configured: list[str], default: str, 
     for path in aer_jsons:
         meta = read_json(path)
         pairs.append(meta["pair"])
-        for stage, s in meta["stages"].items():
+        for stage in sorted(meta["stages"], key=STAGES.index):  # the JSON's keys are sorted
+            s = meta["stages"][stage]
             rows.append({"pair": meta["pair"], "backend": meta["backend"]["name"], "version": meta["backend"]["version"],
                          "stage": stage, **{k: s[k] for k in ("precision", "recall", "aer", "links", "gold_links")},
                          "status": "default" if meta["backend"]["name"] == default else ""})  # fmt: skip
