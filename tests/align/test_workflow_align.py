@@ -52,3 +52,20 @@ def test_align_all_writes_samples_aer_table_and_figures(align_run):
 def test_a_finished_alignment_stage_has_nothing_left_to_do(align_run):
     run = snakemake(align_run, "align_all", "-n")
     assert run.returncode == 0 and "Nothing to be done" in run.stdout + run.stderr
+
+
+def test_full_scale_all_tables_plans_the_alignment_of_all_four_pairs(tmp_path):
+    """`snakemake -n all_tables` on config.yaml: WikiMatrix download, pool, links and L2 per pair."""
+    import subprocess
+
+    from tests.test_workflow import SNAKEMAKE, job_counts
+
+    run = subprocess.run([*SNAKEMAKE, "-n", "all_tables", "--directory", str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    out = run.stdout + run.stderr
+    counts = job_counts(out)
+    assert counts["align_pool"] == counts["align_links"] == counts["align_l2"] == 4
+    assert counts["align_figures"] == 1 and "align_aer" not in counts  # no gold links in WikiMatrix
+    for xx in ("es", "ru", "vi", "hi"):
+        assert f"results/align/en-{xx}/systran_align/links.pharaoh" in out
+    assert "resources/raw/manifests/wikimatrix.json" in out
