@@ -51,3 +51,20 @@ def test_nothing_kept_is_an_error(tmp_path):
         f.write(b"0.9\tthe cat\tel gato\n")
     with pytest.raises(XltError, match="no sentence pair passes"):
         build_pool(path, tmp_path / "pool.tsv", PoolConfig())
+
+
+def test_the_pool_script_fails_with_one_line_and_no_output(tmp_path):
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    path = tmp_path / "WikiMatrix.en-es.tsv.gz"
+    with gzip.open(path, "wb") as f:
+        f.write(b"1.3\tthe cat\tel gato\n1.2\tno score column\n")
+    run = subprocess.run([sys.executable, str(REPO / "workflow_scripts/align_stage.py"), "pool", "--bitext", str(path),
+                          "--pool-config", '{"size": 10, "max_words": 64}', "--out", str(tmp_path / "pool.tsv"),
+                          "--meta", str(tmp_path / "pool.json")], capture_output=True, text=True)  # fmt: skip
+    assert run.returncode == 1
+    assert run.stderr.strip() == f"error: {path}:2: expected 3 tab-separated columns (score, en, xx), got 2"
+    assert not (tmp_path / "pool.tsv").exists() and not (tmp_path / "pool.json").exists()
