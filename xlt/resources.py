@@ -20,7 +20,8 @@ from xlt.errors import XltError
 
 # Job kinds and whether they run an encoder (and so may want a GPU).
 KINDS = {"world": False, "corpus": False, "prepare": False, "download": False, "table": False,
-         "build_encoder": True, "adapt_encoder": True, "finetune": True, "evaluate": True, "grid": True}
+         "build_encoder": True, "adapt_encoder": True, "finetune": True, "evaluate": True, "grid": True, "align": False,
+         "l2": True}
 
 
 def _size_class(cfg: dict, encoder: str | None) -> str:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import gzip
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from xlt.errors import DataFormatError
@@ -107,6 +107,28 @@ def _pair_code(path: Path) -> str:
     return name.split(".", 1)[1] if "." in name else name
 
 
+def iter_wikimatrix(path: str | Path) -> Iterator[tuple[int, float, str, str]]:
+    """Stream a WikiMatrix TSV(.gz): ``(line number, margin score, en, xx)`` for every row,
+    in file order (constant memory: en-es alone is 3.4M rows)."""
+    path = Path(path)
+    for lineno, line in iter_lines(path):
+        cols = line.split("\t")
+        if len(cols) != 3:
+            raise DataFormatError(path, lineno, f"expected 3 tab-separated columns (score, en, xx), got {len(cols)}")
+        try:
+            score = float(cols[0])
+        except ValueError:
+            raise DataFormatError(path, lineno, f"margin score {cols[0]!r} is not a number") from None
+        if score != score:
+            raise DataFormatError(path, lineno, "margin score is NaN")
+        yield lineno, score, cols[1], cols[2]
+
+
+def wikimatrix_id(path: str | Path, lineno: int) -> str:
+    """``<pair>-<line number>``: the id of a WikiMatrix row, which indexes its gold-alignment line."""
+    return f"{_pair_code(Path(path))}-{lineno}"
+
+
 def read_wikimatrix(
     path: str | Path,
     *,
@@ -119,19 +141,10 @@ def read_wikimatrix(
     path = Path(path)
     prefix = f"{_pair_code(path)}-" if id_prefix is None else id_prefix
     out = []
-    for lineno, line in iter_lines(path):
-        cols = line.split("\t")
-        if len(cols) != 3:
-            raise DataFormatError(path, lineno, f"expected 3 tab-separated columns (score, en, xx), got {len(cols)}")
-        try:
-            score = float(cols[0])
-        except ValueError:
-            raise DataFormatError(path, lineno, f"margin score {cols[0]!r} is not a number") from None
-        if score != score:
-            raise DataFormatError(path, lineno, "margin score is NaN")
+    for lineno, score, en, xx in iter_wikimatrix(path):
         if score < threshold:
             continue
-        out.append({"id": f"{prefix}{lineno}", "src": tokenize(cols[1]), "tgt": tokenize(cols[2])})
+        out.append({"id": f"{prefix}{lineno}", "src": tokenize(en), "tgt": tokenize(xx)})
         if max_pairs is not None and len(out) >= max_pairs:
             break
     return out
@@ -151,19 +164,26 @@ def write_wikimatrix(path: str | Path, rows: Iterable[tuple[float, str, str]]) -
     return n
 
 
+def parse_pharaoh(line: str, path: str | Path, lineno: int) -> list[tuple[int, int]]:
+    """The (src, tgt) links of one Pharaoh line (``i-j`` pairs, 0-based)."""
+    links = []
+    for item in line.split():
+        a, sep, b = item.partition("-")
+        if not sep or not a.isdigit() or not b.isdigit():
+            raise DataFormatError(path, lineno, f"bad alignment link {item!r} (expected i-j)")
+        links.append((int(a), int(b)))
+    return links
+
+
+def iter_pharaoh(path: str | Path) -> Iterator[list[tuple[int, int]]]:
+    """Stream a Pharaoh file: one list of (src, tgt) links per line."""
+    for lineno, line in iter_lines(path):
+        yield parse_pharaoh(line, path, lineno)
+
+
 def read_pharaoh(path: str | Path) -> list[list[tuple[int, int]]]:
     """One list of (src, tgt) links per line."""
-    path = Path(path)
-    out = []
-    for lineno, line in iter_lines(path):
-        links = []
-        for item in line.split():
-            a, sep, b = item.partition("-")
-            if not sep or not a.isdigit() or not b.isdigit():
-                raise DataFormatError(path, lineno, f"bad alignment link {item!r} (expected i-j)")
-            links.append((int(a), int(b)))
-        out.append(links)
-    return out
+    return list(iter_pharaoh(path))
 
 
 def write_pharaoh(path: str | Path, alignments: Iterable[Iterable[tuple[int, int]]]) -> int:

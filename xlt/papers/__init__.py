@@ -127,8 +127,11 @@ def tables_and_figures(cfg: dict) -> list[str]:
 
 
 def all_tables(cfg: dict) -> list[str]:
-    """Every table and figure of the configured papers, and the index of them."""
-    return tables_and_figures(cfg) + [index_file(cfg)]
+    """Every table and figure of the configured papers, the index of them, and the tables and
+    figures of the stages before them (the alignment stage's AER table and L2 figures)."""
+    from xlt.align.targets import align_tables
+
+    return tables_and_figures(cfg) + [index_file(cfg)] + align_tables(cfg)
 
 
 def index_file(cfg: dict) -> str:

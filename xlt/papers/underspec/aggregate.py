@@ -203,7 +203,7 @@ def aggregate(
 # --------------------------------------------------------------------------- figures
 
 
-def _save(fig: Figure, out_stem: str | Path, table: pd.DataFrame) -> dict[str, Path]:
+def save_figure(fig: Figure, out_stem: str | Path, table: pd.DataFrame) -> dict[str, Path]:
     """Write <stem>.png, <stem>.pdf and <stem>.csv, each atomically."""
     stem = Path(out_stem)
     if stem.suffix in (".png", ".pdf", ".csv"):
@@ -283,7 +283,7 @@ def plot_1d(
         ax.legend(fontsize=7)
     if title:
         fig.suptitle(title)
-    return _save(fig, out_stem, agg)
+    return save_figure(fig, out_stem, agg)
 
 
 def plot_2d(
@@ -338,7 +338,7 @@ def plot_2d(
             ax.set_title(_label(panel_cols, pkey), fontsize=10)
     if title:
         fig.suptitle(title)
-    return _save(fig, out_stem, agg)
+    return save_figure(fig, out_stem, agg)
 
 
 def plot_geometry(
@@ -372,4 +372,4 @@ def plot_geometry(
         ax.legend(fontsize=7)
     if title:
         ax.set_title(title)
-    return _save(fig, out_stem, geom.reset_index(drop=True))
+    return save_figure(fig, out_stem, geom.reset_index(drop=True))

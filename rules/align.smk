@@ -1,0 +1,161 @@
+# Word alignment (adjust paper): WikiMatrix en-xx -> pool -> backend links -> 1-to-1 links
+# -> seeded samples; AER against the world's gold links; L2 histograms (Figures 1-2).
+# Paths and target lists: xlt/align/targets.py. Why each choice: docs/align.md.
+from xlt.align import targets as A
+
+try:
+    A.check(config)
+except XltError as e:
+    raise WorkflowError(f"invalid configuration: {e}") from None
+
+
+wildcard_constraints:
+    **A.WILDCARDS,
+
+
+localrules:
+    align_aer_table,
+    align_figures,
+    align_all,
+
+
+rule align_pool:
+    input:
+        A.bitext_inputs(config),
+    output:
+        pool=f"{RESULTS}/align/en-{{xx}}/pool.tsv",
+        meta=f"{RESULTS}/align/en-{{xx}}/pool.json",
+    log:
+        "logs/align/en-{xx}/pool.log",
+    conda:
+        ENV
+    resources:
+        **R.job_resources(config, "prepare"),
+    params:
+        bitext=lambda w: A.bitext_file(config, w.xx),
+        pool=lambda w: as_json(A.pool_config(config)),
+    shell:
+        "align_stage.py pool --bitext {params.bitext} --pool-config {params.pool:q}"
+        " --out {output.pool} --meta {output.meta} 2> {log}"
+
+
+rule align_links:
+    input:
+        pool=rules.align_pool.output.pool,
+    output:
+        raw=directory(f"{RESULTS}/align/en-{{xx}}/{{backend}}/raw"),
+        links=f"{RESULTS}/align/en-{{xx}}/{{backend}}/links.pharaoh",
+        meta=f"{RESULTS}/align/en-{{xx}}/{{backend}}/align.json",
+    log:
+        "logs/align/en-{xx}/{backend}/links.log",
+    conda:
+        ENV
+    threads: R.job_threads(config, "align")
+    resources:
+        **R.job_resources(config, "align"),
+    shell:
+        "align_stage.py links --pool {input.pool} --backend {wildcards.backend}"
+        " --raw-dir {output.raw} --out {output.links} --meta {output.meta}"
+        " --threads {threads} 2> {log}"
+
+
+rule align_sample:
+    input:
+        pool=rules.align_pool.output.pool,
+        links=rules.align_links.output.links,
+        meta=rules.align_links.output.meta,
+    output:
+        sample=f"{RESULTS}/align/en-{{xx}}/{{backend}}/samples/n{{size}}.seed{{seed}}.jsonl",
+        meta=f"{RESULTS}/align/en-{{xx}}/{{backend}}/samples/n{{size}}.seed{{seed}}.json",
+    log:
+        "logs/align/en-{xx}/{backend}/samples/n{size}.seed{seed}.log",
+    conda:
+        ENV
+    shell:
+        "align_stage.py sample --pool {input.pool} --links {input.links} --align-meta {input.meta}"
+        " --size {wildcards.size} --seed {wildcards.seed} --out {output.sample} --meta {output.meta} 2> {log}"
+
+
+rule align_aer:
+    input:
+        pool=rules.align_pool.output.pool,
+        raw=rules.align_links.output.raw,
+        meta=rules.align_links.output.meta,
+    output:
+        f"{RESULTS}/align/en-{{xx}}/{{backend}}/aer.json",
+    log:
+        "logs/align/en-{xx}/{backend}/aer.log",
+    conda:
+        ENV
+    params:
+        gold=lambda w: A.gold_file(config, w.xx),
+    shell:
+        "align_stage.py aer --pair {wildcards.xx} --pool {input.pool} --raw-dir {input.raw}"
+        " --align-meta {input.meta} --gold {params.gold} --out {output} 2> {log}"
+
+
+rule align_l2:
+    input:
+        pool=rules.align_pool.output.pool,
+        links=rules.align_links.output.links,
+        encoder=lambda w: T.encoder_inputs(config, w.encoder),
+    output:
+        csv=f"{RESULTS}/align/en-{{xx}}/{{backend}}/l2/{{encoder}}.csv",
+        meta=f"{RESULTS}/align/en-{{xx}}/{{backend}}/l2/{{encoder}}.json",
+    log:
+        "logs/align/en-{xx}/{backend}/l2/{encoder}.log",
+    conda:
+        ENV
+    threads: R.job_threads(config, "l2")
+    resources:
+        **R.job_resources(config, "l2"),
+    params:
+        encoder=lambda w: T.encoder_source(config, w.encoder),
+        revision=lambda w: T.encoder_revision_arg(config, w.encoder),
+        l2=lambda w: as_json(A.l2_job_config(config)),
+    shell:
+        "align_stage.py l2 --encoder {params.encoder} {params.revision} --pool {input.pool}"
+        " --links {input.links} --l2 {params.l2:q} --out {output.csv} --meta {output.meta}"
+        " --threads {threads} 2> {log}"
+
+
+rule align_aer_table:
+    input:
+        A.aer_inputs(config),
+    output:
+        A.aer_table(config),
+    log:
+        "logs/tables/align/aer.log",
+    conda:
+        ENV
+    params:
+        configured=" ".join(config["align"]["aer_backends"]),
+        default=config["align"]["backend"],
+        prefix=lambda w, output: output[0].rsplit(".", 1)[0],
+    shell:
+        "align_stage.py table --aer {input} --configured {params.configured}"
+        " --default {params.default} --out-prefix {params.prefix} 2> {log}"
+
+
+rule align_figures:
+    input:
+        A.l2_inputs(config),
+    output:
+        A.l2_figures(config),
+    log:
+        "logs/figures/adjust/l2.log",
+    conda:
+        ENV
+    params:
+        pairs=" ".join(A.pairs(config)),
+        fig1=config["align"]["l2"].get("fig1_pair", A.pairs(config)[0]),
+        bins=config["align"]["l2"].get("bins", 50),
+        out_dir=lambda w, output: os.path.dirname(output[0]),
+    shell:
+        "align_stage.py figures --pairs {params.pairs} --distances {input}"
+        " --fig1-pair {params.fig1} --bins {params.bins} --out-dir {params.out_dir} 2> {log}"
+
+
+rule align_all:
+    input:
+        A.align_all(config),

@@ -1,0 +1,120 @@
+"""L2 distances between last-layer word vectors of related (aligned) and unrelated word pairs
+(adjust's Figures 1-2; §5.4 and Appendix B of the paper).
+
+- Sentences: `sentences` aligned pairs drawn from the pool with `seed` (`sample.choose`).
+- Words: the pool's tokens, fed to the encoder's tokenizer as pre-split words; a word's
+  vector is the mean of its subwords' last-layer vectors (the paper's "avg"). A word cut off
+  by `max_length` has no vector and its links are skipped.
+- Related pairs: the 1-to-1 links of those sentences (at most `word_pairs`, drawn with `seed`).
+- Unrelated pairs: for every related pair, the same English word against a random word of
+  another sentence pair's target side ("unpaired sentences" in the paper). Keeping the English
+  word makes the two histograms differ in relatedness only.
+
+The per-pair distances go to a CSV (kind, distance, words); `make_figures` draws the
+histograms: one panel per language pair, one row per model (the original encoder for now;
+adjusted and fine-tuned rows are added when those models exist).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from xlt.align.sample import choose, iter_chosen
+from xlt.errors import XltError
+from xlt.io import sha256_file, write_json, write_text
+from xlt.provenance import code_version
+
+COLUMNS = ("kind", "distance", "en_word", "xx_word")
+
+
+@dataclass(frozen=True)
+class L2Config:
+    sentences: int = 1000  # sentence pairs drawn from the pool
+    word_pairs: int = 5000  # related pairs kept (as many unrelated ones)
+    seed: int = 1
+    max_length: int = 128  # subwords per sentence, [CLS] and [SEP] included
+    batch_size: int = 32
+
+
+def load_encoder(name_or_path: str, revision: str | None = None):
+    """The pretrained encoder (no head) and its fast tokenizer, from the Hub or a directory."""
+    from transformers import AutoModel, AutoTokenizer
+
+    kwargs = {"revision": revision} if revision else {}
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(name_or_path, **kwargs)
+        model = AutoModel.from_pretrained(name_or_path, **kwargs)
+    except OSError as e:
+        raise XltError(f"cannot load encoder {name_or_path!r}: {str(e).splitlines()[0]}") from None
+    if not getattr(tokenizer, "is_fast", False):
+        raise XltError(f"encoder {name_or_path!r}: a fast tokenizer is needed (subwords are mapped back to words)")
+    return model.eval(), tokenizer
+
+
+def word_vectors(model, tokenizer, sentences: list[list[str]], max_length: int, batch_size: int) -> list[np.ndarray]:
+    """Per sentence, a (words × hidden) array of subword-averaged last-layer vectors; the rows
+    of words cut off by `max_length` are NaN."""
+    import torch
+
+    out = []
+    for start in range(0, len(sentences), batch_size):
+        batch = sentences[start : start + batch_size]
+        enc = tokenizer(batch, is_split_into_words=True, truncation=True, max_length=max_length,
+                        padding=True, return_tensors="pt")  # fmt: skip
+        with torch.no_grad():
+            hidden = model(**{k: v for k, v in enc.items() if k in ("input_ids", "attention_mask", "token_type_ids")})
+        hidden = hidden.last_hidden_state.double()
+        for b, words in enumerate(batch):
+            ids = enc.word_ids(b)
+            index = torch.tensor([w if w is not None else -1 for w in ids])
+            keep = index >= 0
+            sums = torch.zeros(len(words), hidden.shape[-1], dtype=hidden.dtype)
+            sums.index_add_(0, index[keep], hidden[b][keep])
+            counts = torch.bincount(index[keep], minlength=len(words)).unsqueeze(1)
+            vec = (sums / counts).numpy()  # 0/0 = NaN for words with no subword left
+            out.append(vec)
+    return out
+
+
+def distances(model, tokenizer, records: list[dict], cfg: L2Config) -> pd.DataFrame:
+    """Related and unrelated word-pair distances over `records` (pool pairs with links)."""
+    if len(records) < 2:
+        raise XltError("L2 distances need at least two aligned sentence pairs (unrelated words come from another pair)")
+    en = word_vectors(model, tokenizer, [r["src"] for r in records], cfg.max_length, cfg.batch_size)
+    xx = word_vectors(model, tokenizer, [r["tgt"] for r in records], cfg.max_length, cfg.batch_size)
+    has = [~np.isnan(v).any(axis=1) for v in xx]
+    related = [(k, i, j) for k, r in enumerate(records) for i, j in r["links"]
+               if not np.isnan(en[k][i]).any() and has[k][j]]  # fmt: skip
+    rng = np.random.default_rng(cfg.seed)
+    if len(related) > cfg.word_pairs:
+        related = [related[t] for t in sorted(rng.choice(len(related), cfg.word_pairs, replace=False))]
+    candidates = [k for k in range(len(records)) if has[k].any()]
+    rows = []
+    for k, i, j in related:
+        rows.append(("related", float(np.linalg.norm(en[k][i] - xx[k][j])), records[k]["src"][i], records[k]["tgt"][j]))
+        other = candidates[rng.integers(len(candidates))]
+        while other == k:
+            other = candidates[rng.integers(len(candidates))]
+        j2 = int(rng.choice(np.flatnonzero(has[other])))
+        rows.append(("unrelated", float(np.linalg.norm(en[k][i] - xx[other][j2])), records[k]["src"][i],
+                     records[other]["tgt"][j2]))  # fmt: skip
+    if not rows:
+        raise XltError("L2 distances: no aligned word survives truncation to max_length")
+    return pd.DataFrame(rows, columns=list(COLUMNS))
+
+
+def l2_job(encoder: str, pool: str | Path, links: str | Path, cfg: L2Config, out_csv: str | Path,
+           meta_out: str | Path, revision: str | None = None) -> pd.DataFrame:  # fmt: skip
+    """Draw the sentences, encode them, write the distances CSV and its provenance."""
+    model, tokenizer = load_encoder(encoder, revision)
+    records = list(iter_chosen(pool, links, choose(pool, links, cfg.sentences, cfg.seed, at_most=True)))
+    table = distances(model, tokenizer, records, cfg)
+    write_text(out_csv, table.to_csv(index=False, float_format="%.10g"))
+    write_json(meta_out, {"encoder": encoder, "revision": revision, "config": asdict(cfg), "sentences": len(records),
+                          "pairs": table["kind"].value_counts().to_dict(), "pool_sha256": sha256_file(pool),
+                          "links_sha256": sha256_file(links), "code": code_version()})  # fmt: skip
+    return table
