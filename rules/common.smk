@@ -4,17 +4,18 @@ import json
 import os
 import sys
 
-from snakemake.exceptions import WorkflowError
-
 from xlt import resources as R
 from xlt import targets as T
-from xlt.config import validate
+from xlt.config import check_workflow_config
 from xlt.errors import XltError
 
 try:
-    validate(config)
+    check_workflow_config(config)
 except XltError as e:
-    raise WorkflowError(f"invalid configuration: {e}") from None
+    # One line and exit 1, before the DAG exists (a WorkflowError would add Snakemake's
+    # frame lines around the message).
+    print(f"error: invalid configuration: {e}", file=sys.stderr)
+    sys.exit(1)
 
 RESULTS = config["results"]
 

@@ -24,14 +24,9 @@ from xlt.errors import XltError  # noqa: E402
 def _load_config(path: str | None) -> dict:
     if not path:
         return {}
-    import yaml
+    from xlt.io import read_yaml
 
-    try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
-    except OSError as e:
-        raise XltError(f"{path}: cannot read ({e.strerror})") from None
-    except yaml.YAMLError as e:
-        raise XltError(f"{path}: invalid YAML ({' '.join(str(e).split())})") from None
+    data = read_yaml(path) or {}
     if not isinstance(data, dict):
         raise XltError(f"{path}: expected a mapping")
     block = data["download"] if "download" in data else data

@@ -105,6 +105,28 @@ def read_json(path: str | Path) -> Any:
         raise DataFormatError(path, e.lineno, f"invalid JSON ({e.msg})") from None
 
 
+def read_yaml(path: str | Path) -> Any:
+    """A YAML (or JSON) file; unreadable or invalid YAML raises DataFormatError naming file:line."""
+    import yaml
+
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise DataFormatError(path, None, "file not found") from None
+    except UnicodeDecodeError as e:
+        raise DataFormatError(path, None, f"invalid UTF-8 ({e.reason})") from None
+    except OSError as e:
+        raise DataFormatError(path, None, f"cannot read file ({e.strerror})") from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        what = " ".join(str(e.problem or e.context).split())
+        raise DataFormatError(path, mark.line + 1 if mark else None, f"invalid YAML ({what})") from None
+    except yaml.YAMLError as e:
+        raise DataFormatError(path, None, f"invalid YAML ({' '.join(str(e).split())})") from None
+
+
 def sha256_file(path: str | Path, chunk: int = 1 << 20) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
