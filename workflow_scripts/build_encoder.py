@@ -1,14 +1,13 @@
 #!/usr/bin/env python
 """Train a WordPiece tokenizer on a corpus and MLM-pretrain a small BERT; save in HF format."""
 
-import argparse
 from pathlib import Path
 
-from xlt.cli import json_arg, run, set_threads
+from xlt.cli import ArgumentParser, json_arg, run, set_threads
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__)
+    ap = ArgumentParser(description=__doc__)
     ap.add_argument("--corpus", required=True)
     ap.add_argument("--build", type=json_arg, required=True, help="the encoder's build block (JSON)")
     ap.add_argument("--out", required=True)

@@ -1,13 +1,11 @@
 #!/usr/bin/env python
 """Fine-tune an encoder on one task (training languages from the recipe) and save the model."""
 
-import argparse
-
-from xlt.cli import json_arg, run, set_threads
+from xlt.cli import ArgumentParser, json_arg, run, set_threads
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__)
+    ap = ArgumentParser(description=__doc__)
     ap.add_argument("--task", required=True)
     ap.add_argument("--encoder", required=True, help="Hub id or local directory")
     ap.add_argument("--revision", default=None)

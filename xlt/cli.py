@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sys
@@ -38,5 +39,21 @@ def run(main: Callable[[], object]) -> None:
         sys.exit(1)
 
 
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse whose usage errors are one line, `error: <script>: <what>` (exit 2)."""
+
+    def error(self, message):
+        print(f"error: {self.prog}: {message}", file=sys.stderr)
+        sys.exit(2)
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not a finite number")
+
+
 def json_arg(text: str):
-    return json.loads(text)
+    """A JSON argument (a config block the rule passes); NaN and Infinity refused."""
+    try:
+        return json.loads(text, parse_constant=_no_constant)
+    except ValueError as e:  # JSONDecodeError is a ValueError
+        raise argparse.ArgumentTypeError(f"invalid JSON ({e})") from None
