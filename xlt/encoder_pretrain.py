@@ -100,7 +100,7 @@ def pretrain_mlm(
     seed_everything(cfg.seed)
     tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir))
     if init_from:
-        model = AutoModelForMaskedLM.from_pretrained(init_from)
+        model = AutoModelForMaskedLM.from_pretrained(init_from, use_safetensors=True)
     else:
         model = BertForMaskedLM(
             BertConfig(
@@ -130,7 +130,7 @@ def pretrain_mlm(
         from safetensors.torch import load_file
 
         model.load_state_dict(load_file(where / "model.safetensors"), strict=False)
-        blob = torch.load(where / "optim.pt", weights_only=False)
+        blob = torch.load(where / "optim.pt", weights_only=True)
         optimizer.load_state_dict(blob["optimizer"])
         scheduler.load_state_dict(blob["scheduler"])
         torch.set_rng_state(blob["rng"])

@@ -127,6 +127,51 @@ def read_yaml(path: str | Path) -> Any:
         raise DataFormatError(path, None, f"invalid YAML ({' '.join(str(e).split())})") from None
 
 
+def check_safetensors(path: str | Path) -> None:
+    """Refuse a truncated or corrupted safetensors file (DataFormatError naming it) before a
+    loader reads it: the 8-byte header length, the JSON header, and the file size the header's
+    tensor offsets imply."""
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+        with open(path, "rb") as f:
+            head = f.read(8)
+            n = int.from_bytes(head, "little") if len(head) == 8 else None
+            if n is None or 8 + n > size:
+                raise DataFormatError(path, None, f"truncated or corrupted safetensors file ({size} bytes, header cut)")
+            raw = f.read(n)
+    except FileNotFoundError:
+        raise DataFormatError(path, None, "file not found") from None
+    try:
+        header = json.loads(raw)
+        end = max((int(v["data_offsets"][1]) for k, v in header.items() if k != "__metadata__"), default=0)
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError):
+        raise DataFormatError(path, None, "corrupted safetensors file (unreadable header)") from None
+    if 8 + n + end != size:
+        raise DataFormatError(path, None, f"truncated or corrupted safetensors file ({size} bytes, "
+                                          f"its header describes {8 + n + end})")
+
+
+def weights_digest(directory: str | Path) -> dict[str, str]:
+    """sha256 of every safetensors file under a model directory, by relative path."""
+    directory = Path(directory)
+    return {str(p.relative_to(directory)): sha256_file(p) for p in sorted(directory.rglob("*.safetensors"))}
+
+
+def verify_weights(directory: str | Path, expected: dict[str, str] | None = None) -> None:
+    """Check every safetensors file under `directory` (structure, and the sha256 recorded when
+    it was saved, if given): a truncated or bit-flipped weight file is refused with its path."""
+    directory = Path(directory)
+    for p in sorted(directory.rglob("*.safetensors")):
+        check_safetensors(p)
+    for rel, digest in (expected or {}).items():
+        p = directory / rel
+        if not p.is_file():
+            raise DataFormatError(p, None, "file not found (listed in the model's weights_sha256)")
+        if sha256_file(p) != digest:
+            raise DataFormatError(p, None, "corrupted: sha256 differs from the one recorded when it was saved")
+
+
 def sha256_file(path: str | Path, chunk: int = 1 << 20) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:

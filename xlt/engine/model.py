@@ -7,7 +7,6 @@ provenance. The encoder directory loads with plain `AutoModel.from_pretrained`.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import torch
@@ -16,7 +15,7 @@ from torch import nn
 
 from xlt.engine.heads import build_head
 from xlt.errors import XltError
-from xlt.io import atomic_dir, write_json
+from xlt.io import atomic_dir, read_json, verify_weights, weights_digest, write_json
 from xlt.registry import Task, get_task
 
 MODEL_META = "xlt_model.json"
@@ -27,11 +26,14 @@ def load_encoder(name_or_path: str, revision: str | None = None, dropout: float 
     from transformers import AutoModel, AutoTokenizer
 
     kwargs = {"revision": revision} if revision else {}
+    if Path(name_or_path).is_dir():
+        verify_weights(name_or_path)
     if dropout is not None:
         kwargs.update(hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout)
     try:
         tokenizer = AutoTokenizer.from_pretrained(name_or_path, **({"revision": revision} if revision else {}))
-        encoder = AutoModel.from_pretrained(name_or_path, add_pooling_layer=False, **kwargs)
+        # safetensors only: a pickled pytorch_model.bin can run code when loaded.
+        encoder = AutoModel.from_pretrained(name_or_path, add_pooling_layer=False, use_safetensors=True, **kwargs)
     except OSError as e:
         raise XltError(
             f"cannot load encoder {name_or_path!r}"
@@ -68,7 +70,7 @@ def save_model(model: TaskModel, tokenizer, out_dir: str | Path, meta: dict) -> 
         model.encoder.save_pretrained(tmp / "encoder")
         tokenizer.save_pretrained(tmp / "encoder")
         save_file({k: v.contiguous() for k, v in model.head.state_dict().items()}, tmp / "head.safetensors")
-        write_json(tmp / MODEL_META, {"task": model.task.name, **meta})
+        write_json(tmp / MODEL_META, {"task": model.task.name, **meta, "weights_sha256": weights_digest(tmp)})
 
 
 def load_model(model_dir: str | Path, device: str | torch.device = "cpu") -> tuple[TaskModel, object, dict]:
@@ -76,7 +78,8 @@ def load_model(model_dir: str | Path, device: str | torch.device = "cpu") -> tup
     meta_path = model_dir / MODEL_META
     if not meta_path.exists():
         raise XltError(f"{model_dir}: not a saved xlt model (no {MODEL_META})")
-    meta = json.loads(meta_path.read_text())
+    meta = read_json(meta_path)
+    verify_weights(model_dir, meta.get("weights_sha256"))
     task = get_task(meta["task"])
     encoder, tokenizer = load_encoder(str(model_dir / "encoder"))
     model = build_model(task, encoder, dropout=0.0)

@@ -277,7 +277,7 @@ def train(
     where, saved = ckpt.load()
     if where is not None:
         raw_model.load_state_dict(load_file(where / "model.safetensors"))
-        blob = torch.load(where / "optim.pt", weights_only=False)
+        blob = torch.load(where / "optim.pt", weights_only=True)
         optimizer.load_state_dict(blob["optimizer"])
         scheduler.load_state_dict(blob["scheduler"])
         torch.set_rng_state(blob["rng_per_rank"][ddp.rank] if blob.get("rng_per_rank") and ddp.world > 1 else blob["rng"])
