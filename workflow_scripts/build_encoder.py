@@ -4,6 +4,7 @@
 from pathlib import Path
 
 from xlt.cli import ArgumentParser, json_arg, run, set_threads
+from xlt.io import iter_lines
 
 
 def main():
@@ -18,7 +19,7 @@ def main():
     from xlt.encoder_pretrain import EncoderShape, MLMConfig, pretrain_mlm, train_wordpiece
     from xlt.errors import XltError
 
-    texts = Path(a.corpus).read_text(encoding="utf-8").splitlines()
+    texts = [line for _, line in iter_lines(a.corpus)]
     tok_dir = Path(a.checkpoint_dir) / "tokenizer"
     train_wordpiece(texts, a.build["vocab_size"], tok_dir)
     try:

@@ -37,6 +37,13 @@ def run(main: Callable[[], object]) -> None:
     except XltError as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(1)
+    except OSError as e:
+        # A file that is missing or unwritable (a full disk included) outside the readers'
+        # own checks: still one line naming it.
+        if e.filename is None:
+            raise
+        print(f"error: {e.filename}: {e.strerror}", file=sys.stderr)
+        sys.exit(1)
 
 
 class ArgumentParser(argparse.ArgumentParser):
