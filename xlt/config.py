@@ -130,6 +130,9 @@ def _check_references(config: dict) -> None:
     from xlt.engine.config import TrainConfig
     from xlt.targets import paper_language_set
 
+    if config["collapse"]["retries"] and config["compute"].get("ddp"):
+        raise XltError("config key collapse.retries: retrying a collapsed run is not supported with compute.ddp: true "
+                       "(set retries: 0; collapsed runs are still flagged)")
     for name, spec in config.get("encoders", {}).items():
         # A local encoder is no DAG input (nothing makes it): a wrong path would only fail
         # inside the first fine-tuning job.
