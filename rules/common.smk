@@ -1,11 +1,12 @@
 # Validate the config (one line naming the key and the allowed values) and expose the
-# target logic of xlt.targets as `T`. Nothing else belongs here.
+# target logic of xlt.targets as `T`; on failure, repeat the jobs' own error lines.
 import json
 import os
 import sys
 
 from xlt import resources as R
 from xlt import targets as T
+from xlt.cli import failed_job_errors
 from xlt.config import check_workflow_config
 from xlt.errors import XltError
 
@@ -18,6 +19,12 @@ except XltError as e:
     sys.exit(1)
 
 RESULTS = config["results"]
+
+
+# A failed job's own one-line error (file and line, or key) is in its log; repeat it last.
+onerror:
+    for line in failed_job_errors(log):
+        print(line, file=sys.stderr)
 
 
 envvars:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from collections.abc import Callable
 
@@ -64,3 +65,32 @@ def json_arg(text: str):
         return json.loads(text, parse_constant=_no_constant)
     except ValueError as e:  # JSONDecodeError is a ValueError
         raise argparse.ArgumentTypeError(f"invalid JSON ({e})") from None
+
+
+_FAILED_RULE = re.compile(r"^Error in rule (\S+):")
+_FAILED_LOG = re.compile(r"^\s+log: (.+) \(check log file\(s\) for error details\)")
+
+
+def failed_job_errors(snakemake_logs) -> list[str]:
+    """The `error:` line each failed job wrote to its log, as `error: rule <rule>: <line> (log:
+    <path>)`, read from Snakemake's own log file(s) of the run (the workflow's `onerror` prints them
+    last, so a failed run ends with the project's line naming the file and line)."""
+    from pathlib import Path
+
+    if isinstance(snakemake_logs, (str, Path)):
+        snakemake_logs = [snakemake_logs]
+    text = "\n".join(Path(p).read_text(encoding="utf-8", errors="replace")
+                     for p in snakemake_logs or [] if p and Path(p).is_file())
+    rule, out = None, []
+    for line in text.splitlines():
+        if m := _FAILED_RULE.match(line):
+            rule = m.group(1)
+        elif (m := _FAILED_LOG.match(line)) and rule:
+            for path in m.group(1).split(", "):
+                job_log = Path(path)
+                errors = [x for x in job_log.read_text(encoding="utf-8", errors="replace").splitlines()
+                          if x.startswith("error: ")] if job_log.is_file() else []
+                line_out = f"error: rule {rule}: {errors[-1][len('error: '):]} (log: {path})" if errors else None
+                if line_out and line_out not in out:
+                    out.append(line_out)
+    return out
