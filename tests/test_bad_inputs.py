@@ -234,7 +234,7 @@ READERS = [
     Bad("marc-empty-file", prepare("marc", "m.jsonl"), r"raw/m\.jsonl: empty file", {"raw/m.jsonl": ""}),
     Bad("marc-blank-lines-only", prepare("marc", "m.jsonl"), r"raw/m\.jsonl: no records for task 'marc'",
         {"raw/m.jsonl": "\n\n"}),
-    Bad("marc-gzip-truncated", prepare("marc", "m.jsonl.gz", data={"marc": {"train_source": "m.jsonl.gz"}}),
+    Bad("marc-unsupported-extension", prepare("marc", "m.jsonl.gz", data={"marc": {"train_source": "m.jsonl.gz"}}),
         r"no reader for a 'gz' file of task 'marc'", {"raw/m.jsonl.gz": gz(MARC_OK)[:20]}),
     # SQuAD JSON: file and the qa id
     Bad("squad-json", prepare("qa", "s.json"), r"s\.json:1: invalid JSON", {"raw/s.json": '{"data": [,]}'}),
