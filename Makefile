@@ -25,7 +25,10 @@ $(VENV)/.installed-test: $(VENV)/.installed
 install: $(VENV)/.installed
 install-test: $(VENV)/.installed-test
 
+# Snakemake reads config files before the workflow runs: a file that is not YAML would stop it
+# with a message naming neither file nor line. `python -m xlt.config` checks first.
 tables: install
+	@$(PY) -m xlt.config $(PRESET)
 	$(VENV)/bin/snakemake --cores $(CORES) --configfile=$(PRESET) all_tables
 	@echo
 	@echo "Tables (paper | ours mean ± std | Δ) are in results/tables/:"

@@ -6,7 +6,8 @@ from xlt.align import targets as A
 try:
     A.check(config)
 except XltError as e:
-    raise WorkflowError(f"invalid configuration: {e}") from None
+    print(f"error: invalid configuration: {e}", file=sys.stderr)
+    sys.exit(1)
 
 
 wildcard_constraints:

@@ -1,10 +1,9 @@
 # Validate the config (one line naming the key and the allowed values) and expose the
-# target logic of xlt.targets as `T` and of the paper plugins (xlt.papers) as `P`.
+# target logic of xlt.targets as `T` and of the paper plugins (xlt.papers) as `P`; on
+# failure, repeat the jobs' own error lines.
 import json
 import os
 import sys
-
-from snakemake.exceptions import WorkflowError
 
 # `report` at a line start is a Snakemake directive, hence the alias
 from snakemake.io import report as report_flag
@@ -12,16 +11,26 @@ from snakemake.io import report as report_flag
 from xlt import papers as P
 from xlt import resources as R
 from xlt import targets as T
-from xlt.config import validate
+from xlt.cli import failed_job_errors
+from xlt.config import check_workflow_config
 from xlt.errors import XltError
 from xlt.report import rst_caption
 
 try:
-    validate(config)
+    check_workflow_config(config)
 except XltError as e:
-    raise WorkflowError(f"invalid configuration: {e}") from None
+    # One line and exit 1, before the DAG exists (a WorkflowError would add Snakemake's
+    # frame lines around the message).
+    print(f"error: invalid configuration: {e}", file=sys.stderr)
+    sys.exit(1)
 
 RESULTS = config["results"]
+
+
+# A failed job's own one-line error (file and line, or key) is in its log; repeat it last.
+onerror:
+    for line in failed_job_errors(log):
+        print(line, file=sys.stderr)
 
 
 envvars:

@@ -23,9 +23,11 @@ rule finetune:
         train_langs=lambda w: " ".join(T.Recipe.parse(w.recipe).train_langs),
         hparams=lambda w: as_json(T.hparams(config, w.recipe, w.task)),
         launcher=R.launcher(config),
+        collapse_retries=config["collapse"]["retries"],
         checkpoints=f"{RESULTS}/checkpoints/models/{{encoder}}/{{init}}/{{task}}/{{recipe}}/seed{{seed}}",
     shell:
         "{params.launcher} $(command -v finetune.py) --task {params.task} --encoder {params.encoder}"
         " {params.revision} --data {input.data} --train-langs {params.train_langs}"
         " --hparams {params.hparams:q} --seed {wildcards.seed} --out {output}"
-        " --checkpoint-dir {params.checkpoints} --threads {threads} 2> {log}"
+        " --checkpoint-dir {params.checkpoints} --threads {threads}"
+        " --collapse-retries {params.collapse_retries} 2> {log}"

@@ -1,21 +1,12 @@
-import copy
 from pathlib import Path
 
 import pytest
 import yaml
 
-from xlt.config import validate
+from xlt.config import deep_merge, validate
 from xlt.errors import XltError
 
 REPO = Path(__file__).resolve().parent.parent
-
-
-def deep_merge(base: dict, over: dict) -> dict:
-    """Snakemake's --configfile semantics: nested dicts merge, other values replace."""
-    out = copy.deepcopy(base)
-    for k, v in over.items():
-        out[k] = deep_merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
-    return out
 
 
 def shipped_configs():
@@ -46,7 +37,16 @@ def base():
         (lambda c: c.update(resultz="x"), r"unknown key\(s\) \['resultz'\]; allowed: .*Did you mean 'results'\?"),
         (lambda c: c["hparams"]["crossmulti"].update(epochs="five"), r"hparams\.crossmulti\.epochs: 'five' should be of type integer"),
         (lambda c: c["language_sets"].update(crossmulti=["en", "xx"]), r"task pos has no data for \['xx'\]"),
-        (lambda c: c["hparams"]["crossmulti"].update(learning_rate=1), r"hparams\.crossmulti: unknown training option"),
+        (lambda c: c["hparams"]["crossmulti"].update(learning_rate=1), r"hparams\.crossmulti: unknown key\(s\) \['learning_rate'\]; allowed: .*lr"),
+        (lambda c: c["hparams"]["crossmulti"].update(dropot=0.2), r"hparams\.crossmulti: unknown key.*Did you mean 'dropout'\?"),
+        (lambda c: c["hparams"]["crossmulti"].update(dropout="high"), r"hparams\.crossmulti\.dropout: 'high' should be of type number"),
+        (lambda c: c["hparams"]["crossmulti"].update(lr=float("nan")), r"config key hparams\.crossmulti\.lr: nan is not a finite number"),
+        (lambda c: c["papers"]["underspec"]["grid"]["alpha_1d"]["extra"].append(float("inf")),
+         r"config key papers\.underspec\.grid\.alpha_1d\.extra\[12\]: inf is not a finite number"),
+        (lambda c: c["data"].update(xnli={"train_sourse": "x"}), r"data\.xnli: unknown key.*Did you mean 'train_source'\?"),
+        (lambda c: c["data"].update(nre={"train_source": "x"}), r"config key data: unknown key\(s\) \['nre'\].*Did you mean 'ner'\?"),
+        (lambda c: c["encoders"].update(local={"path": "/nonexistent/encoder"}),
+         r"config key encoders\.local\.path: /nonexistent/encoder is not a Hugging Face model directory"),
         (lambda c: c["papers"]["crossmulti"]["metric"].update(ner="f1"),
          r"papers\.crossmulti\.metric\.ner: unknown metric of task ner 'f1'; allowed: accuracy, span_f1, span_f1_macro"),
         (lambda c: c["papers"]["crossmulti"].update(treebanks="ancora"),
@@ -104,3 +104,35 @@ _NoDuplicates.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _m
 def test_shipped_yaml_has_no_duplicate_keys(path):
     full = REPO / path if (REPO / path).exists() else REPO / "presets" / path
     yaml.load(full.read_text(), Loader=_NoDuplicates)
+
+
+def test_schema_declares_every_training_option_and_only_those():
+    """hparams profiles are TrainConfig fields less what each run sets: the two stay in step."""
+    import dataclasses
+
+    from xlt.engine.config import TrainConfig
+
+    schema = yaml.safe_load((REPO / "schemas" / "config.schema.yaml").read_text())
+    declared = set(schema["properties"]["hparams"]["additionalProperties"]["properties"])
+    per_run = {"task", "encoder", "encoder_revision", "seed"}
+    assert declared == {f.name for f in dataclasses.fields(TrainConfig)} - per_run
+
+
+def test_schema_declares_the_encoder_build_blocks():
+    import dataclasses
+
+    from xlt.engine.recipes.mlm import EncoderShape, MLMConfig
+
+    schema = yaml.safe_load((REPO / "schemas" / "config.schema.yaml").read_text())
+    build = schema["properties"]["encoders"]["additionalProperties"]["properties"]["build"]["properties"]
+    assert set(build["shape"]["properties"]) == {f.name for f in dataclasses.fields(EncoderShape)}
+    mlm = schema["$defs"]["mlm"]["properties"]  # encoders.*.build.mlm and adapt.mlm
+    assert build["mlm"] == schema["properties"]["adapt"]["properties"]["mlm"] == {"$ref": "#/$defs/mlm"}
+    assert set(mlm) == {f.name for f in dataclasses.fields(MLMConfig)}
+
+
+def test_schema_declares_a_source_override_block_for_every_task():
+    from xlt.registry import TASKS
+
+    schema = yaml.safe_load((REPO / "schemas" / "config.schema.yaml").read_text())
+    assert set(schema["properties"]["data"]["properties"]) == {"ud", "wikimatrix", *TASKS}

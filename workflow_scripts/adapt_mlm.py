@@ -1,13 +1,11 @@
 #!/usr/bin/env python
 """Adapt an encoder by MLM on a task's training text in some languages; save it in HF format."""
 
-import argparse
-
-from xlt.cli import json_arg, run, set_threads
+from xlt.cli import ArgumentParser, json_arg, run, set_threads
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__)
+    ap = ArgumentParser(description=__doc__)
     ap.add_argument("--encoder", required=True, help="Hub id or local directory")
     ap.add_argument("--revision", default=None)
     ap.add_argument("--data", required=True, help="the task's normalised data folder")

@@ -1,13 +1,11 @@
 #!/usr/bin/env python
 """The word-alignment stage (xlt.align), one subcommand per rule of rules/align.smk."""
 
-import argparse
-
-from xlt.cli import json_arg, run, set_threads
+from xlt.cli import ArgumentParser, json_arg, run, set_threads
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__)
+    ap = ArgumentParser(description=__doc__)
     sub = ap.add_subparsers(dest="step", required=True)
     p = sub.add_parser("pool", help="WikiMatrix -> filtered, tokenised pool")
     p.add_argument("--bitext", required=True)

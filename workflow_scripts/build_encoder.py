@@ -1,14 +1,14 @@
 #!/usr/bin/env python
 """Train a WordPiece tokenizer on a corpus and MLM-pretrain a small BERT; save in HF format."""
 
-import argparse
 from pathlib import Path
 
-from xlt.cli import json_arg, run, set_threads
+from xlt.cli import ArgumentParser, json_arg, run, set_threads
+from xlt.io import iter_lines
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__)
+    ap = ArgumentParser(description=__doc__)
     ap.add_argument("--corpus", required=True)
     ap.add_argument("--build", type=json_arg, required=True, help="the encoder's build block (JSON)")
     ap.add_argument("--out", required=True)
@@ -19,7 +19,7 @@ def main():
     from xlt.engine.recipes.mlm import EncoderShape, MLMConfig, train_mlm, train_wordpiece
     from xlt.errors import XltError
 
-    texts = Path(a.corpus).read_text(encoding="utf-8").splitlines()
+    texts = [line for _, line in iter_lines(a.corpus)]
     tok_dir = Path(a.checkpoint_dir) / "tokenizer"
     train_wordpiece(texts, a.build["vocab_size"], tok_dir)
     try:

@@ -12,26 +12,21 @@ override both. On failure: one line `error: ...` on stderr, exit status 1.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from xlt.cli import ArgumentParser, json_arg  # noqa: E402
 from xlt.errors import XltError  # noqa: E402
 
 
 def _load_config(path: str | None) -> dict:
     if not path:
         return {}
-    import yaml
+    from xlt.io import read_yaml
 
-    try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
-    except OSError as e:
-        raise XltError(f"{path}: cannot read ({e.strerror})") from None
-    except yaml.YAMLError as e:
-        raise XltError(f"{path}: invalid YAML ({' '.join(str(e).split())})") from None
+    data = read_yaml(path) or {}
     if not isinstance(data, dict):
         raise XltError(f"{path}: expected a mapping")
     block = data["download"] if "download" in data else data
@@ -41,19 +36,19 @@ def _load_config(path: str | None) -> dict:
 
 
 def _json_block(text: str) -> dict:
-    import json
+    from argparse import ArgumentTypeError
 
     try:
-        block = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise XltError(f"--download: invalid JSON ({e})") from None
+        block = json_arg(text)
+    except ArgumentTypeError as e:
+        raise XltError(f"--download: {e}") from None
     if not isinstance(block, dict):
         raise XltError("--download: expected a JSON object (the config's download: block)")
     return block
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--source", required=True, help="catalog entry (xlt/sources/catalog.yaml)")
     ap.add_argument("--raw-root", required=True, help="root of the raw layout (docs/data.md)")
     ap.add_argument("--langs", nargs="*", default=[], help="languages (space or comma separated)")

@@ -1,14 +1,12 @@
 #!/usr/bin/env python
 """Write the world's unlabelled multilingual text, one sentence a line, for tokenizer and MLM."""
 
-import argparse
-
-from xlt.cli import json_arg, run
+from xlt.cli import ArgumentParser, json_arg, run
 from xlt.io import write_text
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__)
+    ap = ArgumentParser(description=__doc__)
     ap.add_argument("--world", type=json_arg, required=True)
     ap.add_argument("--sentences", type=int, required=True, help="per language")
     ap.add_argument("--out", required=True)

@@ -1,13 +1,11 @@
 #!/usr/bin/env python
 """Evaluate a fine-tuned model on one split of several languages; write metrics and predictions."""
 
-import argparse
-
-from xlt.cli import run, set_threads
+from xlt.cli import ArgumentParser, run, set_threads
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__)
+    ap = ArgumentParser(description=__doc__)
     ap.add_argument("--model", required=True)
     ap.add_argument("--data", required=True)
     ap.add_argument("--split", required=True)

@@ -1,13 +1,11 @@
 #!/usr/bin/env python
 """Fine-tune an encoder on one task (training languages from the recipe) and save the model."""
 
-import argparse
-
-from xlt.cli import json_arg, run, set_threads
+from xlt.cli import ArgumentParser, json_arg, run, set_threads
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__)
+    ap = ArgumentParser(description=__doc__)
     ap.add_argument("--task", required=True)
     ap.add_argument("--encoder", required=True, help="Hub id or local directory")
     ap.add_argument("--revision", default=None)
@@ -18,12 +16,15 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--checkpoint-dir", required=True)
     ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--collapse-retries", type=int, default=0,
+                    help="retrain a collapsed run (dev predictions one class) with the next seeds, up to N times")
     ap.add_argument("--kill-after-steps", type=int, default=None, help="testing aid: SIGKILL itself after N steps")
     a = ap.parse_args()
     set_threads(a.threads)
     from xlt.finetune import finetune
 
-    finetune(a.task, a.encoder, a.revision, a.data, a.train_langs, a.hparams, a.seed, a.out, a.checkpoint_dir, a.kill_after_steps)
+    finetune(a.task, a.encoder, a.revision, a.data, a.train_langs, a.hparams, a.seed, a.out, a.checkpoint_dir, a.kill_after_steps,
+             a.collapse_retries)
 
 
 run(main)

@@ -1,13 +1,11 @@
 #!/usr/bin/env python
 """Draw one paper figure: <out-dir>/<figure>.png, .pdf and .csv (the numbers plotted)."""
 
-import argparse
-
-from xlt.cli import json_arg, run
+from xlt.cli import ArgumentParser, json_arg, run
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__)
+    ap = ArgumentParser(description=__doc__)
     ap.add_argument("--paper", required=True)
     ap.add_argument("--figure", required=True, help="e.g. fig2")
     ap.add_argument("--spec", type=json_arg, required=True, help="the paper's config block (JSON)")

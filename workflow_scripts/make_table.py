@@ -1,13 +1,11 @@
 #!/usr/bin/env python
 """Render one paper table: the published value, ours (mean ± std over seeds), the difference."""
 
-import argparse
-
-from xlt.cli import json_arg, run
+from xlt.cli import ArgumentParser, json_arg, run
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__)
+    ap = ArgumentParser(description=__doc__)
     ap.add_argument("--paper", required=True)
     ap.add_argument("--table", required=True)
     ap.add_argument("--spec", type=json_arg, required=True, help="what the table's builder reads (JSON)")

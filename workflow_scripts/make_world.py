@@ -1,14 +1,12 @@
 #!/usr/bin/env python
 """Generate the synthetic world's datasets, in their real sources' formats, under a raw root."""
 
-import argparse
-
-from xlt.cli import json_arg, run
+from xlt.cli import ArgumentParser, json_arg, run
 from xlt.io import write_json
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__)
+    ap = ArgumentParser(description=__doc__)
     ap.add_argument("--world", type=json_arg, required=True, help="the config's world block (JSON)")
     ap.add_argument("--raw-root", required=True)
     ap.add_argument("--manifest", required=True)

@@ -1,13 +1,11 @@
 #!/usr/bin/env python
 """Read one task's raw files (real formats) into the normalised form, every language and split."""
 
-import argparse
-
-from xlt.cli import json_arg, run
+from xlt.cli import ArgumentParser, json_arg, run
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__)
+    ap = ArgumentParser(description=__doc__)
     ap.add_argument("--task", required=True)
     ap.add_argument("--langs", nargs="+", required=True)
     ap.add_argument("--raw-root", required=True)

@@ -1,13 +1,11 @@
 #!/usr/bin/env python
 """Write results/tables/index.md: every table and figure beside its paper's caption."""
 
-import argparse
-
-from xlt.cli import run
+from xlt.cli import ArgumentParser, run
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__)
+    ap = ArgumentParser(description=__doc__)
     ap.add_argument("--items", nargs="+", required=True, help="the table and figure files to list")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()

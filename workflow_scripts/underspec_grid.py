@@ -1,13 +1,11 @@
 #!/usr/bin/env python
 """Score every point of one interpolation grid (underspec paper) on the source and target dev sets."""
 
-import argparse
-
-from xlt.cli import json_arg, run, set_threads
+from xlt.cli import ArgumentParser, json_arg, run, set_threads
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__)
+    ap = ArgumentParser(description=__doc__)
     ap.add_argument("--bi", required=True, help="θ_bi: the model trained on source + target")
     ap.add_argument("--src", required=True, help="θ_src: the model trained on the source language")
     ap.add_argument("--tgt", required=True, help="θ_tgt: the model trained on the target language")

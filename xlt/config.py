@@ -7,7 +7,9 @@ set) are checked against what the config declares.
 
 from __future__ import annotations
 
+import copy
 import difflib
+import math
 from pathlib import Path
 
 import yaml
@@ -15,7 +17,9 @@ import yaml
 from xlt.errors import XltError
 from xlt.registry import TASKS
 
-SCHEMA = Path(__file__).resolve().parent.parent / "schemas" / "config.schema.yaml"
+REPO = Path(__file__).resolve().parent.parent
+SCHEMA = REPO / "schemas" / "config.schema.yaml"
+DEFAULT_CONFIG = REPO / "config.yaml"
 
 
 def _key(path) -> str:
@@ -49,9 +53,59 @@ def _explain(err) -> str:
     return f"config key {key}: {err.message}"
 
 
+def deep_merge(base: dict, over: dict) -> dict:
+    """Snakemake's --configfile semantics: nested mappings merge, other values replace."""
+    out = copy.deepcopy(base)
+    for k, v in over.items():
+        out[k] = deep_merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def load_configs(paths) -> dict:
+    """config.yaml with each file deep-merged over it, in order (as `--configfile` does)."""
+    from xlt.io import read_yaml
+
+    config: dict = {}
+    for path in [DEFAULT_CONFIG, *paths]:
+        data = read_yaml(path)
+        if data is None:
+            continue
+        if not isinstance(data, dict):
+            raise XltError(f"{path}: expected a mapping of config keys, got {type(data).__name__}")
+        config = deep_merge(config, data)
+    return config
+
+
+def check_workflow_config(config: dict) -> dict:
+    """What the workflow checks before it builds a rule: the config, then every target list,
+    so that a value pointing nowhere (a source override no download delivers) fails here."""
+    from xlt import papers as P
+    from xlt import targets as T
+
+    validate(config)
+    P.all_tables(config), T.data_all(config)
+    return config
+
+
+def check_finite(obj, path: tuple = ()) -> None:
+    """Refuse NaN and infinities anywhere (YAML's .nan / .inf): every range check of the
+    schema is false for NaN, so it would pass validation and poison a run later."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        raise XltError(f"config key {_key(path)}: {obj!r} is not a finite number")
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            check_finite(v, (*path, k))
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            check_finite(v, (*path, i))
+
+
 def validate(config: dict, schema_path: str | Path = SCHEMA) -> dict:
     import jsonschema
 
+    if not isinstance(config, dict):
+        raise XltError(f"the configuration must be a mapping of keys, got {type(config).__name__}")
+    check_finite(config)
     schema = yaml.safe_load(Path(schema_path).read_text())
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(config), key=lambda e: (len(list(e.absolute_path)), str(e.absolute_path)))
@@ -78,6 +132,15 @@ def _check_references(config: dict) -> None:
     from xlt.papers import PAPERS
     from xlt.targets import paper_language_set
 
+    if config["collapse"]["retries"] and config["compute"].get("ddp"):
+        raise XltError("config key collapse.retries: retrying a collapsed run is not supported with compute.ddp: true "
+                       "(set retries: 0; collapsed runs are still flagged)")
+    for name, spec in config.get("encoders", {}).items():
+        # A local encoder is no DAG input (nothing makes it): a wrong path would only fail
+        # inside the first fine-tuning job.
+        if "path" in spec and not (Path(spec["path"]) / "config.json").is_file():
+            raise XltError(f"config key encoders.{name}.path: {spec['path']} is not a Hugging Face model directory "
+                           "(no config.json there)")
     for name, profile in config.get("hparams", {}).items():
         TrainConfig.from_dict({"task": "pos", "encoder": "", **profile}, where=f"config key hparams.{name}")
     sets = (config.get("data", {}).get("ud") or {}).get("sets") or {}
@@ -130,3 +193,28 @@ def _check_treebanks(config: dict, slug: str, set_name: str | None, task: str, l
     missing = [lang for lang in langs if lang not in treebanks]
     if missing:
         raise XltError(f"config key {key}: no treebank for {missing} (papers.{slug} needs them for task {task})")
+
+
+def main(argv: list[str] | None = None) -> None:
+    """`python -m xlt.config [FILE ...]`: check config.yaml with FILEs merged over it, as
+    `snakemake --configfile FILE ...` would read it; one line `error: ...` and exit 1 if bad.
+
+    Snakemake reads config files itself, before the workflow runs, and its message for a file
+    that is not YAML names neither the file nor the line: `make tables` runs this first."""
+    import argparse
+    import sys
+
+    ap = argparse.ArgumentParser(prog="python -m xlt.config", description=main.__doc__.split("\n\n")[0])
+    ap.add_argument("configfiles", nargs="*", help="config files merged over config.yaml, in order")
+    a = ap.parse_args(argv)
+    try:
+        check_workflow_config(load_configs(a.configfiles))
+    except XltError as e:
+        raise XltError(f"invalid configuration: {e}") from None
+    print(f"config OK: {', '.join(map(str, [DEFAULT_CONFIG.name, *a.configfiles]))}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    from xlt.cli import run
+
+    run(main)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from xlt.engine.config import TrainConfig
 from xlt.errors import XltError
-from xlt.io import write_json, write_jsonl
+from xlt.io import read_json, write_json, write_jsonl
 from xlt.provenance import provenance
 from xlt.registry import check_language, get_task
 
@@ -19,20 +20,66 @@ def split_file(data_dir: str | Path, lang: str, split: str) -> Path:
     return path
 
 
+# A retried run's seed: far from any configured seed, so that a retry never repeats a model
+# another seed of the same table already trained.
+RETRY_SEED_STRIDE = 1000
+
+
 def finetune(task: str, encoder: str, revision: str | None, data_dir: str, train_langs: list[str],
-             hparams: dict, seed: int, out: str, checkpoint_dir: str, kill_after_steps: int | None = None) -> dict:
+             hparams: dict, seed: int, out: str, checkpoint_dir: str, kill_after_steps: int | None = None,
+             collapse_retries: int = 0) -> dict:
+    """Fine-tune, then check the selected model's dev predictions for a collapse (one class or
+    one tag, `xlt.metrics.prediction_collapse`); the verdict goes into the model's
+    xlt_model.json under `collapse`. A collapsed run is retried up to `collapse_retries` times
+    with seed + 1000·k; the last attempt is kept either way, flagged, never dropped."""
+    import shutil
+
     from xlt.engine.recipes.finetune import train
 
     t = get_task(task)
     for lang in train_langs:
         check_language(t, lang)
-    cfg = TrainConfig.from_dict({**hparams, "task": task, "encoder": encoder, "encoder_revision": revision, "seed": seed},
-                                where="hparams")
     train_files = [split_file(data_dir, lang, "train") for lang in train_langs]
     # Model selection on the dev sets of the training language(s): no target-language peeking.
     dev_files = [split_file(data_dir, lang, "dev") for lang in train_langs]
-    resolved = {"task": task, "train_langs": train_langs, "data_dir": str(data_dir), **cfg.to_dict()}
-    return train(cfg, train_files, dev_files, out, checkpoint_dir, resolved_config=resolved, kill_after_steps=kill_after_steps)
+    attempts = []
+    for attempt in range(collapse_retries + 1):
+        run_seed = seed + RETRY_SEED_STRIDE * attempt
+        cfg = TrainConfig.from_dict({**hparams, "task": task, "encoder": encoder, "encoder_revision": revision,
+                                     "seed": run_seed}, where="hparams")
+        resolved = {"task": task, "train_langs": train_langs, "data_dir": str(data_dir), **cfg.to_dict()}
+        # A retry checkpoints apart: a rerun after a kill replays attempt 0 from scratch (its
+        # checkpoint was cleared when it finished) and must not resume the retry's state.
+        ckpt_dir = checkpoint_dir if attempt == 0 else f"{checkpoint_dir}.retry{attempt}"
+        summary = train(cfg, train_files, dev_files, out, ckpt_dir, resolved_config=resolved,
+                        kill_after_steps=kill_after_steps)
+        if int(os.environ.get("RANK", "0")) != 0:  # under torchrun the main rank checks and writes
+            return summary
+        verdict = dev_collapse(out, dev_files)
+        attempts.append({"seed": run_seed, **(verdict or {"collapsed": False})})
+        if not attempts[-1]["collapsed"] or attempt == collapse_retries:
+            break
+        shutil.rmtree(out)
+    collapse = {"collapsed": attempts[-1]["collapsed"], "seed": attempts[-1]["seed"], "retries": collapse_retries,
+                "attempts": attempts}
+    meta_path = Path(out) / "xlt_model.json"
+    write_json(meta_path, {**read_json(meta_path), "collapse": collapse})
+    return {**summary, "collapse": collapse}
+
+
+def dev_collapse(model_dir: str | Path, dev_files: list[Path]) -> dict | None:
+    """`prediction_collapse` of a saved model on its dev sets together (None for span QA)."""
+    from xlt.engine.evalset import EvalSet, load_records, max_positions
+    from xlt.engine.model import load_model
+    from xlt.engine.runtime import pick_device
+    from xlt.metrics import prediction_collapse
+
+    device = pick_device("auto")
+    model, tokenizer, meta = load_model(model_dir, device)
+    cfg = TrainConfig.from_dict(meta["train_config"])
+    task = get_task(meta["task"])
+    ev = EvalSet.build(task, load_records(dev_files), tokenizer, cfg, max_positions(model, tokenizer))
+    return prediction_collapse(task.name, ev.predict(model, device))
 
 
 def evaluate_model(model_dir: str, data_dir: str, split: str, langs: list[str], out: str, predictions: str,
@@ -64,6 +111,8 @@ def evaluate_model(model_dir: str, data_dir: str, split: str, langs: list[str], 
         "metrics": results,
         "average": avg,
         "model_provenance": {"code": meta["provenance"]["code"], "data_sha256": meta["provenance"]["data_sha256"]},
+        # the model's dev predictions were one class or one tag (tables mark and count it)
+        "collapsed": bool((meta.get("collapse") or {}).get("collapsed", False)),
         "provenance": provenance({"model": str(model_dir), "split": split, "langs": langs}, meta["provenance"]["seed"], files),
     }
     write_jsonl(predictions, rows)

@@ -19,20 +19,43 @@ from typing import Any
 from xlt.errors import DataFormatError
 
 
+def _make_parents(target: Path) -> list[Path]:
+    """mkdir -p the parent of `target`; return the folders it created, deepest first."""
+    made, p = [], target.parent
+    while not p.exists():
+        made.append(p)
+        p = p.parent
+    target.parent.mkdir(parents=True, exist_ok=True)
+    return made
+
+
+def _remove_empty(folders: list[Path]) -> None:
+    """Undo `_make_parents` after a failure: a failed job leaves no empty output folder."""
+    for d in folders:
+        try:
+            d.rmdir()
+        except OSError:  # not empty (something else wrote there) or already gone
+            break
+
+
 @contextlib.contextmanager
 def atomic_path(target: str | Path) -> Iterator[Path]:
     """Yield a temporary path; move it onto `target` only if the block succeeds."""
     target = Path(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
+    made = _make_parents(target)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     os.close(fd)
     tmp_path = Path(tmp)
+    ok = False
     try:
         yield tmp_path
         os.replace(tmp_path, target)
+        ok = True
     finally:
         if tmp_path.exists():
             tmp_path.unlink()
+        if not ok:
+            _remove_empty(made)
 
 
 def write_text(target: str | Path, text: str) -> None:
@@ -105,6 +128,73 @@ def read_json(path: str | Path) -> Any:
         raise DataFormatError(path, e.lineno, f"invalid JSON ({e.msg})") from None
 
 
+def read_yaml(path: str | Path) -> Any:
+    """A YAML (or JSON) file; unreadable or invalid YAML raises DataFormatError naming file:line."""
+    import yaml
+
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise DataFormatError(path, None, "file not found") from None
+    except UnicodeDecodeError as e:
+        raise DataFormatError(path, None, f"invalid UTF-8 ({e.reason})") from None
+    except OSError as e:
+        raise DataFormatError(path, None, f"cannot read file ({e.strerror})") from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        what = " ".join(str(e.problem or e.context).split())
+        raise DataFormatError(path, mark.line + 1 if mark else None, f"invalid YAML ({what})") from None
+    except yaml.YAMLError as e:
+        raise DataFormatError(path, None, f"invalid YAML ({' '.join(str(e).split())})") from None
+
+
+def check_safetensors(path: str | Path) -> None:
+    """Refuse a truncated or corrupted safetensors file (DataFormatError naming it) before a
+    loader reads it: the 8-byte header length, the JSON header, and the file size the header's
+    tensor offsets imply."""
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+        with open(path, "rb") as f:
+            head = f.read(8)
+            n = int.from_bytes(head, "little") if len(head) == 8 else None
+            if n is None or 8 + n > size:
+                raise DataFormatError(path, None, f"truncated or corrupted safetensors file ({size} bytes, header cut)")
+            raw = f.read(n)
+    except FileNotFoundError:
+        raise DataFormatError(path, None, "file not found") from None
+    try:
+        header = json.loads(raw)
+        end = max((int(v["data_offsets"][1]) for k, v in header.items() if k != "__metadata__"), default=0)
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError):
+        raise DataFormatError(path, None, "corrupted safetensors file (unreadable header)") from None
+    if 8 + n + end != size:
+        raise DataFormatError(path, None, f"truncated or corrupted safetensors file ({size} bytes, "
+                                          f"its header describes {8 + n + end})")
+
+
+def weights_digest(directory: str | Path) -> dict[str, str]:
+    """sha256 of every safetensors file under a model directory, by relative path."""
+    directory = Path(directory)
+    return {str(p.relative_to(directory)): sha256_file(p) for p in sorted(directory.rglob("*.safetensors"))}
+
+
+def verify_weights(directory: str | Path, expected: dict[str, str] | None = None) -> None:
+    """Check every safetensors file under `directory` (structure, and the sha256 recorded when
+    it was saved, if given): a truncated or bit-flipped weight file is refused with its path."""
+    directory = Path(directory)
+    for p in sorted(directory.rglob("*.safetensors")):
+        check_safetensors(p)
+    for rel, digest in (expected or {}).items():
+        p = directory / rel
+        if not p.is_file():
+            raise DataFormatError(p, None, "file not found (listed in the model's weights_sha256)")
+        if sha256_file(p) != digest:
+            raise DataFormatError(p, None, "corrupted: sha256 differs from the one recorded when it was saved")
+
+
 def sha256_file(path: str | Path, chunk: int = 1 << 20) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
@@ -119,13 +209,17 @@ def atomic_dir(target: str | Path) -> Iterator[Path]:
     import shutil
 
     target = Path(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
+    made = _make_parents(target)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    ok = False
     try:
         yield tmp
         if target.exists():
             shutil.rmtree(target)
         os.replace(tmp, target)
+        ok = True
     finally:
         if tmp.exists():
             shutil.rmtree(tmp)
+        if not ok:
+            _remove_empty(made)

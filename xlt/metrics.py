@@ -39,6 +39,7 @@ from xlt.registry import Task, get_task
 
 __all__ = [
     "compute_metrics",
+    "prediction_collapse",
     "tagging_metrics",
     "ner_metrics",
     "classification_metrics",
@@ -511,3 +512,30 @@ def parsing_metrics(golds: Sequence[Mapping], preds: Sequence[Mapping], labels=N
         cols["pr"].append(list(p["deprel"]))
         cols["upos"].append(list(g["upos"]))
     return attachment_scores(cols["gh"], cols["gr"], cols["ph"], cols["pr"], cols["upos"])
+
+
+# ---- collapsed runs ---------------------------------------------------------------------------
+
+
+def prediction_collapse(task_name: str, preds: Sequence) -> dict | None:
+    """Whether a model's predictions are all one class (classification) or one tag (tagging,
+    every token; parsing, every dependency relation): a fine-tuning run that collapsed, as
+    happens with these encoders. None for span QA, whose predictions have no classes.
+
+    Returns ``{"collapsed", "labels_predicted", "majority", "majority_share", "n"}``.
+    """
+    head = get_task(task_name).head
+    if head == "span_qa":
+        return None
+    if head == "tagging":
+        values = [t for seq in preds for t in seq]
+    elif head == "biaffine":
+        values = [rel for p in preds for rel in p["deprel"]]
+    else:
+        values = list(preds)
+    if not values:
+        raise XltError(f"task {task_name}: no predictions to check for a collapse")
+    counts = Counter(values)
+    majority, n_major = counts.most_common(1)[0]
+    return {"collapsed": len(counts) == 1, "labels_predicted": len(counts), "majority": majority,
+            "majority_share": round(n_major / len(values), 6), "n": len(values)}

@@ -43,7 +43,7 @@ import logging
 from collections.abc import Mapping
 from pathlib import Path
 
-from xlt.errors import XltError
+from xlt.errors import DataFormatError, XltError
 from xlt.formats import conllu, hub_parquet, marc_jsonl, squad_json, tsv
 from xlt.io import write_jsonl
 from xlt.registry import check_language, get_task
@@ -222,6 +222,10 @@ def prepare_split(
         return _bitext(lang, split, raw_root, source_cfg)
     task = get_task(task_name)
     check_language(task, lang)
+    read = _existing_files(task_name, lang, split, raw_root, source_cfg)
+    for path in read:  # a truncated download or an interrupted copy
+        if path.stat().st_size == 0:
+            raise DataFormatError(path, None, f"empty file (task {task_name!r}, language {lang!r}, split {split!r})")
     files = _override(task_name, lang, split, raw_root, source_cfg)
     if files is not None:
         records = [r for f in files for r in _read_by_extension(task_name, lang, split, f, stats)]
@@ -242,8 +246,19 @@ def prepare_split(
         else:  # pragma: no cover - a registry entry without a reader
             raise XltError(f"task {task_name!r}: no reader for source {task.source!r}")
     if not records:
-        raise XltError(f"task {task_name!r}, language {lang!r}, split {split!r}: the raw files hold no records")
+        raise XltError(f"{', '.join(map(str, read)) or raw_root}: no records for task {task_name!r}, "
+                       f"language {lang!r}, split {split!r}")
     return records
+
+
+def _existing_files(task: str, lang: str, split: str, raw_root: Path, source_cfg: dict) -> list[Path]:
+    """The raw files of one (task, language, split) that exist (what the readers will open)."""
+    try:
+        patterns = raw_patterns(task, lang, split, source_cfg)
+    except XltError:
+        return []  # the reader raises its own message (e.g. no SQuAD dev for a language)
+    return sorted({Path(f) for pat in patterns
+                   for f in _glob.glob(pat if Path(pat).is_absolute() else str(raw_root / pat))})
 
 
 def _bitext(lang: str, split: str, raw_root: Path, source_cfg: dict) -> list[dict]:
@@ -253,6 +268,8 @@ def _bitext(lang: str, split: str, raw_root: Path, source_cfg: dict) -> list[dic
         raise XltError(f"bitext: language must be a non-English language code, got {lang!r}")
     wm = source_cfg.get("wikimatrix") or {}
     path = _need(raw_root / raw_patterns("bitext", lang, split)[0], "bitext", lang, split)
+    if path.stat().st_size == 0:
+        raise DataFormatError(path, None, "empty file (task 'bitext')")
     records = tsv.read_wikimatrix(
         path, threshold=wm.get("threshold", tsv.WIKIMATRIX_THRESHOLD), max_pairs=wm.get("max_pairs")
     )

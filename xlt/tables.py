@@ -40,6 +40,9 @@ def paper_vs_ours(ours: pd.DataFrame, published: pd.DataFrame, keys: list[str]) 
         )
         .drop(columns="value")
     )
+    if "collapsed" in ours:  # collapsed runs stay in the mean; each cell counts them
+        agg = agg.merge(ours.groupby(keys, sort=False)["collapsed"].sum().astype(int).rename("n_collapsed").reset_index(),
+                        on=keys)
     pub = published[keys + ["value"]].rename(columns={"value": "paper"}).assign(_order=range(len(published)))
     table = pub.merge(agg, on=keys, how="outer")  # an outer merge sorts the keys: restore the paper's order
     table = table.sort_values("_order", kind="stable", na_position="last").drop(columns="_order").reset_index(drop=True)
@@ -57,9 +60,13 @@ def _fmt_delta(x: float) -> str:
 
 def cell_text(row) -> tuple[str, str, str]:
     ours = "–" if math.isnan(row["ours_mean"]) else f"{row['ours_mean']:.2f} ± {row['ours_std']:.2f}"
+    if row.get("n_collapsed", 0) > 0:
+        ours += f" †{int(row['n_collapsed'])}"
     return _fmt(row["paper"]), ours, _fmt_delta(row["delta"])
 
 
+COLLAPSE_NOTE = ("†k: k of the cell's seeds collapsed (dev predictions all one class or tag); they are kept in "
+                 "the mean and counted in the CSV's n_collapsed")
 SEEDS_LEGEND = "Each cell: paper · ours (mean ± std over seeds) · Δ = ours − paper"
 
 
@@ -133,5 +140,6 @@ def eval_rows(inputs: list[str], metric_of: dict[str, str], setting_of) -> pd.Da
         for lang, m in report["metrics"].items():
             if metric not in m:
                 raise XltError(f"{path}: no metric {metric!r}; has {', '.join(k for k in m if k != 'n')}")
-            rows.append({"task": report["task"], "setting": setting_of(recipe), "lang": lang, "seed": report["seed"], "value": m[metric]})
+            rows.append({"task": report["task"], "setting": setting_of(recipe), "lang": lang, "seed": report["seed"], "value": m[metric],
+                         "collapsed": bool(report.get("collapsed", False))})
     return pd.DataFrame(rows)

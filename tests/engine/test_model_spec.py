@@ -63,7 +63,7 @@ def test_a_truncated_weights_file_is_refused_with_its_path(model_with_extra, tmp
     shutil.copytree(model_with_extra, bad)
     f = bad / "modules.safetensors"
     f.write_bytes(f.read_bytes()[:100])
-    with pytest.raises(XltError, match=rf"{f}: not a readable safetensors file"):
+    with pytest.raises(XltError, match=rf"{f}: truncated or corrupted safetensors file"):
         load_model(bad)
 
 

@@ -41,17 +41,11 @@ class L2Config:
 
 
 def load_encoder(name_or_path: str, revision: str | None = None):
-    """The pretrained encoder (no head) and its fast tokenizer, from the Hub or a directory."""
-    from transformers import AutoModel, AutoTokenizer
+    """The pretrained encoder (no head) and its fast tokenizer, from the Hub or a directory
+    (the engine's loader: safetensors only, weights checked)."""
+    from xlt.engine.model import load_encoder as engine_load_encoder
 
-    kwargs = {"revision": revision} if revision else {}
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(name_or_path, **kwargs)
-        model = AutoModel.from_pretrained(name_or_path, **kwargs)
-    except OSError as e:
-        raise XltError(f"cannot load encoder {name_or_path!r}: {str(e).splitlines()[0]}") from None
-    if not getattr(tokenizer, "is_fast", False):
-        raise XltError(f"encoder {name_or_path!r}: a fast tokenizer is needed (subwords are mapped back to words)")
+    model, tokenizer = engine_load_encoder(name_or_path, revision)
     return model.eval(), tokenizer
 
 

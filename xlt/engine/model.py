@@ -9,7 +9,6 @@ refuses a file whose weights do not match it.
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -20,7 +19,7 @@ from torch import nn
 from xlt.engine.extras import build_extra
 from xlt.engine.kinds import kind_of
 from xlt.errors import XltError
-from xlt.io import atomic_dir, write_json
+from xlt.io import atomic_dir, read_json, verify_weights, weights_digest, write_json
 from xlt.registry import get_task
 
 MODEL_META = "xlt_model.json"
@@ -44,11 +43,14 @@ def load_encoder(name_or_path: str, revision: str | None = None, dropout: float 
     from transformers import AutoModel, AutoTokenizer
 
     kwargs = {"revision": revision} if revision else {}
+    if Path(name_or_path).is_dir():
+        verify_weights(name_or_path)
     if dropout is not None:
         kwargs.update(hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout)
     try:
         tokenizer = AutoTokenizer.from_pretrained(name_or_path, **({"revision": revision} if revision else {}))
-        encoder = AutoModel.from_pretrained(name_or_path, add_pooling_layer=False, **kwargs)
+        # safetensors only: a pickled pytorch_model.bin can run code when loaded.
+        encoder = AutoModel.from_pretrained(name_or_path, add_pooling_layer=False, use_safetensors=True, **kwargs)
     except (OSError, ValueError) as e:
         raise XltError(
             f"cannot load encoder {name_or_path!r}"
@@ -107,7 +109,8 @@ def save_model(model: TaskModel, tokenizer, out_dir: str | Path, meta: dict) -> 
         model.encoder.save_pretrained(tmp / "encoder")
         tokenizer.save_pretrained(tmp / "encoder")
         save_file(_module_state(model), tmp / MODULES)
-        write_json(tmp / MODEL_META, {"task": model.task.name, "spec": asdict(model.spec), **meta})
+        write_json(tmp / MODEL_META, {"task": model.task.name, "spec": asdict(model.spec), **meta,
+                                      "weights_sha256": weights_digest(tmp)})
 
 
 def load_weights(path: str | Path) -> dict:
@@ -125,10 +128,11 @@ def load_model(model_dir: str | Path, device: str | torch.device = "cpu") -> tup
     meta_path = model_dir / MODEL_META
     if not meta_path.exists():
         raise XltError(f"{model_dir}: not a saved xlt model (no {MODEL_META})")
+    meta = read_json(meta_path)
+    verify_weights(model_dir, meta.get("weights_sha256"))
     try:
-        meta = json.loads(meta_path.read_text())
         spec = ModelSpec.from_dict({**meta["spec"], "dropout": 0.0})
-    except (ValueError, KeyError, TypeError) as e:
+    except (KeyError, TypeError) as e:
         raise XltError(f"{meta_path}: not a valid model description ({e.__class__.__name__}: {e})") from None
     encoder, tokenizer = load_encoder(str(model_dir / "encoder"))
     model = build_model(spec, encoder)

@@ -69,6 +69,7 @@ def read_conllu(
     counts = {"sentences": 0, "skipped_textless": 0, "multiword_tokens": 0, "empty_nodes": 0}
     sent: _Sentence | None = None
     n_in_file = 0
+    sent_id_lines: dict[str, int] = {}
 
     def finish(s: _Sentence, end_line: int) -> None:
         nonlocal n_in_file
@@ -134,6 +135,10 @@ def read_conllu(
                 key, eq, value = body.partition("=")
                 if eq and key.strip() == "sent_id":
                     sent.sent_id = value.strip()
+                    if sent.sent_id in sent_id_lines:  # UD requires them unique in a treebank
+                        raise DataFormatError(path, lineno, f"duplicate sent_id {sent.sent_id!r} "
+                                                            f"(first at line {sent_id_lines[sent.sent_id]})")
+                    sent_id_lines[sent.sent_id] = lineno
             continue
         cols = line.split("\t")
         if len(cols) != 10:

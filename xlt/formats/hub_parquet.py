@@ -109,11 +109,15 @@ def read_pawsx(path: str | Path) -> list[dict]:
     labels = get_task("pawsx").labels
     cols = _read_columns(path, _SCHEMAS["pawsx"])
     out = []
+    id_rows: dict[str, int] = {}
     for row, (i, s1, s2, lab) in enumerate(
         zip(cols["id"], cols["sentence1"], cols["sentence2"], cols["label"], strict=True)
     ):
         if i is None:
             raise DataFormatError(path, None, f"row {row}: id is null")
+        if str(i) in id_rows:
+            raise DataFormatError(path, None, f"row {row}: duplicate id {str(i)!r} (first in row {id_rows[str(i)]})")
+        id_rows[str(i)] = row
         out.append(
             {
                 "id": str(i),

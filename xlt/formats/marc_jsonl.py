@@ -20,16 +20,21 @@ def read_marc(path: str | Path) -> list[dict]:
     path = Path(path)
     labels = get_task("marc").labels
     out = []
+    id_lines: dict[str, int] = {}
     for lineno, obj in iter_jsonl(path):
         for key in ("id", "text", "label"):
             if key not in obj:
                 raise DataFormatError(path, lineno, f"missing key {key!r}")
+        rid = str(obj["id"])
+        if rid in id_lines:
+            raise DataFormatError(path, lineno, f"duplicate id {rid!r} (first at line {id_lines[rid]})")
+        id_lines[rid] = lineno
         lab, text = obj["label"], obj["text"]
         if isinstance(lab, bool) or not isinstance(lab, int) or not 0 <= lab < len(labels):
             raise DataFormatError(path, lineno, f"label {lab!r} out of range 0..{len(labels) - 1}")
         if not isinstance(text, str):
             raise DataFormatError(path, lineno, "text must be a string")
-        out.append({"id": str(obj["id"]), "text": text, "label": labels[lab]})
+        out.append({"id": rid, "text": text, "label": labels[lab]})
     return out
 
 

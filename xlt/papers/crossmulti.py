@@ -11,7 +11,7 @@ import pandas as pd
 from xlt.papers import datasize
 from xlt.papers.base import Paper, Table
 from xlt.published import load_published
-from xlt.tables import eval_rows, paper_vs_ours, render_grid
+from xlt.tables import COLLAPSE_NOTE, eval_rows, paper_vs_ours, render_grid
 from xlt.targets import Recipe, dataset_name, eval_file
 
 SLUG = "crossmulti"
@@ -46,6 +46,7 @@ def table2(spec: dict, inputs: list[str]) -> tuple[pd.DataFrame, str, str]:
         "Metric (×100): " + ", ".join(f"{t} {m}" for t, m in spec["metric"].items() if t in spec["tasks"])
         + f". Encoder: {spec['encoder']}. Seeds: {seeds}.",
         "cross = fine-tuned on the source language only; multi = on all four languages.",
+        COLLAPSE_NOTE,
     ]
     md, tex = render_grid(table, ["task", "setting"], "lang", "crossmulti Table 2: cross- vs multi-lingual fine-tuning", notes)
     return table, md, tex

@@ -35,6 +35,12 @@ def train_wordpiece(texts: list[str], vocab_size: int, out_dir: str | Path):
     tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=SPECIALS, min_frequency=2, show_progress=False)
     tok.train_from_iterator(texts, trainer=trainer)
+    # The trainer numbers the tokens it learnt in hash-map order, which changes from run to
+    # run (same set, other ids): number them in a fixed order, so that the same corpus gives
+    # the same tokenizer and the same embedding rows.
+    learnt = tok.get_vocab()
+    ordered = SPECIALS + sorted(t for t in learnt if t not in SPECIALS)
+    tok.model = models.WordPiece(vocab={t: i for i, t in enumerate(ordered)}, unk_token="[UNK]")
     cls, sep = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
     tok.post_processor = processors.TemplateProcessing(
         single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", cls), ("[SEP]", sep)]
@@ -130,7 +136,7 @@ def train_mlm(
     try:
         tokenizer = AutoTokenizer.from_pretrained(source, **kw)
         if init_from:
-            hf = AutoModelForMaskedLM.from_pretrained(init_from, **kw)
+            hf = AutoModelForMaskedLM.from_pretrained(init_from, use_safetensors=True, **kw)  # never a pickle
         else:
             shape = shape or EncoderShape()
             hf = BertForMaskedLM(BertConfig(

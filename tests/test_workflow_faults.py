@@ -1,0 +1,120 @@
+"""Whole-workflow faults: two runs in one directory, and determinism from scratch."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import REPO
+from tests.test_workflow import SHRINK, SNAKEMAKE, snakemake
+
+
+def _wait_for(predicate, what: str, timeout: float = 120.0) -> None:
+    """Poll until `predicate()` holds (the other process's progress, not a timing guess)."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.2)
+
+
+def test_a_second_snakemake_in_the_same_directory_is_refused_by_the_lock(tmp_path):
+    """Snakemake locks the working directory for a run's outputs: a second run is refused
+    with its LockException while the first runs (here: the world, made large to take a while)."""
+    (tmp_path / "big.yaml").write_text("world: {sizes: {train: 30000}}\n")
+    cmd = [*SNAKEMAKE, "--directory", str(tmp_path), "--configfile", str(REPO / "presets" / "tiny.yaml"),
+           str(tmp_path / "big.yaml"), "--cores", "1", "results/world/manifest.json"]
+    first = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        locks = tmp_path / ".snakemake" / "locks"
+        job_log = tmp_path / "logs" / "world" / "world.log"
+        _wait_for(lambda: job_log.exists() and any(locks.glob("*.lock")), "the first run to lock and start its job")
+        second = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        assert first.poll() is None, "the first run finished before the second tried: the test proved nothing"
+    finally:
+        os.killpg(first.pid, signal.SIGTERM)
+        first.wait(timeout=60)
+    assert second.returncode != 0
+    assert "LockException" in second.stderr
+    assert f"Error: Directory cannot be locked." in second.stderr and str(tmp_path) in second.stderr
+
+
+def test_a_failed_job_ends_the_run_with_its_own_error_line(tmp_path):
+    """Offline, an unpinned download fails in its job; the run ends (onerror) with that job's
+    one line, naming the config key to set, and leaves no manifest behind."""
+    run = subprocess.run([*SNAKEMAKE, "--directory", str(tmp_path), "--cores", "1", "resources/raw/manifests/wikimatrix.json"],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode != 0
+    ours = [line for line in run.stderr.splitlines() if line.startswith("error: ")]
+    assert len(ours) == 1, run.stderr[-3000:]
+    assert ours[0].startswith("error: rule download: source 'wikimatrix': no sha256 pin for wikimatrix/WikiMatrix.en-")
+    assert "download.pins.wikimatrix.sha256" in ours[0] and ours[0].endswith("(log: logs/download/wikimatrix.log)")
+    assert not (tmp_path / "resources" / "raw" / "manifests" / "wikimatrix.json").exists()
+
+
+def test_failed_job_errors_reads_each_failed_jobs_log(tmp_path):
+    from xlt.cli import failed_job_errors
+
+    (tmp_path / "a.log").write_text("loading\nerror: x.conllu:3: expected 10 tab-separated columns, got 7\n")
+    (tmp_path / "b.log").write_text("a warning only\n")
+    log = tmp_path / "run.log"
+    log.write_text(f"""Error in rule prepare_task:
+    jobid: 3
+    log: {tmp_path / 'a.log'} (check log file(s) for error details)
+Error in rule finetune:
+    log: {tmp_path / 'b.log'} (check log file(s) for error details)
+Error in rule evaluate:
+    log: {tmp_path / 'missing.log'} (check log file(s) for error details)
+""")
+    assert failed_job_errors([str(log)]) == [
+        f"error: rule prepare_task: x.conllu:3: expected 10 tab-separated columns, got 7 (log: {tmp_path / 'a.log'})"]
+    assert failed_job_errors(None) == [] and failed_job_errors(str(tmp_path / "nothing.log")) == []
+
+
+# The tables DAG, trimmed further than tests/test_workflow.py's: crossmulti Table 2 on one task
+# and one seed, the data-size tables, and underspec's figures on one seed, task and pair (the
+# settings of tests/test_workflow_underspec.py, where θ_bi learns enough to normalise by).
+TRIM = {
+    **SHRINK,
+    "language_sets": {"underspec_sources": ["en"], "underspec_targets": ["de"]},
+    "papers": {
+        "crossmulti": {"seeds": [1], "tasks": ["pos"]},
+        "underspec": {"seeds": [1], "tasks": ["parsing"],
+                      "grid": {"alpha_1d": {"lo": -0.5, "hi": 1.5, "step": 0.5, "extra": []},
+                               "alpha_2d": {"lo": 0, "hi": 1, "step": 0.5}},
+                      "figures": {"fig3": [{"task": "parsing", "source": "en", "target": "de"}],
+                                  "fig10": [{"task": "parsing", "source": "en", "target": "de"}]}},
+    },
+    "hparams": {**SHRINK["hparams"], "underspec": {"epochs": 2, "batch_size": 16, "max_train_examples": 80}},
+}
+
+
+def _csvs(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes()
+            for folder in ("results/tables", "results/figures") for p in sorted((root / folder).rglob("*.csv"))}
+
+
+@pytest.mark.slow
+def test_two_runs_from_scratch_give_byte_identical_table_csvs(tmp_path):
+    """`all_tables` twice, each in an empty directory (CPU, seeded): every table and figure CSV
+    is the same byte for byte."""
+    runs = []
+    for name in ("first", "second"):
+        work = tmp_path / name
+        work.mkdir()
+        (work / "shrink.yaml").write_text(yaml.safe_dump(TRIM))
+        run = snakemake(work, "all_tables", "--cores", "2", timeout=1800)
+        assert run.returncode == 0, run.stderr[-4000:]
+        runs.append(_csvs(work))
+    first, second = runs
+    assert any(k.startswith("results/tables/crossmulti/table2") for k in first)
+    assert any(k.startswith("results/figures/underspec/") for k in first)
+    assert first.keys() == second.keys()
+    differ = [k for k in first if first[k] != second[k]]
+    assert not differ, f"table CSVs differ between two runs from scratch: {differ}"
