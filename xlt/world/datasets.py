@@ -194,7 +194,10 @@ def pawsx_pairs(world, split: str) -> list[tuple[Clause, Clause, int]]:
             c2 = _swap_args(c)
         else:
             c2 = _change_word(sampler, c, rng)
-        if rng.random() < 0.4:
+        # Sometimes the changed sentence is reordered too, so that a reordering alone does not
+        # mean "paraphrase". At 0.4 the tiny encoder got ~25% of these right with 2000 EN pairs
+        # (the rest ~90%): 0.15 keeps the trap while leaving the task learnable in budget.
+        if rng.random() < 0.15:
             c2 = _paraphrase(c2, rng)
         out.append((c, c2, 0))
     return out
