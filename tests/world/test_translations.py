@@ -98,3 +98,28 @@ def test_tydiqa_language_is_in_the_id_prefix(tiny_world):
     ru = read_tydiqa(path, "ru")
     assert ru and all(r["id"].startswith("russian-") for r in ru)
     assert ru == prepare_split("qa", "ru", "test", raw, world.source_cfg(("qa", "ru", "test", "tydiqa/validation-00000-of-00001.parquet")))
+
+
+def test_tagging_translate_train_keeps_the_english_meaning(tiny_world):
+    """UD / WikiANN translate-train: the English train sentences in another language, with exact
+    tags: the same entities (names are shared) and the same content words in each sentence."""
+    world, raw, _ = tiny_world
+    ner_path = "translate-train/wikiann/en-ru.parquet"
+    ru = prepare_split("ner", "ru", "train", raw, {"ner": {"train_source": {"ru": ner_path}}})
+    en = world.records("ner", "en", "train")
+    assert len(ru) == len(en)
+
+    def entities(r):
+        return sorted(t[2:] for t in r["tags"] if t.startswith("B-"))
+
+    assert all(entities(a) == entities(b) for a, b in zip(en, ru, strict=True))
+    assert [r["tokens"] for r in ru] != [r["tokens"] for r in world.records("ner", "ru", "train")]
+    ud_path = "translate-train/ud/en-hi.conllu"
+    hi = prepare_split("pos", "hi", "train", raw, {"pos": {"train_source": {"hi": ud_path}}})
+    en = world.records("pos", "en", "train")
+
+    def content(r):
+        return sorted(u for u in r["upos"] if u in ("NOUN", "VERB", "PROPN", "NUM"))
+
+    assert all(content(a) == content(b) for a, b in zip(en, hi, strict=True))
+    assert hi == prepare_split("parsing", "hi", "train", raw, {"parsing": {"train_source": {"hi": ud_path}}})

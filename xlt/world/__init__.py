@@ -83,6 +83,9 @@ class World:
             if "ner" in tasks:
                 for lang in self.task_languages("ner"):
                     units += ds.build_ner(self, lang)
+            units += ds.build_tagging_translations(
+                self, self.task_languages("pos" if "pos" in tasks else "parsing"), self.task_languages("ner")
+            )
             if "pawsx" in tasks:
                 units += ds.build_pawsx(self, self.task_languages("pawsx"))
             if "xnli" in tasks:

@@ -78,14 +78,34 @@ def _ud_record(sent: Sentence, rid: str) -> dict:
     }
 
 
+def _ud_sentences(world, lang: str, split: str, n: int) -> tuple[list[Clause], list[Sentence]]:
+    rng = rng_for(world, "ud", lang, split)
+    clauses, sents = [], []
+    for _ in range(n):
+        clauses.append(world.sampler.any_sentence(rng))
+        sents.append(world.realiser(lang).sentence(clauses[-1], rng))
+    return clauses, sents
+
+
+def _ner_sentences(world, lang: str, split: str, n: int) -> tuple[list[Clause], list[Sentence]]:
+    rng = rng_for(world, "ner", lang, split)
+    clauses, sents = [], []
+    while len(sents) < n:
+        c = world.sampler.clause(rng, p_name=0.6)
+        s = world.realiser(lang).sentence(c, rng)
+        if any(t != "O" for t in s.ner):
+            clauses.append(c)
+            sents.append(s)
+    return clauses, sents
+
+
 def build_ud(world, lang: str) -> list[Unit]:
     tasks = [t for t in ("pos", "parsing") if t in world.cfg["tasks"]]
     sizes = world.cfg["sizes"][tasks[0]]
     sampler, real = world.sampler, world.realiser(lang)
     units = []
     for split in ("train", "dev", "test"):
-        rng = rng_for(world, "ud", lang, split)
-        sents = [real.sentence(sampler.any_sentence(rng), rng) for _ in range(sizes[split])]
+        sents = _ud_sentences(world, lang, split, sizes[split])[1]
         ids = [f"{lang}_tiny-{split}-{i + 1:05d}" for i in range(len(sents))]
         tb = ud_dir(world, lang)
         recs = [_ud_record(s, f"{tb}/{sid}") for s, sid in zip(sents, ids, strict=True)]
@@ -107,37 +127,69 @@ def build_ud(world, lang: str) -> list[Unit]:
 
 
 # ---------------------------------------------------------------------------- NER
-def build_ner(world, lang: str) -> list[Unit]:
-    sampler, real = world.sampler, world.realiser(lang)
+def _wikiann(sents: list[Sentence], lang: str, id_prefix: str) -> tuple[dict, list[dict]]:
+    """WikiANN's parquet columns and the normalised records of some sentences."""
     tag_id = {t: i for i, t in enumerate(WIKIANN_TAGS)}
+    cols = {"tokens": [], "ner_tags": [], "langs": [], "spans": []}
+    recs = []
+    for i, s in enumerate(sents):
+        tags = s.ner
+        toks = s.surface_tokens
+        spans, cur = [], None
+        for t, tag in zip(toks, tags, strict=True):
+            if tag.startswith("B-"):
+                cur = [tag[2:], t]
+                spans.append(cur)
+            elif tag.startswith("I-"):
+                cur.append(t)
+        cols["tokens"].append(toks)
+        cols["ner_tags"].append([tag_id[t] for t in tags])
+        cols["langs"].append([lang] * len(toks))
+        cols["spans"].append([f"{sp[0]}: {' '.join(sp[1:])}" for sp in spans])
+        recs.append({"id": f"{id_prefix}{i}", "tokens": toks, "tags": tags})
+    return cols, recs
+
+
+def build_ner(world, lang: str) -> list[Unit]:
     units = []
     for split in ("train", "dev", "test"):
-        rng = rng_for(world, "ner", lang, split)
-        cols = {"tokens": [], "ner_tags": [], "langs": [], "spans": []}
-        recs = []
-        for i in range(world.cfg["sizes"]["ner"][split]):
-            while True:
-                s = real.sentence(sampler.clause(rng, p_name=0.6), rng)
-                tags = s.ner
-                if any(t != "O" for t in tags):
-                    break
-            toks = s.surface_tokens
-            spans, cur = [], None
-            for t, tag in zip(toks, tags, strict=True):
-                if tag.startswith("B-"):
-                    cur = [tag[2:], t]
-                    spans.append(cur)
-                elif tag.startswith("I-"):
-                    cur.append(t)
-            cols["tokens"].append(toks)
-            cols["ner_tags"].append([tag_id[t] for t in tags])
-            cols["langs"].append([lang] * len(toks))
-            cols["spans"].append([f"{sp[0]}: {' '.join(sp[1:])}" for sp in spans])
-            recs.append({"id": f"{lang}-{split}-{i}", "tokens": toks, "tags": tags})
+        sents = _ner_sentences(world, lang, split, world.cfg["sizes"]["ner"][split])[1]
+        cols, recs = _wikiann(sents, lang, f"{lang}-{split}-")
         units.append(
             Unit(f"wikiann/{lang}/{HUB_SPLIT[split]}-00000-of-00001.parquet",
                  lambda p, c=cols: write_parquet(p, "wikiann", c), {("ner", lang, split): recs})  # fmt: skip
         )
+    return units
+
+
+def build_tagging_translations(world, ud_langs: list[str], ner_langs: list[str]) -> list[Unit]:
+    """Translate-train for tagging: the English UD / WikiANN train sentences realised in each
+    other language, with their exact tags and trees (CoNLL-U; WikiANN's parquet). XTREME ships
+    no such files, so the paths are the world's own: `translate-train/{ud,wikiann}/en-<xx>.*`.
+    Only exact copies: dropping or swapping words would need projected labels and trees."""
+    units = []
+    tasks = [t for t in ("pos", "parsing") if t in world.cfg["tasks"]]
+    if tasks and "en" in ud_langs:
+        clauses = _ud_sentences(world, "en", "train", world.cfg["sizes"][tasks[0]]["train"])[0]
+        for lang in ud_langs:
+            if lang == "en":
+                continue
+            rng, real = rng_for(world, "ud-translate-train", lang), world.realiser(lang)
+            sents = [real.sentence(c, rng) for c in clauses]
+            ids = [f"en-{lang}-train-{i + 1:05d}" for i in range(len(sents))]
+            path = f"translate-train/ud/en-{lang}.conllu"
+            recs = [_ud_record(s, sid) for s, sid in zip(sents, ids, strict=True)]
+            conll = [_conllu_sentence(s, sid, False) for s, sid in zip(sents, ids, strict=True)]
+            units.append(Unit(path, lambda p, c=conll: write_conllu(p, c), {(t, lang, "train", path): recs for t in tasks}))
+    if "ner" in world.cfg["tasks"] and "en" in ner_langs:
+        clauses = _ner_sentences(world, "en", "train", world.cfg["sizes"]["ner"]["train"])[0]
+        for lang in ner_langs:
+            if lang == "en":
+                continue
+            rng, real = rng_for(world, "ner-translate-train", lang), world.realiser(lang)
+            path = f"translate-train/wikiann/en-{lang}.parquet"
+            cols, recs = _wikiann([real.sentence(c, rng) for c in clauses], lang, f"{lang}-train-{Path(path).stem}-")
+            units.append(Unit(path, lambda p, c=cols: write_parquet(p, "wikiann", c), {("ner", lang, "train", path): recs}))
     return units
 
 
