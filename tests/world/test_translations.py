@@ -3,6 +3,8 @@ real readers (xlt.formats through xlt.prepare) and checked against what they mus
 
 import random
 
+import pytest
+
 from xlt.formats import read_squad, read_squad_parquet, read_tydiqa, read_xnli_mt, read_xtreme_translated
 from xlt.prepare import prepare_split
 from xlt.world.translations import gold_path, machine
@@ -31,8 +33,9 @@ def test_every_override_file_reads_back(tiny_world):
                      "xtreme_translations/XQuAD/translate-test/xquad.translate.test.vi-en.json",
                      "mlqa/hi/test-00000-of-00001.parquet", "mlqa-v1/dev/dev-context-en-question-zh.json",
                      "tydiqa/validation-00000-of-00001.parquet"):  # fmt: skip
-        assert expected in sources and gold_path(expected) in sources or "_gold" not in expected, expected
-        assert (raw / expected).is_file(), expected
+        assert expected in sources and (raw / expected).is_file(), expected
+        if expected.startswith(("xtreme_translations/", "xnli-mt/")):  # machine copy + exact twin
+            assert gold_path(expected) in sources and (raw / gold_path(expected)).is_file(), expected
     assert gold_path(TT.format(task="XNLI", lang="zh")) in sources
     assert "xnli-mt/multinli/multinli.train.en.tsv" not in sources
 
@@ -57,7 +60,7 @@ def test_translate_train_pairs_english_with_the_target_set(tiny_world):
 
 
 def test_multinli_and_xnli_mt(tiny_world):
-    world, raw, source_cfg = tiny_world[0], tiny_world[1], tiny_world[2]["source_cfg"]
+    world, raw, _ = tiny_world
     mnli = prepare_split("xnli", "en", "train", raw, {"xnli": {"train_source": {"en": "mnli/train-00000-of-00001.parquet"}}})
     assert [(r["text"], r["label"]) for r in mnli] == [(r["text"], r["label"]) for r in world.records("xnli", "en", "train")]
     mt = read_xnli_mt(raw / "xnli-mt/_gold/xnli/xnli.test.ru.tsv")  # ru test, translated into English
@@ -65,7 +68,6 @@ def test_multinli_and_xnli_mt(tiny_world):
     assert [(r["text"], r["label"]) for r in mt] == [(r["text"], r["label"]) for r in en_test]
     assert [r["label"] for r in world.records("xnli", "ru", "test")] == [r["label"] for r in mt]
     assert len(read_xnli_mt(raw / "xnli-mt/multinli/multinli.train.vi.tsv")) == len(en_test) * 4  # 600 vs 150
-    del source_cfg
 
 
 def test_qa_translations_keep_answers_in_context(tiny_world):
@@ -79,7 +81,7 @@ def test_qa_translations_keep_answers_in_context(tiny_world):
 
 
 def test_mlqa_is_parallel_and_cross_lingual(tiny_world):
-    world, raw, _ = tiny_world
+    _world, raw, _ = tiny_world
     hi = read_squad_parquet(raw / "mlqa/hi/validation-00000-of-00001.parquet")
     en = read_squad_parquet(raw / "mlqa/en/validation-00000-of-00001.parquet")
     assert [r["id"] for r in hi] == [r["id"] for r in en] and hi[0]["context"] != en[0]["context"]
@@ -123,3 +125,21 @@ def test_tagging_translate_train_keeps_the_english_meaning(tiny_world):
 
     assert all(content(a) == content(b) for a, b in zip(en, hi, strict=True))
     assert hi == prepare_split("parsing", "hi", "train", raw, {"parsing": {"train_source": {"hi": ud_path}}})
+
+
+def test_noise_free_machine_translations_equal_the_gold_ones(tmp_path):
+    from xlt.errors import XltError
+    from xlt.world import World
+    from xlt.world.config import default_config
+
+    sizes = {"train": 30, "dev": 8, "test": 8}
+    exact = World(default_config(seed=3, sizes=sizes, tasks=["xnli"], translations={"drop": 0, "swap": 0}))
+    exact.write(tmp_path)
+    path = TT.format(task="XNLI", lang="ar")
+    assert (tmp_path / path).read_bytes() == (tmp_path / gold_path(path)).read_bytes()
+    noisy = World(default_config(seed=3, sizes=sizes, tasks=["xnli"]))
+    assert noisy.records("xnli", "ar", "train", path) != exact.records("xnli", "ar", "train", path)
+    with pytest.raises(XltError, match=r"world\.translations\.drop"):
+        World(default_config(seed=3, translations={"drop": 1.5}))
+    with pytest.raises(XltError, match=r"world\.translations\.shuffle: unknown key"):
+        World(default_config(seed=3, translations={"shuffle": 0.1}))
