@@ -58,7 +58,8 @@ def test_every_model_and_result_carries_provenance(tiny_run):
     model = tiny_run / "results/models/tiny/pretrained/pos.es_ancora/en.crossmulti/seed1"
     meta = json.loads((model / "xlt_model.json").read_text())
     assert meta["provenance"]["seed"] == 1
-    assert meta["provenance"]["config"]["lr"] == 3.0e-4  # the preset's, resolved
+    preset = yaml.safe_load((REPO / "presets" / "tiny.yaml").read_text())
+    assert meta["provenance"]["config"]["lr"] == preset["hparams"]["crossmulti"]["lr"]  # the preset's, resolved
     assert all(len(d) == 64 for d in meta["provenance"]["data_sha256"].values())
     assert "source_sha256" in meta["provenance"]["code"]
     report = json.loads((tiny_run / "results/eval/tiny/pretrained/pos.es_ancora/en.crossmulti/seed1/test.crossmulti.json").read_text())

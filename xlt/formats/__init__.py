@@ -25,6 +25,7 @@ from xlt.formats.tsv import (
     read_xtreme_translated,
     tokenize,
     write_pharaoh,
+    write_tsv,
     write_wikimatrix,
 )
 
@@ -33,5 +34,5 @@ __all__ = [
     "read_hub_parquet", "read_pawsx", "read_squad_parquet", "read_tydiqa", "read_wikiann", "read_xnli", "write_parquet",
     "read_marc", "write_marc", "read_squad", "write_squad",
     "read_pharaoh", "read_wikimatrix", "read_xnli_mt", "read_xtreme_translated", "tokenize", "write_pharaoh",
-    "write_wikimatrix",
+    "write_tsv", "write_wikimatrix",
 ]  # fmt: skip

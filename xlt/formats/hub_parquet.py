@@ -178,12 +178,15 @@ def _arrow_schema(kind: str):
         )
     if kind == "xnli":
         return pa.schema([("premise", pa.string()), ("hypothesis", pa.string()), ("label", pa.int64())])
+    if kind == "mnli":  # nyu-mll/multi_nli (its parse-tree columns left out)
+        return pa.schema([("promptID", pa.int32()), ("pairID", pa.string()), ("premise", pa.string()),
+                          ("hypothesis", pa.string()), ("genre", pa.string()), ("label", pa.int64())])  # fmt: skip
     raise ValueError(f"unknown parquet kind {kind!r}")
 
 
 def write_parquet(path: str | Path, kind: str, columns: dict[str, list]) -> int:
     """Write `columns` (column name -> values) with the Hub's schema for `kind`
-    (``wikiann`` / ``pawsx`` / ``xnli``), atomically. Returns the number of rows."""
+    (``wikiann`` / ``pawsx`` / ``xnli`` / ``mnli``), atomically. Returns the number of rows."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 

@@ -181,6 +181,20 @@ def iter_pharaoh(path: str | Path) -> Iterator[list[tuple[int, int]]]:
         yield parse_pharaoh(line, path, lineno)
 
 
+def write_tsv(path: str | Path, rows: Iterable[Iterable[str]], header: Iterable[str] | None = None) -> int:
+    """Write tab-separated rows (an optional header line first) as UTF-8; return the number of
+    data rows. A field holding a tab or newline is refused: these files are not quoted."""
+    n = 0
+    with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8", newline="\n") as f:
+        for k, row in enumerate(([list(header)] if header is not None else []) + [list(r) for r in rows]):
+            for field in row:
+                if "\t" in field or "\n" in field:
+                    raise ValueError(f"field contains a tab or newline: {field!r}")
+            f.write("\t".join(row) + "\n")
+            n += k > 0 or header is None
+    return n
+
+
 def read_pharaoh(path: str | Path) -> list[list[tuple[int, int]]]:
     """One list of (src, tgt) links per line."""
     return list(iter_pharaoh(path))

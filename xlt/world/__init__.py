@@ -83,6 +83,9 @@ class World:
             if "ner" in tasks:
                 for lang in self.task_languages("ner"):
                     units += ds.build_ner(self, lang)
+            units += ds.build_tagging_translations(
+                self, self.task_languages("pos" if "pos" in tasks else "parsing"), self.task_languages("ner")
+            )
             if "pawsx" in tasks:
                 units += ds.build_pawsx(self, self.task_languages("pawsx"))
             if "xnli" in tasks:
@@ -97,19 +100,32 @@ class World:
             self._units = units
         return self._units
 
-    def records(self, task: str, lang: str, split: str) -> list[dict]:
+    def records(self, task: str, lang: str, split: str, source: str | None = None) -> list[dict]:
         """The normalised records that `xlt.prepare.prepare_split` must read back from the
-        written files (with `source_cfg()`)."""
+        written files (with `source_cfg(...)`); `source` names a file read through a
+        ``<split>_source`` override (translations, MultiNLI, MLQA, TyDiQA: see `keys`)."""
+        key = (task, lang, split) if source is None else (task, lang, split, source)
         for u in self.units():
-            if (task, lang, split) in u.records:
-                return u.records[(task, lang, split)]
-        raise XltError(f"the world has no data for task {task!r}, language {lang!r}, split {split!r}")
+            if key in u.records:
+                return u.records[key]
+        raise XltError(f"the world has no data for task {task!r}, language {lang!r}, split {split!r}"
+                       + (f", source {source!r}" if source else ""))  # fmt: skip
 
-    def keys(self) -> list[tuple[str, str, str]]:
+    def keys(self) -> list[tuple]:
+        """(task, lang, split) of each default split, and (task, lang, split, source) of each
+        file that is read through a source override."""
         return [k for u in self.units() for k in u.records]
 
-    def source_cfg(self) -> dict:
-        """The `source_cfg` for `xlt.prepare` that points at what `write` produces."""
+    def source_cfg(self, override: tuple | None = None) -> dict:
+        """The `source_cfg` for `xlt.prepare` that points at what `write` produces; given a
+        4-part key of `keys()`, with that file as its ``<split>_source`` override."""
+        cfg = self._source_cfg()
+        if override is not None:
+            task, lang, split, source = override
+            cfg[task] = {f"{split}_source": {lang: source}}
+        return cfg
+
+    def _source_cfg(self) -> dict:
         ud_langs = [c for c in self.languages if c in get_task("pos").languages or c in get_task("parsing").languages]
         treebanks = {}
         for c in ud_langs:

@@ -13,6 +13,7 @@
       noise: {typo: 0.01, homographs: 0.08, synonyms: 0.25, marc_star: 0.1}
       ud: {version: "2.7", textless: [ar]}   # textless: languages given an extra all-'_' treebank
       bitext: {below_threshold: 0.15}         # share of WikiMatrix rows scored under 1.04
+      translations: {drop: 0.1, swap: 0.1}    # "machine" translations: word drops, neighbour swaps
       vocab: {object: 30, verb: 24, ...}      # sizes of the concept inventory
 
 Language properties (all optional except that `order` defaults to SVO):
@@ -74,7 +75,8 @@ DEFAULT_VOCAB = {
     "adverb": 5, "first_name": 30, "last_name": 30, "location": 25, "organization": 20,
 }  # fmt: skip
 DEFAULT_SIZES = {"train": 600, "dev": 150, "test": 150}
-_TOP_KEYS = ("seed", "languages", "sizes", "tasks", "noise", "ud", "bitext", "vocab")
+DEFAULT_TRANSLATIONS = {"drop": 0.1, "swap": 0.1}  # noise of the "machine" translations
+_TOP_KEYS = ("seed", "languages", "sizes", "tasks", "noise", "ud", "bitext", "vocab", "translations")
 
 
 def _err(key: str, msg: str) -> XltError:
@@ -222,6 +224,12 @@ def resolve(world_cfg: dict) -> dict:
         raise _err("bitext", "expected a mapping")
     _unknown_keys("bitext.", bitext, ("below_threshold",))
     out["bitext"] = {"below_threshold": _prob("bitext.below_threshold", bitext.get("below_threshold", 0.15))}
+
+    mt = cfg.get("translations", {})
+    if not isinstance(mt, dict):
+        raise _err("translations", "expected a mapping")
+    _unknown_keys("translations.", mt, DEFAULT_TRANSLATIONS)
+    out["translations"] = {k: _prob(f"translations.{k}", mt.get(k, v)) for k, v in DEFAULT_TRANSLATIONS.items()}
 
     vocab = cfg.get("vocab", {})
     if not isinstance(vocab, dict):

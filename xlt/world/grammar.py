@@ -302,11 +302,20 @@ class Realiser:
         self.typo = noise["typo"] if self.p["script"] != "han" else 0.0
         self.fusional = self.p["morphology"] == "fusional"
         self.cased = self.p["script"] in CASED_SCRIPTS
+        self._wording: dict | None = None  # concept -> stem, shared by the sentences of one wording
 
     # -- words ----------------------------------------------------------------
     def _stem(self, key, rng: random.Random) -> tuple[str, ...]:
         stems = self.lang.stems[key]
-        return stems[1] if len(stems) > 1 and rng.random() < 0.35 else stems[0]
+        if len(stems) == 1:
+            return stems[0]
+        wording = self._wording
+        if wording is not None and key in wording:
+            return wording[key]
+        stem = stems[1] if rng.random() < 0.35 else stems[0]
+        if wording is not None:
+            wording[key] = stem
+        return stem
 
     def _content(self, key, upos, feats, rel, akey, rng, *suffixes) -> Word:
         stem = self._stem(key, rng)
@@ -452,8 +461,15 @@ class Realiser:
         return self._content(main_key, main_upos, "_", rel, akey, rng), auxes
 
     # -- clauses --------------------------------------------------------------
-    def sentence(self, c: Clause, rng: random.Random) -> Sentence:
-        words = self._copular(c, rng) if c.kind == "copular" else self._verbal(c, rng)
+    def sentence(self, c: Clause, rng: random.Random, wording: dict | None = None) -> Sentence:
+        """Realise `c`. Sentences given the same `wording` dict pick the same synonym for a
+        concept they share (one writer's choice of words), as in a pair made by editing one
+        sentence; without it each synonym is drawn afresh."""
+        self._wording = wording
+        try:
+            words = self._copular(c, rng) if c.kind == "copular" else self._verbal(c, rng)
+        finally:
+            self._wording = None
         return self._finish(words)
 
     def _neg(self) -> Word:
