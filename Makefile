@@ -49,7 +49,7 @@ lint: install-test
 	$(VENV)/bin/snakefmt --check Snakefile rules/
 
 bench: install-test
-	$(PY) benchmarks/train_throughput.py
+	$(PY) benchmarks/train_throughput.py && $(PY) benchmarks/mlm_throughput.py
 
 # Re-pin every installed version after changing pyproject.toml.
 lock: install-test

@@ -142,6 +142,8 @@ class MLM(Kind):
         return feat.Encoded(features, [len(f["input_ids"]) for f in features])
 
     def loss(self, out, batch):
+        if "mlm_targets" in out:  # logits of the masked positions only (recipes.mlm.MLMModel)
+            return F.cross_entropy(out["logits"].float(), out["mlm_targets"])
         logits = out["logits"]
         return F.cross_entropy(logits.flatten(0, 1).float(), batch["mlm_labels"].flatten(), ignore_index=IGNORE)
 

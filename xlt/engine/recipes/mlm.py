@@ -12,7 +12,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from xlt.engine.kinds import kind_of
+from xlt.engine.kinds import IGNORE, kind_of
 from xlt.engine.loop import Loop
 from xlt.engine.objectives import Objective, Term, mask_tokens
 from xlt.engine.runtime import Checkpointer, Dist, build_optimizer, build_scheduler, seed_everything
@@ -83,14 +83,29 @@ class MLMConfig:
 
 
 class MLMModel(nn.Module):
-    """A Hugging Face *ForMaskedLM model behind the engine's batch -> outputs interface."""
+    """A Hugging Face *ForMaskedLM model behind the engine's batch -> outputs interface.
+
+    With the batch's masking labels, the prediction head runs on the masked positions only
+    (their `logits`, and their labels as `mlm_targets`): the loss reads nothing else, and the
+    head's vocabulary projection is most of an MLM step's arithmetic on a small encoder (and
+    as large as the encoder itself in mBERT). It needs the model to be its base model and
+    one head module (BERT's `cls`, XLM-R's `lm_head`); any other layout runs whole.
+    """
 
     def __init__(self, hf_model: nn.Module):
         super().__init__()
         self.mlm = hf_model
+        base = hf_model.base_model
+        heads = [name for name, m in hf_model.named_children() if m is not base]
+        self._head_name = heads[0] if len(heads) == 1 else None  # a name: registering it twice would save it twice
 
     def forward(self, batch: dict, task: str | None = None) -> dict:
-        return {"logits": self.mlm(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits}
+        labels = batch.get("mlm_labels")
+        if labels is None or self._head_name is None:
+            return {"logits": self.mlm(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits}
+        hidden = self.mlm.base_model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])[0]
+        chosen = labels != IGNORE
+        return {"logits": getattr(self.mlm, self._head_name)(hidden[chosen]), "mlm_targets": labels[chosen]}
 
 
 def masking(tokenizer, prob: float):

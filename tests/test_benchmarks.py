@@ -1,0 +1,32 @@
+"""The side-by-side training benchmarks, in a small mode: every side runs and reports its
+columns (the numbers themselves are measurements, see benchmarks/README.md)."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import REPO
+
+SMALL = {
+    "train_throughput.py": ["--train", "40", "--dev", "20", "--epochs", "1", "--encoder-steps", "2", "--batch-size", "8"],
+    "mlm_throughput.py": ["--sentences", "60", "--heldout", "20", "--steps", "3", "--batch-size", "8"],
+}
+METRIC = {"train_throughput.py": "dev_accuracy", "mlm_throughput.py": "heldout_mlm_loss"}
+
+
+@pytest.mark.parametrize("script", sorted(SMALL))
+def test_benchmark_small_mode_reports_every_side(script, tmp_path):
+    out = tmp_path / "result.json"
+    run = subprocess.run([sys.executable, str(REPO / "benchmarks" / script), *SMALL[script], "--repeats", "1",
+                          "--json", str(out)], capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                         env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert run.returncode == 0, run.stderr[-3000:]
+    result = json.loads(out.read_text())
+    assert {"HF Trainer (defaults)", "HF Trainer (group_by_length)"} < set(result["sides"])
+    assert result["fastest_other"].startswith("HF Trainer")
+    for side in result["sides"].values():
+        assert side["samples_per_s"] > 0 and METRIC[script] in side
+    assert "samples/s" in run.stdout and f"ratio (xlt / fastest HF side, {result['fastest_other']})" in run.stdout
