@@ -112,3 +112,28 @@ def test_interpolated_point_is_written_in_place(models):
     name = "heads.pos.out.weight"
     assert torch.allclose(params[name], 0.5 * job.interp._ends["bi"][job.interp.names.index(name)]
                           + 0.5 * job.interp._ends["src"][job.interp.names.index(name)])
+
+
+def test_grid_job_killed_with_sigkill_leaves_nothing_and_reruns_identically(models, toy_data, tmp_path):
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    def cli(out, *extra):
+        return subprocess.run(
+            [sys.executable, str(REPO / "workflow_scripts" / "underspec_grid.py"), "--bi", str(models["bi"]),
+             "--src", str(models["src"]), "--tgt", str(models["tgt"]), "--data", str(toy_data / "pos"),
+             "--encoder", "tiny", "--source", "en", "--target", "de", "--kind", "1d", "--variant", "all",
+             "--grid", json.dumps(GRID), "--metric", "accuracy", "--out", str(out / "g.csv"),
+             "--provenance", str(out / "g.json"), "--threads", "1", *extra],
+            capture_output=True, text=True, timeout=300)
+
+    clean = cli(tmp_path / "clean")
+    assert clean.returncode == 0, clean.stderr
+    killed = cli(tmp_path / "rerun", "--kill-after-points", "3")
+    assert killed.returncode == -9
+    assert not (tmp_path / "rerun").exists()  # no partial CSV, no JSON, no empty folder
+    again = cli(tmp_path / "rerun")
+    assert again.returncode == 0, again.stderr
+    assert (tmp_path / "clean" / "g.csv").read_bytes() == (tmp_path / "rerun" / "g.csv").read_bytes()

@@ -15,6 +15,8 @@ evaluation per dev set. Rows have the columns `aggregate` reads (see `COLUMNS`).
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from dataclasses import dataclass
 from decimal import Decimal
@@ -160,9 +162,15 @@ def _check_same_origin(paths: dict, metas: dict) -> None:
 
 
 def run_grid_job(bi: str, src: str, tgt: str, data_dir: str, encoder: str, source: str, target: str, kind: str,
-                 variant: str, grid: dict, metric: str, out_csv: str, out_json: str, device: str = "auto") -> dict:
+                 variant: str, grid: dict, metric: str, out_csv: str, out_json: str, device: str = "auto",
+                 kill_after_points: int | None = None) -> dict:
     """One grid job end to end: load, encode the two dev sets, score every point, write
-    the long-form CSV and a JSON with the provenance, the δ geometry and the timing."""
+    the long-form CSV and a JSON with the provenance, the δ geometry and the timing.
+
+    A grid job keeps no state between points: the models on disk are never changed and both
+    files are written atomically at the end, so a job killed anywhere leaves nothing behind
+    and its rerun scores every point again, exactly. `kill_after_points` (testing aid)
+    SIGKILLs this process after that many points."""
     import pandas as pd
 
     from xlt.engine.runtime import pick_device
@@ -179,7 +187,11 @@ def run_grid_job(bi: str, src: str, tgt: str, data_dir: str, encoder: str, sourc
     points = grid_points(kind, spec)
     setting = {"encoder": encoder, "variant": variant, "task": job.task.name, "metric": metric,
                "source": source, "target": target, "seed": job.seed}
-    rows = job.run(points, evalsets, metric, setting)
+    def killer(done: int, total: int) -> None:
+        if kill_after_points is not None and done >= kill_after_points:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    rows = job.run(points, evalsets, metric, setting, progress=killer)
     t_grid = time.perf_counter()
     frame = pd.DataFrame(rows, columns=list(COLUMNS))
     models = {"bi": bi, "src": src, "tgt": tgt}
