@@ -232,11 +232,12 @@ def trainer_collator(kind, pad_to: int | None, seen: list):
     return fn
 
 
-def run_hf(model, task, train, dev, args, device, tmp: Path, best: bool) -> dict:
+def run_hf(model, task, train, dev, args, device, tmp: Path, best: bool, compile_: bool | None = None) -> dict:
     from transformers import Trainer, TrainerCallback, TrainingArguments
 
     cuda = device.type == "cuda"
-    compile_ = best and cuda and args.compile != "off" or args.compile == "on"
+    if compile_ is None:
+        compile_ = best and (cuda and args.compile == "auto" or args.compile == "on")
     marks = {}
 
     class Clock(TrainerCallback):
@@ -300,7 +301,17 @@ def run_workload(shape_name: str, workload: str, args, device: torch.device, pea
             if side == "ours":
                 r = run_ours(model, task, train, dev, args, device, Path(tmp))
             else:
-                r = run_hf(model, task, train, dev, args, device, Path(tmp), best=side == "hf_best")
+                try:
+                    r = run_hf(model, task, train, dev, args, device, Path(tmp), best=side == "hf_best")
+                except Exception as e:  # torch_compile "where it works": else the best flags without it
+                    if not (side == "hf_best" and args.compile != "off" and device.type == "cuda"):
+                        raise
+                    print(f"hf_best: torch_compile failed ({e.__class__.__name__}: {str(e)[:200]}); "
+                          "measuring hf_best without it", file=sys.stderr)
+                    model = copy.deepcopy(initial).to(device)
+                    reset_memory(device)
+                    seed_everything(args.seed)
+                    r = run_hf(model, task, train, dev, args, device, Path(tmp), best=True, compile_=False)
             samples = len(r["lengths"])
             flops = train_flops(shape, r["lengths"], head_params)
             rows.append({
@@ -376,6 +387,9 @@ def main(argv=None):
     if device.type != "cuda":
         print("CPU run: these are not GPU figures (MFU and GPU memory n/a)")
     print(table(rows))
+    for side in SIDES:
+        flags = next(r["flags"] for r in rows if r["side"] == side)
+        print(f"  {side}: " + ", ".join(f"{k} {v}" for k, v in flags.items()))
     if args.json:
         from xlt.provenance import provenance
 
