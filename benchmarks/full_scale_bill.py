@@ -42,6 +42,8 @@ def main():
     ap.add_argument("--configfile", default=str(REPO / "config.yaml"))
     ap.add_argument("--target", default="all_tables")
     ap.add_argument("--summary", help="a saved `snakemake --summary` output instead of running it")
+    ap.add_argument("--partial", action="store_true",
+                    help="bill only the encoder shapes the JSON measured; list the rest as not priced")
     a = ap.parse_args()
     path = Path(a.throughput)
     if not path.exists():
@@ -51,7 +53,7 @@ def main():
     summary = Path(a.summary).read_text() if a.summary else dag_summary(a.configfile, a.target)
     examples = Examples(cfg, REPO)
     costs, unpriced = job_costs(cfg, summary_jobs(summary), examples)
-    hours = bill(costs, throughputs(bench))
+    hours, unmeasured = bill(costs, throughputs(bench), partial=a.partial)
 
     unit = "GPU-hours" if bench.get("gpu") else "CPU-hours"
     print(f"Full-scale bill of `{a.target}` ({a.configfile}), throughput measured on {bench['device']} "
@@ -61,14 +63,17 @@ def main():
     print("| paper | jobs | training tokens | evaluation tokens | ours | HF Trainer (defaults) | HF Trainer (best flags) |")
     print("|---|---|---|---|---|---|---|")
     for paper in sorted(p for p in hours if p != "total") + ["total"]:
-        parts = [c for (p, _, _), c in costs.items() if paper in (p, "total")]
+        parts = [c for k, c in costs.items() if k not in unmeasured and paper in (k[0], "total")]
         jobs = sum(n for c in parts for n in c.jobs.values())
         train, evals = sum(c.train_tokens for c in parts), sum(c.eval_tokens for c in parts)
         h = hours[paper]
         print(f"| {paper} | {jobs} | {train:.3g} | {evals:.3g} | {h['ours']:,.1f} | {h['hf_default']:,.1f} | {h['hf_best']:,.1f} |")
-    print("Example counts from: " + ", ".join(f"{k} ({n})" for k, n in sorted(examples.sources.items())))
+    print("Example counts from (lookups): " + ", ".join(f"{k} ({n})" for k, n in sorted(examples.sources.items())))
     print("Tokens per example: estimated means (xlt.throughput.LENGTHS, not measured on the real data): "
           + ", ".join(f"{t} {p.mean():.0f}" for t, p in LENGTHS.items()))
+    for (paper, shape, workload), c in sorted(unmeasured.items()):
+        print(f"NOT BILLED (no throughput measured for {shape} / {workload}): {paper}, "
+              f"{sum(c.jobs.values())} jobs, {c.train_tokens:.3g} training + {c.eval_tokens:.3g} evaluation tokens")
     if unpriced:
         print("Not priced (no cost model): " + ", ".join(f"{r} ×{n}" for r, n in sorted(unpriced.items())))
 

@@ -179,10 +179,10 @@ def run_ours(model, task, train, dev, args, device, tmp: Path) -> dict:
         epoch += 1
     timed_lengths = [n for idx in drawn[args.warmup_steps : args.steps] for n in real_lengths(train, idx)]
 
+    sync(device)
+    t0 = time.perf_counter()  # collation included, as in Trainer.predict
     enc = Encoded(dev, [len(f["input_ids"]) for f in dev])
     batches = eval_batches(enc, kind, PAD, args.eval_batch_size)
-    sync(device)
-    t0 = time.perf_counter()
     outs = run_batches(model, batches, len(dev), device, keys=kind.decode_keys)
     sync(device)
     eval_seconds = time.perf_counter() - t0

@@ -62,12 +62,16 @@ def test_hours_are_tokens_over_measured_rates():
     costs, _ = job_costs(CFG, summary_jobs(JOBS[: JOBS.index("\n", len(HEADER) + 1)]), Examples(CFG, REPO))
     tokens = costs[("underspec", "mbert", "tagging")]
     rates = {("mbert", "tagging", s): (r, 2 * r) for s, r in (("ours", 3000.0), ("hf_default", 1000.0), ("hf_best", 1500.0))}
-    hours = bill(costs, rates)
+    hours, unmeasured = bill(costs, rates)
+    assert unmeasured == {}
     expected = (tokens.train_tokens / 1000 + tokens.eval_tokens / 2000) / 3600
     assert hours["underspec"]["hf_default"] == pytest.approx(expected) == hours["total"]["hf_default"]
     assert hours["total"]["ours"] == pytest.approx(hours["total"]["hf_default"] / 3)
+    other = {("xlmr-large", "pair", s): (1.0, 1.0) for s in ("ours", "hf_default", "hf_best")}
     with pytest.raises(XltError, match=r"no throughput for mbert / tagging / ours in the benchmark JSON; it has xlmr-large/pair"):
-        bill(costs, {("xlmr-large", "pair", "ours"): (1.0, 1.0)})
+        bill(costs, other)
+    hours, unmeasured = bill(costs, other, partial=True)  # billed: nothing; left out, and said so: the rest
+    assert hours == {} and unmeasured == costs
 
 
 def test_bad_inputs_fail_with_one_clear_message():

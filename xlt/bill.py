@@ -171,18 +171,25 @@ def throughputs(bench: dict) -> dict:
         raise XltError(f"not a gpu_throughput.py JSON (missing {e})") from None
 
 
-def bill(costs: dict, rates: dict, sides=("ours", "hf_default", "hf_best")) -> dict:
-    """Hours per paper and side, plus 'total'."""
+def bill(costs: dict, rates: dict, sides=("ours", "hf_default", "hf_best"), partial: bool = False) -> tuple[dict, dict]:
+    """(hours per paper and side, plus 'total'; the costs left unpriced). A (shape, workload)
+    with no measured throughput is an error, or with `partial` left out and returned."""
     out: dict = defaultdict(lambda: dict.fromkeys(sides, 0.0))
-    for (paper, shape, workload), c in costs.items():
+    unpriced: dict = {}
+    for key, c in costs.items():
+        paper, shape, workload = key
+        missing = [side for side in sides if (shape, workload, side) not in rates]
+        if missing and partial:
+            unpriced[key] = c
+            continue
+        if missing:
+            measured = sorted({(s, w) for s, w, _ in rates})
+            raise XltError(f"no throughput for {shape} / {workload} / {missing[0]} in the benchmark JSON; it has "
+                           f"{', '.join(f'{s}/{w}' for s, w in measured) or 'nothing'}: run "
+                           f"benchmarks/gpu_throughput.py --shapes {shape} --json …, or bill only what was measured")
         for side in sides:
-            if (shape, workload, side) not in rates:
-                measured = sorted({(s, w) for s, w, _ in rates})
-                raise XltError(f"no throughput for {shape} / {workload} / {side} in the benchmark JSON; it has "
-                               f"{', '.join(f'{s}/{w}' for s, w in measured) or 'nothing'}: run "
-                               f"benchmarks/gpu_throughput.py --shapes {shape} --json …")
             train_rate, eval_rate = rates[(shape, workload, side)]
             hours = (c.train_tokens / train_rate + c.eval_tokens / eval_rate) / 3600
             out[paper][side] += hours
             out["total"][side] += hours
-    return dict(out)
+    return dict(out), unpriced
