@@ -75,7 +75,7 @@ def main():
         print(f"NOT BILLED (no throughput measured for {shape} / {workload}): {paper}, "
               f"{sum(c.jobs.values())} jobs, {c.train_tokens:.3g} training + {c.eval_tokens:.3g} evaluation tokens")
     if unpriced:
-        print("Not priced (no cost model): " + ", ".join(f"{r} ×{n}" for r, n in sorted(unpriced.items())))
+        print("Not priced (no cost model; outputs): " + ", ".join(f"{r} ×{n}" for r, n in sorted(unpriced.items())))
 
 
 if __name__ == "__main__":

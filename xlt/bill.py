@@ -32,9 +32,10 @@ from xlt.throughput import length_profile
 DATASET_SIZES = {("marc", "dev"): 5000}
 # Encoder shapes the benchmark measures, by the Hub id in the config's `encoders` block.
 SHAPE_OF_HUB = {"bert-base-multilingual": "mbert", "xlm-roberta-large": "xlmr-large"}
-# Rules that run no encoder cost no device time.
-FREE_RULES = {"download", "prepare_task", "data_size_table", "crossmulti_table2", "underspec_figures", "all_tables",
-              "make_world", "world", "encoder_corpus", "make_table", "underspec_all"}
+# Rules that run an encoder (job kinds with a GPU in xlt.resources.KINDS); every other rule
+# (downloads, preparation, tables, figures) costs no device time. One not in PATTERNS is
+# listed as not priced, never silently free.
+ENCODER_RULES = {"build_encoder", "adapt_mlm", "finetune", "evaluate", "underspec_grid", "align_l2"}
 # Path grammar of the jobs that are priced (output paths relative to the results folder).
 PATTERNS = {
     "finetune": re.compile(r"models/(?P<encoder>[^/]+)/(?P<init>[^/]+)/(?P<dataset>[^/]+)/(?P<recipe>[^/]+)/seed(?P<seed>\d+)$"),
@@ -134,12 +135,13 @@ def job_costs(cfg: dict, jobs: list[tuple[str, str]], examples: Examples) -> tup
     unpriced: dict = defaultdict(int)
     results = cfg["results"].rstrip("/") + "/"
     for rule, path in jobs:
-        if rule in FREE_RULES:
+        if rule not in ENCODER_RULES:
             continue
-        m = PATTERNS.get(rule) and PATTERNS[rule].search(path[len(results):] if path.startswith(results) else path)
+        if rule not in PATTERNS:
+            unpriced[rule] += 1  # outputs, not jobs: a job with two outputs counts twice
+            continue
+        m = PATTERNS[rule].search(path[len(results):] if path.startswith(results) else path)
         if not m:
-            if rule not in PATTERNS:
-                unpriced[rule] += 1
             continue  # a second output of a priced job (predictions, the grid's JSON)
         w = m.groupdict()
         dataset = w["dataset"]
