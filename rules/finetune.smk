@@ -22,12 +22,14 @@ rule finetune:
         revision=lambda w: T.encoder_revision_arg(config, w.encoder, w.init),
         train_langs=lambda w: " ".join(T.Recipe.parse(w.recipe).train_langs),
         hparams=lambda w: as_json(T.hparams(config, w.recipe, w.task)),
-        launcher=R.launcher(config),
+        launcher=R.launcher(config, "finetune"),
+        # under DDP the job's threads are shared by its processes (one per GPU)
+        threads=R.process_threads(config, "finetune"),
         collapse_retries=config["collapse"]["retries"],
         checkpoints=f"{RESULTS}/checkpoints/models/{{encoder}}/{{init}}/{{task}}/{{recipe}}/seed{{seed}}",
     shell:
         "{params.launcher} $(command -v finetune.py) --task {params.task} --encoder {params.encoder}"
         " {params.revision} --data {input.data} --train-langs {params.train_langs}"
         " --hparams {params.hparams:q} --seed {wildcards.seed} --out {output}"
-        " --checkpoint-dir {params.checkpoints} --threads {threads}"
+        " --checkpoint-dir {params.checkpoints} --threads {params.threads}"
         " --collapse-retries {params.collapse_retries} 2> {log}"

@@ -68,7 +68,7 @@ def test_every_model_and_result_carries_provenance(tiny_run):
     # the encoder built by the DAG loads with the stock Hugging Face class
     from transformers import AutoModel
 
-    assert AutoModel.from_pretrained(tiny_run / "results/encoders/tiny").config.num_hidden_layers == 2
+    assert AutoModel.from_pretrained(tiny_run / "results/encoders/tiny/pretrained").config.num_hidden_layers == 2
 
 
 @pytest.mark.slow

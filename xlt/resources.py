@@ -2,7 +2,9 @@
 
 Rules declare `resources: **T.job_resources(config, "<kind>")`; every value is a function of
 (wildcards, attempt), so the runtime grows when SLURM kills a job at its time limit and
-Snakemake retries it. Cluster specifics (account, partitions, GPU model, extra sbatch flags)
+Snakemake retries it. Preemption is not a retry: the profile asks SLURM to requeue a
+preempted job (the plugin's `requeue` setting), which restarts it under the same job id,
+and fine-tuning resumes from its checkpoint. Cluster specifics (account, partitions, GPU model, extra sbatch flags)
 come from environment variables, never from the repository:
 
     XLT_SLURM_ACCOUNT         sbatch -A
@@ -22,6 +24,21 @@ from xlt.errors import XltError
 KINDS = {"world": False, "corpus": False, "prepare": False, "download": False, "table": False,
          "build_encoder": True, "adapt_encoder": True, "finetune": True, "evaluate": True, "grid": True, "align": False,
          "l2": True}
+# Job kinds started under `launcher()` (torchrun, one process per GPU) when compute.ddp is on;
+# every other encoder job is one process and gets one GPU (more would sit idle).
+DDP_KINDS = ("finetune",)
+
+
+def gpus(cfg: dict, kind: str) -> int:
+    """GPUs one job of `kind` asks for: compute.gpus_per_job under DDP, else at most 1."""
+    compute = cfg.get("compute", {})
+    n = int(compute.get("gpus_per_job", 0))
+    if n > 1 and not compute.get("ddp"):
+        raise XltError(f"compute.gpus_per_job={n} needs compute.ddp: true (only DDP fine-tuning uses "
+                       "more than one GPU); allowed without ddp: 0 or 1")
+    if not KINDS[kind] or n == 0:
+        return 0
+    return n if kind in DDP_KINDS else 1
 
 
 def _size_class(cfg: dict, encoder: str | None) -> str:
@@ -41,7 +58,8 @@ def job_resources(cfg: dict, kind: str, env: dict | None = None) -> dict:
     env = os.environ if env is None else env
     compute = cfg.get("compute", {})
     per = compute.get("jobs", {}).get(kind, {})
-    uses_gpu = KINDS[kind] and compute.get("gpus_per_job", 0) > 0
+    n_gpus = gpus(cfg, kind)
+    uses_gpu = n_gpus > 0
 
     def pick(key, default):
         def value(wildcards, attempt=1):
@@ -61,7 +79,10 @@ def job_resources(cfg: dict, kind: str, env: dict | None = None) -> dict:
         "runtime": lambda wildcards, attempt: int(base_runtime(wildcards, attempt) * growth ** (attempt - 1)),
     }
     if uses_gpu:
-        out["gpu"] = compute["gpus_per_job"]
+        # `gpu` alone: the SLURM plugin then submits one task (no --ntasks-per-gpu, which it
+        # adds only for a `tasks`/`tasks_per_gpu` resource) and its job step runs the shell
+        # command once with all N GPUs visible, so one torchrun starts N processes, not N×N.
+        out["gpu"] = n_gpus
         if env.get("XLT_SLURM_GPU_MODEL"):
             out["gpu_model"] = env["XLT_SLURM_GPU_MODEL"]
     partition = env.get("XLT_SLURM_GPU_PARTITION") if uses_gpu else None
@@ -79,10 +100,21 @@ def job_threads(cfg: dict, kind: str) -> int:
     return int(cfg.get("compute", {}).get("jobs", {}).get(kind, {}).get("threads", 1))
 
 
-def launcher(cfg: dict) -> str:
-    """How a training script is started: plainly, or under torchrun (DDP) on the job's GPUs."""
-    compute = cfg.get("compute", {})
-    n = compute.get("gpus_per_job", 0)
-    if compute.get("ddp") and n > 1:
-        return f"torchrun --standalone --nproc-per-node {n}"
+def processes(cfg: dict, kind: str) -> int:
+    """Processes one job of `kind` runs: one per GPU under DDP, else one."""
+    n = gpus(cfg, kind)
+    return n if kind in DDP_KINDS and n > 1 else 1
+
+
+def process_threads(cfg: dict, kind: str) -> int:
+    """CPU threads for each process: the job's threads shared by its processes."""
+    return max(1, job_threads(cfg, kind) // processes(cfg, kind))
+
+
+def launcher(cfg: dict, kind: str = "finetune") -> str:
+    """How a training script is started: plainly, or under one torchrun on one node that
+    starts one process per GPU of the job (DDP)."""
+    n = processes(cfg, kind)
+    if n > 1:
+        return f"torchrun --standalone --nnodes 1 --nproc-per-node {n}"
     return ""

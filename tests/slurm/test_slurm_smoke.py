@@ -6,6 +6,7 @@ slurm/profile.yaml) into tmp_path and runs snakemake under `timeout -k`.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import re
@@ -74,11 +75,12 @@ def snakemake_cmd(workdir: Path, profile: Path, *extra: str) -> list[str]:
 
 
 def run_snakemake(
-    cluster, workdir: Path, profile: Path, *extra: str
+    cluster, workdir: Path, profile: Path, *extra: str, env: dict | None = None
 ) -> subprocess.CompletedProcess:
     args = snakemake_cmd(workdir, profile, *extra)
     proc = cluster.popen(
-        args, cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        args, cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=env or cluster.environ(),
     )
     try:
         out, err = proc.communicate(timeout=SNAKEMAKE_TIMEOUT + 30)
@@ -114,6 +116,21 @@ def wait_until(predicate, timeout: float, what: str, proc: subprocess.Popen, log
     pytest.fail(
         f"timed out after {timeout}s waiting for {what}; snakemake output:\n{log()[-3000:]}"
     )
+
+
+@contextlib.contextmanager
+def snakemake_running(cluster, proc: subprocess.Popen, log):
+    """The body drives a snakemake started with ``cluster.popen``; then it is waited for
+    (bounded) and must succeed. If the body fails, snakemake is killed and our jobs cancelled."""
+    try:
+        yield
+        proc.wait(timeout=SNAKEMAKE_TIMEOUT)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=30)
+            cluster.run(["scancel", "--user", "root"], timeout=30)
+    assert proc.returncode == 0, f"rc={proc.returncode}\n{log()[-6000:]}\n{cluster.logs(15)}"
 
 
 def fail_msg(res: subprocess.CompletedProcess, cluster) -> str:
@@ -256,7 +273,7 @@ def test_scancel_makes_snakemake_retry(slurm_cluster, tmp_path, status_command):
             stdout=out,
             stderr=subprocess.STDOUT,
         )  # own session: cleanup ends `timeout` and snakemake together
-    try:
+    with snakemake_running(slurm_cluster, proc, log):
         first = wait_until(lambda: attempts()[:1], 120, "the first attempt to start", proc, log)[0]
         r = slurm_cluster.run(["scancel", first], timeout=30)
         assert r.returncode == 0, r.stderr
@@ -276,14 +293,6 @@ def test_scancel_makes_snakemake_retry(slurm_cluster, tmp_path, status_command):
             lambda: len(attempts()) >= 2 and attempts(), 45, "the retry to start", proc, log
         )
         flag.touch()
-        proc.wait(timeout=SNAKEMAKE_TIMEOUT)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=30)
-            slurm_cluster.run(["scancel", "--user", "root"], timeout=30)
-
-    assert proc.returncode == 0, f"rc={proc.returncode}\n{log()[-6000:]}\n{slurm_cluster.logs(15)}"
     assert (wd / "slow.txt").read_text().strip() == "done"
     assert len(ids) == 2 and ids[0] == first and ids[1] != first, ids
     states = {jid: row["State"] for jid, row in sacct_jobs(slurm_cluster, *ids).items()}

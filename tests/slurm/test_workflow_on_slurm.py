@@ -124,7 +124,7 @@ def test_scancel_mid_training_resumes_and_matches_an_uninterrupted_run(slurm_clu
     cfg = meta["train_config"]
     hp = {k: v for k, v in cfg.items() if k not in ("task", "encoder", "encoder_revision", "seed")}
     scripts = REPO / "workflow_scripts"
-    subprocess.run([sys.executable, scripts / "finetune.py", "--task", "pos", "--encoder", str(workdir / "results/encoders/tiny"),
+    subprocess.run([sys.executable, scripts / "finetune.py", "--task", "pos", "--encoder", str(workdir / "results/encoders/tiny/pretrained"),
                     "--data", str(workdir / "results/data" / POS), "--train-langs", "en", "--hparams", json.dumps(hp),
                     "--seed", "1", "--out", str(tmp_path / "clean"), "--checkpoint-dir", str(tmp_path / "ck"), "--threads", "1"],
                    check=True, capture_output=True, timeout=600)
