@@ -55,7 +55,9 @@ def finetune(task: str, encoder: str, revision: str | None, data_dir: str, train
                         kill_after_steps=kill_after_steps)
         if int(os.environ.get("RANK", "0")) != 0:  # under torchrun the main rank checks and writes
             return summary
-        verdict = dev_collapse(out, dev_files)
+        # the verdict on the selected epoch's dev predictions (made during training);
+        # a summary without one (a stand-in trainer) is checked by predicting again
+        verdict = summary["dev_collapse"] if "dev_collapse" in summary else dev_collapse(out, dev_files)
         attempts.append({"seed": run_seed, **(verdict or {"collapsed": False})})
         if not attempts[-1]["collapsed"] or attempt == collapse_retries:
             break

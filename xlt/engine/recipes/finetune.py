@@ -102,11 +102,16 @@ def train(
     ckpt = Checkpointer(checkpoint_dir)
 
     def select(state: dict, epoch: int) -> None:
-        dev_metrics = {p: ev.score(model, device)[1] for p, ev in dev_sets.items()}
+        from xlt.metrics import prediction_collapse
+
+        scored = {p: ev.score(model, device) for p, ev in dev_sets.items()}
+        dev_metrics = {p: m for p, (_, m) in scored.items()}
         score = float(np.mean([m[metric] for m in dev_metrics.values()]))
         state["history"].append({"epoch": epoch + 1, "step": state["global_step"], "dev": dev_metrics, metric: score})
         if cfg.select == "last" or state["best"] is None or score > state["best"]:
             state["best"], state["best_epoch"] = score, epoch + 1
+            # the selected model's dev predictions, all dev sets together: did it collapse?
+            state["dev_collapse"] = prediction_collapse(task.name, [x for preds, _ in scored.values() for x in preds])
             if dist.main:
                 ckpt.save_best(model)
 
@@ -123,6 +128,7 @@ def train(
         "select_metric": metric,
         "selected_epoch": state["best_epoch"],
         "selected_dev_score": state["best"],
+        "dev_collapse": state.get("dev_collapse"),
         "global_steps": state["global_step"],
         "steps_this_process": state["steps_this_process"],
         "resumed_from": state["resumed_from"],
