@@ -76,22 +76,21 @@ def test_a_collapsed_run_is_flagged_retried_with_the_next_seed_and_kept(tiny_enc
 def test_retry_stops_at_the_first_run_that_does_not_collapse(monkeypatch, tmp_path):
     """The retry loop alone: attempt 0 collapses, attempt 1 does not; each checkpoints apart."""
     import xlt.engine.recipes.finetune
-    import xlt.finetune
 
     data = tmp_path / "data"
     for split in ("train", "dev"):
         write_jsonl(data / "en" / f"{split}.jsonl", [{"id": "1", "tokens": ["a"], "upos": ["NOUN"]}])
     calls = []
 
+    verdicts = iter([{"collapsed": True, "majority": "NOUN"}, {"collapsed": False, "majority": "NOUN"}])
+
     def fake_train(cfg, train_files, dev_files, out, checkpoint_dir, **kw):
         calls.append((cfg.seed, str(checkpoint_dir)))
         (tmp_path / "model").mkdir(exist_ok=True)
         (tmp_path / "model" / "xlt_model.json").write_text(json.dumps({"seed_trained": cfg.seed}))
-        return {"seed": cfg.seed}
+        return {"seed": cfg.seed, "dev_collapse": next(verdicts)}
 
-    verdicts = iter([{"collapsed": True, "majority": "NOUN"}, {"collapsed": False, "majority": "NOUN"}])
     monkeypatch.setattr(xlt.engine.recipes.finetune, "train", fake_train)
-    monkeypatch.setattr(xlt.finetune, "dev_collapse", lambda out, dev: next(verdicts))
     summary = finetune("pos", "enc", None, data, ["en"], {}, 2, tmp_path / "model", tmp_path / "ck", collapse_retries=5)
     assert calls == [(2, str(tmp_path / "ck")), (2 + RETRY_SEED_STRIDE, f"{tmp_path / 'ck'}.retry1")]
     meta = json.loads((tmp_path / "model" / "xlt_model.json").read_text())

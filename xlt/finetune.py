@@ -55,9 +55,7 @@ def finetune(task: str, encoder: str, revision: str | None, data_dir: str, train
                         kill_after_steps=kill_after_steps)
         if int(os.environ.get("RANK", "0")) != 0:  # under torchrun the main rank checks and writes
             return summary
-        # the verdict on the selected epoch's dev predictions (made during training);
-        # a summary without one (a stand-in trainer) is checked by predicting again
-        verdict = summary["dev_collapse"] if "dev_collapse" in summary else dev_collapse(out, dev_files)
+        verdict = summary["dev_collapse"]  # on the selected epoch's dev predictions, made in training
         attempts.append({"seed": run_seed, **(verdict or {"collapsed": False})})
         if not attempts[-1]["collapsed"] or attempt == collapse_retries:
             break
@@ -67,21 +65,6 @@ def finetune(task: str, encoder: str, revision: str | None, data_dir: str, train
     meta_path = Path(out) / "xlt_model.json"
     write_json(meta_path, {**read_json(meta_path), "collapse": collapse})
     return {**summary, "collapse": collapse}
-
-
-def dev_collapse(model_dir: str | Path, dev_files: list[Path]) -> dict | None:
-    """`prediction_collapse` of a saved model on its dev sets together (None for span QA)."""
-    from xlt.engine.evalset import EvalSet, load_records, max_positions
-    from xlt.engine.model import load_model
-    from xlt.engine.runtime import pick_device
-    from xlt.metrics import prediction_collapse
-
-    device = pick_device("auto")
-    model, tokenizer, meta = load_model(model_dir, device)
-    cfg = TrainConfig.from_dict(meta["train_config"])
-    task = get_task(meta["task"])
-    ev = EvalSet.build(task, load_records(dev_files), tokenizer, cfg, max_positions(model, tokenizer))
-    return prediction_collapse(task.name, ev.predict(model, device))
 
 
 def evaluate_model(model_dir: str, data_dir: str, split: str, langs: list[str], out: str, predictions: str,

@@ -33,7 +33,7 @@ class ClassificationHead(nn.Module):
 
     def forward(self, h: torch.Tensor, batch: dict) -> dict:
         x = self.dropout(h[:, 0])
-        return {"logits": self.out(self.dropout(torch.tanh(self.dense(x)))), "pooled": x}
+        return {"logits": self.out(self.dropout(torch.tanh(self.dense(x))))}
 
 
 class SpanQAHead(nn.Module):

@@ -76,11 +76,7 @@ def decode_parsing(task, records: list[dict], enc: Encoded, outs: list) -> list[
     return preds
 
 
-def decode_qa(records, enc, outs, max_answer_len: int = 30) -> list[str]:
-    return _decode_qa(records, enc, outs, max_answer_len)
-
-
-def _decode_qa(records, enc, outs, max_answer_len: int, n_best: int = 20) -> list[str]:
+def decode_qa(records, enc, outs, max_answer_len: int = 30, n_best: int = 20) -> list[str]:
     best: list[tuple[float, str]] = [(-float("inf"), "")] * len(records)
     for f, o in zip(enc.features, outs):
         start, end = o["logits"][:, 0], o["logits"][:, 1]
