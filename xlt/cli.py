@@ -32,6 +32,12 @@ def set_threads(n: int | None) -> None:
 def run(main: Callable[[], object]) -> None:
     from xlt.errors import XltError
 
+    if os.environ.get("XLT_ZYGOTE"):  # a fork server with the heavy imports done (xlt/zygote.py)
+        from xlt.zygote import delegate
+
+        code = delegate(os.environ["XLT_ZYGOTE"])
+        if code is not None:
+            sys.exit(code)
     quiet_libraries()
     try:
         main()

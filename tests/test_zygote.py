@@ -1,0 +1,161 @@
+"""The fork server (xlt/zygote.py): a served job behaves as the same job in its own process —
+same outputs bit for bit, same streams, exit status, errors and signals — and the server is
+bypassed wherever it could differ."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+JOB = ROOT / "tests" / "zygote" / "job.py"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """A running server: its socket `path` and `pid`."""
+    path = str(tmp_path_factory.mktemp("zygote") / "socket")
+    r, w = os.pipe()
+    proc = subprocess.Popen([sys.executable, "-m", "xlt.zygote", "serve", path, "--ready-fd", str(w)],
+                            pass_fds=(w,), cwd=ROOT)
+    os.close(w)
+    with os.fdopen(r) as ready:
+        assert ready.readline().strip() == "ready"
+    yield SimpleNamespace(path=path, pid=proc.pid)
+    proc.terminate()
+    proc.wait(timeout=30)
+    assert not os.path.exists(path)  # the server removes its socket
+
+
+def job(args, cwd, server=None, env_extra=None, **kw):
+    env = {k: v for k, v in os.environ.items() if k != "XLT_ZYGOTE"}
+    env["OMP_NUM_THREADS"] = "1"
+    if server:
+        env["XLT_ZYGOTE"] = server.path
+    env.update(env_extra or {})
+    return subprocess.run([sys.executable, str(JOB), *args], cwd=cwd, env=env, capture_output=True, text=True, **kw)
+
+
+def test_served_job_equals_own_process(server, tmp_path):
+    (tmp_path / "s").mkdir(), (tmp_path / "o").mkdir()  # one file name: torch.save writes it inside
+    served = job(["--out", "w.pt"], tmp_path / "s", server, {"ZYGOTE_TEST_MARKER": "x1"})
+    own = job(["--out", "w.pt"], tmp_path / "o", None, {"ZYGOTE_TEST_MARKER": "x1"})
+    assert served.returncode == own.returncode == 0, served.stderr + own.stderr
+    assert (tmp_path / "s" / "w.pt").read_bytes() == (tmp_path / "o" / "w.pt").read_bytes()
+    assert served.stdout == own.stdout == "stdout line\n"
+    assert served.stderr == own.stderr == "stderr line\n"  # no server chatter in the job's log
+    import json
+
+    s, o = (json.loads((tmp_path / n / "w.pt.json").read_text()) for n in ("s", "o"))
+    assert s["cwd"] == str(tmp_path / "s") and o["cwd"] == str(tmp_path / "o")
+    assert s["marker"] == "x1" and s["threads"] == o["threads"] == 1
+    assert s["argv"] == ["--out", "w.pt"]
+    assert s["served"] and not o["served"]
+    assert s["pid"] != o["pid"]
+
+
+def test_errors_and_exit_status_pass_through(server, tmp_path):
+    r = job(["--out", "x.pt", "--fail", "bad value in the input"], tmp_path, server)
+    assert r.returncode == 1
+    assert r.stderr.strip() == "error: bad value in the input"
+    r = job(["--out", "y.pt", "--exit", "7"], tmp_path, server)
+    assert r.returncode == 7
+    r = job(["--no-such-flag"], tmp_path, server)
+    assert r.returncode == 2 and r.stderr.startswith("error: ")
+
+
+def test_import_time_environment_difference_runs_own_process(server, tmp_path):
+    r = job(["--out", "z.pt"], tmp_path, server, {"HF_HUB_OFFLINE": "0" if os.environ.get("HF_HUB_OFFLINE") == "1" else "1"})
+    assert r.returncode == 0
+    assert "starts its own process: environment differs from the server's in ['HF_HUB_OFFLINE']" in r.stderr
+    assert (tmp_path / "z.pt").exists()
+
+
+def test_unreachable_server_runs_own_process(tmp_path):
+    r = job(["--out", "u.pt"], tmp_path, SimpleNamespace(path=str(tmp_path / "no-socket")))
+    assert r.returncode == 0 and (tmp_path / "u.pt").exists()
+
+
+def test_changed_code_runs_own_process(server, tmp_path):
+    import xlt.engine.loop as preloaded  # imported by the server (xlt.zygote.PRELOAD)
+
+    src = Path(preloaded.__file__)
+    st = src.stat()
+    os.utime(src, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+    try:
+        r = job(["--out", "c.pt"], tmp_path, server)
+    finally:
+        os.utime(src, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert r.returncode == 0
+    assert "xlt's code changed since the server started" in r.stderr
+
+
+def _wait_for(cond, what, timeout=60.0):
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{pid}/stat")
+    return stat.exists() and stat.read_text().split()[2] != "Z"
+
+
+def _start_waiting_job(server, tmp_path, name):
+    env = {k: v for k, v in os.environ.items()}
+    env.update(XLT_ZYGOTE=server.path, OMP_NUM_THREADS="1")
+    out = tmp_path / name
+    client = subprocess.Popen([sys.executable, str(JOB), "--out", str(out), "--wait-for", str(tmp_path / "never")],
+                              cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True)
+    pidfile = Path(str(out) + ".pid")
+    _wait_for(lambda: pidfile.exists() and pidfile.read_text(), "the job to start")
+    return client, int(pidfile.read_text()), out
+
+
+def test_sigterm_to_the_client_reaches_the_job(server, tmp_path):
+    client, pid, out = _start_waiting_job(server, tmp_path, "t.pt")
+    ppid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    assert ppid == server.pid  # the job is the server's fork, not the client itself
+    client.send_signal(signal.SIGTERM)
+    assert client.wait(timeout=60) == 3  # the job's own handler chose the status
+    assert Path(str(out) + ".term").read_text() == str(int(signal.SIGTERM))
+
+
+def test_a_killed_client_takes_its_job_along(server, tmp_path):
+    client, pid, _ = _start_waiting_job(server, tmp_path, "k.pt")
+    assert _alive(pid)
+    client.kill()
+    client.wait(timeout=60)
+    _wait_for(lambda: not _alive(pid), "the orphaned job to die")
+
+
+def test_with_serves_the_command_and_stops(tmp_path):
+    """`python -m xlt.zygote with -- cmd`: the command's jobs are served, its status returned,
+    and no server is left behind."""
+    import json
+
+    env = {k: v for k, v in os.environ.items() if k != "XLT_ZYGOTE"}
+    env["OMP_NUM_THREADS"] = "1"
+    script = f"{sys.executable} {JOB} --out a.pt && {sys.executable} {JOB} --out b.pt --exit 5"
+    r = subprocess.run([sys.executable, "-m", "xlt.zygote", "with", "--", "bash", "-c", script], cwd=tmp_path,
+                       env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 5, r.stderr
+    assert json.loads((tmp_path / "a.pt.json").read_text())["served"]
+    assert json.loads((tmp_path / "b.pt.json").read_text())["served"]
+    import re
+
+    path = re.search(r"serving jobs from (\S+) ", r.stderr).group(1)
+    assert not os.path.exists(path)
+    left = subprocess.run(["pgrep", "-f", f"xlt.zygote serve {path}"], capture_output=True, text=True)
+    assert left.stdout == ""
