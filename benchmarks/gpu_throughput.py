@@ -48,7 +48,7 @@ from xlt.engine.loop import Loop
 from xlt.engine.model import ModelSpec, build_model
 from xlt.engine.objectives import Objective, task_term
 from xlt.engine.predict import eval_batches, run_batches
-from xlt.engine.runtime import Checkpointer, Dist, build_optimizer, build_scheduler, seed_everything
+from xlt.engine.runtime import Checkpointer, Dist, build_optimizer, build_scheduler, resolve_precision, seed_everything
 from xlt.engine.streams import Stream
 from xlt.registry import get_task
 from xlt.throughput import SHAPES, EncoderShape, eval_flops, length_profile, mfu, peak_tflops, train_flops
@@ -168,7 +168,7 @@ def run_ours(model, task, train, dev, args, device, tmp: Path) -> dict:
     loop = Loop(model=model, raw_model=model, optimizer=optimizer, scheduler=scheduler, streams={task.name: stream},
                 primary=task.name, objective=Objective([term]), device=device, dist=Dist(),
                 checkpointer=Checkpointer(tmp / "ours_ck"), max_steps=args.steps, checkpoint_every=10**9,
-                progress=False)
+                progress=False, precision=resolve_precision("auto", device))
     with tf32(device.type == "cuda"):
         loop.run()
         sync(device)
@@ -188,7 +188,7 @@ def run_ours(model, task, train, dev, args, device, tmp: Path) -> dict:
     eval_seconds = time.perf_counter() - t0
     return {"seconds": seconds, "lengths": timed_lengths, "eval_seconds": eval_seconds,
             "dev_accuracy": accuracy(task, dev, [o["logits"] for o in outs]),
-            "flags": {"precision": "bf16 autocast" if device.type == "cuda" else "fp32", "padding": "dynamic",
+            "flags": {"precision": "bf16 autocast" if resolve_precision("auto", device) == "bf16" else "fp32", "padding": "dynamic",
                       "sampler": "length-grouped", "optimizer": "AdamW fused" if device.type == "cuda" else "AdamW",
                       "eval": "fp32", "compile": False}}
 

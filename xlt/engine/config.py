@@ -33,6 +33,7 @@ class TrainConfig:
     checkpoint_every: int = 100  # optimizer steps between resumable checkpoints
     max_train_examples: int | None = None  # cap on training examples per file (None = all)
     device: str = "auto"  # "auto" (CUDA when present), "cpu", "cuda"
+    precision: str = "auto"  # training steps: "auto" (bf16 where the device has bf16 units), "bf16", "fp32"
     progress: bool = True  # tqdm bar with rate and ETA
     extras: list = field(default_factory=list)  # modules between encoder and head: [{"name", **params}]
 
@@ -46,7 +47,8 @@ class TrainConfig:
         if "adam_betas" in d:
             d["adam_betas"] = tuple(d["adam_betas"])
         cfg = cls(**d)
-        for key, allowed in (("select", ("best", "last")), ("schedule", ("linear", "constant")), ("device", ("auto", "cpu", "cuda"))):
+        for key, allowed in (("select", ("best", "last")), ("schedule", ("linear", "constant")), ("device", ("auto", "cpu", "cuda")),
+                             ("precision", ("auto", "bf16", "fp32"))):
             if getattr(cfg, key) not in allowed:
                 raise XltError(f"{where}: {key}={getattr(cfg, key)!r}; allowed: {', '.join(allowed)}")
         if not 0 < cfg.stride < cfg.max_length // 2:

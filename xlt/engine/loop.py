@@ -49,7 +49,7 @@ class Loop:
         desc: str = "train",
         progress: bool = True,
         log_every: int = 50,
-        use_autocast: bool = True,
+        precision: str = "fp32",  # resolved (runtime.resolve_precision): "bf16" autocasts training steps
         stop_after_steps: int | None = None,
         kill_after_steps: int | None = None,
     ):
@@ -116,7 +116,7 @@ class Loop:
                         idx[name] = s.next_indices(cycle=True)
                 if len(idx[self.primary]) >= self.dist.world:  # else no rank could take a share: all skip it
                     batches = {n: to_device(self.streams[n].collate(self.dist.share(i)), self.device) for n, i in idx.items()}
-                    with autocast(self.device, self.use_autocast):
+                    with autocast(self.device, self.precision):
                         loss, parts = self.objective(self.model, batches, state["global_step"])
                     if not torch.isfinite(loss):
                         raise XltError(

@@ -129,15 +129,40 @@ class GraceSignal:
             signal.signal(sig, old)
 
 
-def autocast(device: torch.device, enabled: bool = True):
-    """bf16 autocast for training on CUDA; full precision on CPU (bit-identical CPU runs).
+PRECISIONS = ("auto", "bf16", "fp32")
 
-    Evaluations that feed tables and figures never use it (see predict.run_batches).
-    """
+
+def native_bf16(device: torch.device) -> bool:
+    """Whether `device` multiplies bf16 matrices in hardware: CUDA with bf16 support, or a CPU
+    with AMX tiles or AVX512-BF16. Elsewhere bf16 is emulated on a CPU and slower than fp32."""
+    if device.type == "cuda":
+        return torch.cuda.is_bf16_supported()
+    if device.type == "cpu":
+        return bool(torch.cpu._is_amx_tile_supported() or torch.cpu._is_avx512_bf16_supported())
+    return False
+
+
+def resolve_precision(precision: str, device: torch.device) -> str:
+    """The training precision a run uses, "bf16" or "fp32". "auto": bf16 autocast where the
+    device has native bf16 matrix units (on the tiny CPU model with AMX a step took 0.65x the
+    fp32 time), fp32 elsewhere. Recorded in every model's metadata: two CPUs that differ here
+    give different (each bit-reproducible) runs."""
+    if precision not in PRECISIONS:
+        raise XltError(f"precision={precision!r}; allowed: {', '.join(PRECISIONS)}")
+    if precision == "auto":
+        return "bf16" if native_bf16(device) else "fp32"
+    return precision
+
+
+def autocast(device: torch.device, precision: str = "fp32"):
+    """bf16 autocast for training steps when `precision` (resolved) is "bf16": weights, their
+    gradients and the optimizer stay fp32 (autocast casts per op). Deterministic on a CPU, so
+    CPU runs stay bit-identical. Evaluations that feed tables and figures never use it (see
+    predict.run_batches)."""
     import contextlib
 
-    if enabled and device.type == "cuda":
-        return torch.autocast("cuda", dtype=torch.bfloat16)
+    if precision == "bf16":
+        return torch.autocast(device.type, dtype=torch.bfloat16)
     return contextlib.nullcontext()
 
 

@@ -16,7 +16,7 @@ from xlt.engine.kinds import kind_of
 from xlt.engine.loop import Loop
 from xlt.engine.model import ModelSpec, build_model, load_encoder, save_model
 from xlt.engine.objectives import Objective, task_term
-from xlt.engine.runtime import Checkpointer, Dist, build_optimizer, build_scheduler, seed_everything
+from xlt.engine.runtime import Checkpointer, Dist, build_optimizer, build_scheduler, resolve_precision, seed_everything
 from xlt.engine.streams import Stream
 from xlt.errors import XltError
 from xlt.provenance import provenance
@@ -73,6 +73,7 @@ def train(
         raise XltError(f"select_metric={metric!r} is not a metric of task {task.name}; allowed: {', '.join(task.metrics)}")
     if device.type == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = True
+    precision = resolve_precision(cfg.precision, device)
 
     seed_everything(cfg.seed)
     encoder, tokenizer = load_encoder(cfg.encoder, cfg.encoder_revision, dropout=cfg.dropout)
@@ -119,7 +120,7 @@ def train(
                 primary=task.name, objective=Objective(terms), device=device, dist=dist, checkpointer=ckpt,
                 epochs=cfg.epochs, max_grad_norm=cfg.max_grad_norm, checkpoint_every=cfg.checkpoint_every,
                 on_epoch_end=select, desc=f"{task.name} seed{cfg.seed}", progress=cfg.progress,
-                stop_after_steps=stop_after_steps, kill_after_steps=kill_after_steps)
+                stop_after_steps=stop_after_steps, kill_after_steps=kill_after_steps, precision=precision)
     state = loop.run()
 
     dist.barrier()
@@ -141,6 +142,7 @@ def train(
         "seconds_evaluating": state["seconds_evaluating"],
         "seconds_checkpointing": state["seconds_checkpointing"],
         "world_size": dist.world,
+        "precision": precision,
     }
     aux_files = [f for a in aux for f in a["files"]]
     meta = {

@@ -15,7 +15,7 @@ from torch import nn
 from xlt.engine.kinds import IGNORE, kind_of
 from xlt.engine.loop import Loop
 from xlt.engine.objectives import Objective, Term, mask_tokens
-from xlt.engine.runtime import Checkpointer, Dist, build_optimizer, build_scheduler, seed_everything
+from xlt.engine.runtime import Checkpointer, Dist, build_optimizer, build_scheduler, resolve_precision, seed_everything
 from xlt.engine.streams import Stream
 from xlt.errors import XltError
 from xlt.io import atomic_dir, write_json
@@ -73,6 +73,7 @@ class MLMConfig:
     checkpoint_every: int = 200
     max_grad_norm: float = 1.0
     device: str = "auto"
+    precision: str = "auto"  # training steps: "auto" (bf16 where the device has bf16 units), "bf16", "fp32"
 
     @classmethod
     def from_dict(cls, d: dict, where: str) -> "MLMConfig":
@@ -145,6 +146,7 @@ def train_mlm(
         raise XltError("MLM: give either init_from (adapt an encoder) or tokenizer_dir (a new encoder)")
     dist = Dist()
     device = dist.device(cfg.device)
+    precision = resolve_precision(cfg.precision, device)
     seed_everything(cfg.seed)
     source = str(init_from or tokenizer_dir)
     kw = {"revision": revision} if revision else {}
@@ -177,12 +179,13 @@ def train_mlm(
     loop = Loop(model=ddp_model, raw_model=model, optimizer=optimizer, scheduler=scheduler, streams={"mlm": stream},
                 primary="mlm", objective=Objective([term]), device=device, dist=dist, checkpointer=ckpt,
                 max_steps=cfg.steps, max_grad_norm=cfg.max_grad_norm, checkpoint_every=cfg.checkpoint_every,
-                desc="mlm", progress=progress, kill_after_steps=kill_after_steps, stop_after_steps=stop_after_steps)
+                desc="mlm", progress=progress, kill_after_steps=kill_after_steps, stop_after_steps=stop_after_steps,
+                precision=precision)
     state = loop.run()
     summary = {"steps": state["global_step"], "losses": state["losses"], "resumed_from": state["resumed_from"],
                "steps_this_process": state["steps_this_process"], "sequences": len(enc.features),
                "shape": asdict(shape) if shape else None, "mlm": asdict(cfg), "init_from": init_from,
-               "revision": revision, "seconds_this_process": state["seconds_this_process"]}
+               "revision": revision, "seconds_this_process": state["seconds_this_process"], "precision": precision}
     if dist.main:
         with atomic_dir(out_dir) as tmp:
             hf.save_pretrained(tmp)
