@@ -162,3 +162,41 @@ def test_mlm_adaptation_killed_with_sigkill_resumes_bit_identical(tiny_encoder, 
     assert not all(torch.equal(a[k], start[k]) for k in start)  # it did train
     meta = json.loads((tmp_path / "resumed" / "xlt_encoder.json").read_text())
     assert meta["resumed_from"] == [4] and meta["init_from"] == str(tiny_encoder)
+
+
+def test_precision_resolves_per_device_and_refuses_unknown_values():
+    from xlt.engine.runtime import native_bf16, resolve_precision
+    from xlt.errors import XltError
+
+    cpu = torch.device("cpu")
+    assert resolve_precision("fp32", cpu) == "fp32"
+    assert resolve_precision("bf16", cpu) == "bf16"
+    assert resolve_precision("auto", cpu) == ("bf16" if native_bf16(cpu) else "fp32")
+    with pytest.raises(XltError, match="precision='fp16'; allowed: auto, bf16, fp32"):
+        resolve_precision("fp16", cpu)
+    with pytest.raises(XltError, match="precision='half'; allowed: auto, bf16, fp32"):
+        TrainConfig.from_dict({"task": "pos", "encoder": "x", "precision": "half"})
+
+
+def test_bf16_training_steps_change_the_numbers_but_stay_deterministic():
+    """The bf16 autocast path really runs in bf16 (its loss differs from fp32's) and two runs
+    of it are bit-identical on a CPU."""
+    from xlt.engine.runtime import autocast
+
+    def losses(precision):
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.GELU(), torch.nn.Linear(64, 3))
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+        x, y = torch.randn(64, 32), torch.randint(0, 3, (64,))
+        out = []
+        for _ in range(5):
+            with autocast(torch.device("cpu"), precision):
+                loss = torch.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+            out.append(loss.item())
+        return out
+
+    assert losses("bf16") == losses("bf16")
+    assert losses("bf16") != losses("fp32")
