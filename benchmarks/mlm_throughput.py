@@ -21,12 +21,11 @@ from pathlib import Path
 
 import torch
 
-from sidebyside import SHAPE, alternate, build_tokenizer, hf_trainer_args, make_parser, per_tensor_adamw, report, world_texts
+from sidebyside import SHAPE, alternate, build_tokenizer, hf_sides, hf_trainer_args, make_parser, per_tensor_adamw, report, world_texts
 
 from xlt.cli import quiet_libraries
 from xlt.engine.recipes import mlm as mlm_recipe
 
-SAMPLING = {"HF Trainer (defaults)": "random", "HF Trainer (group_by_length)": "group_by_length"}
 
 
 def heldout_loss(model, tok, texts: list[str], max_length: int, seed: int) -> float:
@@ -63,13 +62,14 @@ def new_model(tok, seed: int):
         max_position_embeddings=SHAPE["max_positions"], pad_token_id=tok.pad_token_id))
 
 
-def run_ours(tok_dir: Path, texts: list[str], heldout: list[str], args, out: Path) -> dict:
+def run_ours(tok_dir: Path, texts: list[str], heldout: list[str], args, out: Path, precision: str = "auto") -> dict:
     from transformers import AutoModelForMaskedLM, AutoTokenizer
 
     from xlt.engine.recipes.mlm import EncoderShape, MLMConfig, train_mlm
 
     cfg = MLMConfig(steps=args.steps, batch_size=args.batch_size, lr=args.lr, warmup_ratio=args.warmup_ratio,
-                    weight_decay=0.01, max_length=args.max_length, seed=args.seed, device="cpu" if args.cpu else "auto")
+                    weight_decay=0.01, max_length=args.max_length, seed=args.seed, device="cpu" if args.cpu else "auto",
+                    precision=precision)
     summary = train_mlm(texts, out / "enc", out / "ck", cfg, tokenizer_dir=tok_dir, shape=EncoderShape(**SHAPE),
                         progress=False)
     model = AutoModelForMaskedLM.from_pretrained(out / "enc")
@@ -77,14 +77,14 @@ def run_ours(tok_dir: Path, texts: list[str], heldout: list[str], args, out: Pat
             "heldout_mlm_loss": heldout_loss(model, AutoTokenizer.from_pretrained(tok_dir), heldout, args.max_length, args.seed)}
 
 
-def run_hf(tok_dir: Path, texts: list[str], heldout: list[str], args, out: Path, sampling: str) -> dict:
+def run_hf(tok_dir: Path, texts: list[str], heldout: list[str], args, out: Path, sampling: str, bf16: bool) -> dict:
     from transformers import AutoTokenizer, DataCollatorForLanguageModeling, Trainer
 
     tok = AutoTokenizer.from_pretrained(tok_dir)
     ids = tok(texts, truncation=True, max_length=args.max_length)["input_ids"]
     ds = [{"input_ids": x} for x in ids if len(x) > 2]  # the same sequences train_mlm keeps
     model = new_model(tok, args.seed)
-    targs = hf_trainer_args(args, out, sampling, max_steps=args.steps, warmup_steps=int(args.warmup_ratio * args.steps),
+    targs = hf_trainer_args(args, out, sampling, bf16, max_steps=args.steps, warmup_steps=int(args.warmup_ratio * args.steps),
                             weight_decay=0.01)
     trainer = Trainer(model=model, args=targs, train_dataset=ds, processing_class=tok,
                       data_collator=DataCollatorForLanguageModeling(tok, mlm_probability=0.15))
@@ -134,9 +134,12 @@ def main():
         train_texts = [s for t in by_lang for s in t[: args.sentences]]
         heldout = [s for t in by_lang for s in t[args.sentences :]]
         tok_dir = build_tokenizer(root, train_texts)
-        sides = {name: (lambda out, s=s: run_hf(tok_dir, train_texts, heldout, args, out, s)) for name, s in SAMPLING.items()}
+        hf = hf_sides(torch.device("cuda" if torch.cuda.is_available() and not args.cpu else "cpu"))
+        sides = {name: (lambda out, s=s, b=b: run_hf(tok_dir, train_texts, heldout, args, out, s, b))
+                 for name, (s, b) in hf.items()}
         sides["xlt train_mlm"] = lambda out: run_ours(tok_dir, train_texts, heldout, args, out)
         if args.ablations:
+            sides["xlt train_mlm, fp32"] = lambda out: run_ours(tok_dir, train_texts, heldout, args, out, precision="fp32")
             sides["xlt train_mlm, whole MLM head"] = lambda out: ablated(whole_head(), tok_dir, train_texts, heldout, args, out)
             sides["xlt train_mlm, per-tensor AdamW"] = lambda out: ablated(
                 per_tensor_adamw(mlm_recipe), tok_dir, train_texts, heldout, args, out)

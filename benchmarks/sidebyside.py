@@ -109,9 +109,22 @@ def make_parser(doc: str, batch_size: int, lr: float):
     return ap
 
 
-def hf_trainer_args(args, out: Path, sampling: str, **schedule):
+def hf_sides(device: torch.device) -> dict[str, tuple[str, bool]]:
+    """The Trainer's sides, {name: (sampling strategy, bf16)}: its example defaults (fp32,
+    random batches), its best flags as the papers' era knew them (group_by_length), and where
+    the device multiplies bf16 in hardware — where xlt's `precision: auto` trains in bf16 —
+    the same with `bf16=True`, so that xlt's bf16 meets a bf16 Trainer."""
+    from xlt.engine.runtime import native_bf16
+
+    sides = {"HF Trainer (defaults)": ("random", False), "HF Trainer (group_by_length)": ("group_by_length", False)}
+    if native_bf16(device):
+        sides["HF Trainer (group_by_length, bf16)"] = ("group_by_length", True)
+    return sides
+
+
+def hf_trainer_args(args, out: Path, sampling: str, bf16: bool = False, **schedule):
     """The Trainer's arguments both benchmarks share: no evaluation, saving or logging inside
-    the timed run, the given sampling strategy, bf16 only on CUDA (as xlt's autocast)."""
+    the timed run, the given sampling strategy and precision."""
     from transformers import TrainingArguments
 
     cuda = torch.cuda.is_available() and not getattr(args, "cpu", False)
@@ -119,7 +132,7 @@ def hf_trainer_args(args, out: Path, sampling: str, **schedule):
         output_dir=str(out), per_device_train_batch_size=args.batch_size, learning_rate=args.lr,
         lr_scheduler_type="linear", max_grad_norm=1.0, eval_strategy="no", save_strategy="no",
         logging_strategy="no", report_to=[], seed=args.seed, dataloader_num_workers=0, use_cpu=not cuda,
-        disable_tqdm=True, bf16=cuda, train_sampling_strategy=sampling, **schedule)
+        disable_tqdm=True, bf16=bf16, train_sampling_strategy=sampling, **schedule)
 
 
 @contextlib.contextmanager

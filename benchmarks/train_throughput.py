@@ -20,12 +20,9 @@ from pathlib import Path
 
 import torch
 
-from sidebyside import alternate, build_world_and_encoder, hf_trainer_args, make_parser, per_tensor_adamw, report
+from sidebyside import alternate, build_world_and_encoder, hf_sides, hf_trainer_args, make_parser, per_tensor_adamw, report
 
 from xlt.cli import quiet_libraries
-
-SAMPLING = {"HF Trainer (defaults)": "random", "HF Trainer (group_by_length)": "group_by_length"}
-
 
 def token_accuracy(model_fn, features, batch_size: int, pad_id: int) -> float:
     from xlt.engine.batching import collate
@@ -42,19 +39,20 @@ def token_accuracy(model_fn, features, batch_size: int, pad_id: int) -> float:
     return 100.0 * correct / total
 
 
-def run_ours(enc: Path, data: Path, args, out: Path) -> dict:
+def run_ours(enc: Path, data: Path, args, out: Path, precision: str = "auto") -> dict:
     from xlt.engine.config import TrainConfig
     from xlt.engine.recipes.finetune import train
 
     cfg = TrainConfig(task="pos", encoder=str(enc), seed=args.seed, lr=args.lr, epochs=args.epochs,
                       batch_size=args.batch_size, warmup_ratio=0.0, weight_decay=0.0, max_length=128,
-                      select="last", progress=False)
+                      select="last", progress=False, precision=precision)
     summary = train(cfg, [data / "en" / "train.jsonl"], [data / "en" / "dev.jsonl"], out / "model", out / "ck")
     # The training loop itself (dev evaluation and checkpoints included), like trainer.train()
     # on the other side; loading and tokenising happen before either clock starts.
     return {"seconds": summary["seconds_this_process"], "samples": summary["train_features"] * args.epochs,
             "seconds_evaluating": summary["seconds_evaluating"], "seconds_checkpointing": summary["seconds_checkpointing"],
-            "dev_accuracy": summary["history"][-1]["dev"][str(data / "en" / "dev.jsonl")]["accuracy"]}
+            "dev_accuracy": summary["history"][-1]["dev"][str(data / "en" / "dev.jsonl")]["accuracy"],
+            "precision": summary["precision"]}
 
 
 class _ForTrainer(torch.nn.Module):
@@ -74,7 +72,7 @@ class _ForTrainer(torch.nn.Module):
         return out
 
 
-def run_hf(enc: Path, data: Path, args, out: Path, sampling: str) -> dict:
+def run_hf(enc: Path, data: Path, args, out: Path, sampling: str, bf16: bool) -> dict:
     from transformers import AutoTokenizer, DataCollatorForTokenClassification, Trainer
 
     from xlt.engine.config import TrainConfig
@@ -97,7 +95,7 @@ def run_hf(enc: Path, data: Path, args, out: Path, sampling: str) -> dict:
     inner.head_kind = kind_of(task)
     model = _ForTrainer(inner)
     ds = [{"input_ids": f["input_ids"], "labels": f["labels"]} for f in train_feats]
-    targs = hf_trainer_args(args, out, sampling, num_train_epochs=args.epochs, warmup_steps=0, weight_decay=0.0)
+    targs = hf_trainer_args(args, out, sampling, bf16, num_train_epochs=args.epochs, warmup_steps=0, weight_decay=0.0)
     trainer = Trainer(model=model, args=targs, train_dataset=ds, processing_class=tok,
                       data_collator=DataCollatorForTokenClassification(tok))
     t0 = time.perf_counter()
@@ -122,10 +120,13 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(args.workdir or tmp)
         enc, data = build_world_and_encoder(root, args.train, args.dev, args.encoder_steps)
-        sides = {name: (lambda out, s=s: run_hf(enc, data, args, out, s)) for name, s in SAMPLING.items()}
+        hf = hf_sides(torch.device("cuda" if torch.cuda.is_available() else "cpu"))
+        sides = {name: (lambda out, s=s, b=b: run_hf(enc, data, args, out, s, b)) for name, (s, b) in hf.items()}
         sides["xlt engine"] = lambda out: run_ours(enc, data, args, out)
         if args.ablations:
             from xlt.engine.recipes import finetune
+
+            sides["xlt engine, fp32"] = lambda out: run_ours(enc, data, args, out, precision="fp32")
 
             def unfused(out):
                 with per_tensor_adamw(finetune):
@@ -135,7 +136,7 @@ def main():
         runs = alternate(sides, args.repeats, Path(tmp))
     device = "cuda" if torch.cuda.is_available() else f"cpu ({args.threads} threads)"
     ours = min(runs["xlt engine"], key=lambda x: x["seconds"])
-    header = (f"fine-tuning, device: {device}, batch size {args.batch_size}, {args.epochs} epochs, "
+    header = (f"fine-tuning, device: {device}, xlt precision {ours['precision']}, batch size {args.batch_size}, {args.epochs} epochs, "
               f"{ours['samples'] // args.epochs} training windows, best of {args.repeats}")
     report(runs, "xlt engine", "dev_accuracy", header, args.json)
     print(f"  of xlt's best {ours['seconds']:.1f} s: dev evaluation {ours['seconds_evaluating']:.1f} s, "
