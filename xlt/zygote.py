@@ -317,6 +317,13 @@ def delegate(path: str) -> int | None:
         return 1
 
 
+def _in_foreground() -> bool:
+    try:
+        return os.tcgetpgrp(sys.stdin.fileno()) == os.getpgrp()
+    except OSError:  # no terminal
+        return False
+
+
 def run_with_server(command: list[str]) -> int:
     """Start a server, run `command` with XLT_ZYGOTE set, stop the server; the command's status."""
     with tempfile.TemporaryDirectory(prefix="xlt-zygote-") as tmp:
@@ -336,7 +343,9 @@ def run_with_server(command: list[str]) -> int:
             print("xlt.zygote: the server did not start; jobs start their own processes", file=sys.stderr)
         proc = subprocess.Popen(command, env=env)
 
-        def forward(signum, frame):  # Ctrl-C, a kill: the command stops, then the server
+        def forward(signum, frame):  # a kill: the command stops, then the server
+            if signum == signal.SIGINT and _in_foreground():
+                return  # Ctrl-C: the terminal sent it to the command too; a second one would hurry Snakemake
             proc.send_signal(signum)
 
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
