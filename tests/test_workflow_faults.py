@@ -101,11 +101,6 @@ def _csvs(root: Path) -> dict[str, bytes]:
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=False, reason=(
-    "the tokenizers WordPiece trainer breaks ties between equally frequent merges in hash-map "
-    "order, seeded per process: on the grown world two processes learn vocabularies that differ "
-    "in ~12 of 2000 tokens (even with min_frequency 2 and no size limit), so the tiny encoder and "
-    "everything after it differ (not strict: a chance match of two vocabularies must not fail CI)"))
 def test_two_runs_from_scratch_give_byte_identical_table_csvs(tmp_path):
     """`all_tables` twice, each in an empty directory (CPU, seeded): every table and figure CSV
     is the same byte for byte."""
