@@ -88,6 +88,4 @@ def rst_escape(text: str) -> str:
 
 def rst_caption(paper: str, item: str) -> str:
     """A report caption: the paper (slug and title), then the table's or figure's caption."""
-    from xlt import papers as P
-
-    return f"**{paper}** ({rst_escape(P.title(paper))}): {rst_escape(P.caption(paper, item))}"
+    return f"**{paper}** ({rst_escape(_title(paper))}): {rst_escape(_caption(paper, item))}"
