@@ -56,7 +56,7 @@ rule paper_figure:
 # results/tables/index.md: every table and figure beside its paper's caption.
 rule tables_index:
     input:
-        P.tables_and_figures(config),
+        P.index_items(config),
     output:
         report(P.index_file(config), caption="../report/index.rst", category="index"),
     log:

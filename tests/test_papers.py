@@ -2,6 +2,8 @@
 table added to a plugin reaches every list, rule and index without touching anything else."""
 
 import dataclasses
+import os
+import re
 
 import pandas as pd
 import pytest
@@ -170,3 +172,23 @@ def test_underspec_grids_and_figures():
     # a per-task figure exists only when its task runs; the encoder-only figure only with its variant
     cfg["papers"]["underspec"].update(tasks=["ner", "parsing"], variants=["all"])
     assert P.figure_names(cfg, "underspec") == ["fig2", "fig3", "fig4", "fig5", "fig6", "fig7", "fig10"]
+
+
+def test_index_links_the_alignment_stages_table_and_figures():
+    """The stage before the papers' tables (the AER table, adjust's L2 figures) is listed too,
+    beside its own captions: the index input is every file `all_tables` makes but the index."""
+    from xlt.align.targets import CAPTIONS, TITLES
+
+    cfg = base()
+    cfg["world"] = {"seed": 1}  # gold links exist: the AER table is made
+    items = P.index_items(cfg)
+    assert P.all_tables(cfg) == items + [P.index_file(cfg)]
+    assert "results/tables/align/aer.md" in items and "results/figures/adjust/fig2.png" in items
+    md = index_markdown(items, P.index_file(cfg))
+    assert f"## align: {TITLES['align']}" in md and "## adjust: The Impact of Cross-Lingual Adjustment" in md
+    assert f"- [align/aer.md](align/aer.md) ([csv](align/aer.csv)): {CAPTIONS[('align', 'aer')]}" in md
+    for fig in ("fig1", "fig2"):
+        assert (f"- [adjust/{fig}.png](../figures/adjust/{fig}.png) ([pdf](../figures/adjust/{fig}.pdf), "
+                f"[csv](../figures/adjust/{fig}.csv)): {CAPTIONS[('adjust', fig)]}") in md
+    linked = set(re.findall(r"\]\(([^)]+)\)", md))
+    assert {os.path.relpath(f, "results/tables") for f in items} == linked

@@ -175,3 +175,21 @@ def test_invalid_config_names_key_and_allowed_values(tmp_path):
                          capture_output=True, text=True, timeout=300)
     assert run.returncode != 0
     assert "config key papers.crossmulti.tasks[1]: 'nre' is not allowed; allowed: pos, ner, pawsx, marc" in run.stdout + run.stderr
+
+
+def test_a_config_file_that_is_not_yaml_is_read_by_snakemake_before_the_snakefile(tmp_path):
+    """Snakemake loads `--configfile` files when it builds its settings, before the Snakefile
+    runs, so no check of ours can come first: its message names neither file nor line. This is
+    why `make tables` runs `python -m xlt.config` first (README, "When something is wrong"),
+    which names both. If Snakemake ever names the file itself, this test says so."""
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("world:\n  seed: [1,\n")
+    run = subprocess.run([*SNAKEMAKE, "-n", "all_tables", "--directory", str(tmp_path), f"--configfile={bad}"],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode != 0
+    said = run.stdout + run.stderr
+    assert "Config file is not valid JSON or YAML" in said and str(bad) not in said
+    assert "error: invalid configuration" not in said  # the Snakefile never ran
+    check = subprocess.run([sys.executable, "-m", "xlt.config", str(bad)], capture_output=True, text=True, timeout=120)
+    assert check.returncode == 1 and check.stderr.startswith(f"error: invalid configuration: {bad}:3: invalid YAML")
+    assert "Traceback" not in check.stderr

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -100,15 +101,36 @@ def _csvs(root: Path) -> dict[str, bytes]:
             for folder in ("results/tables", "results/figures") for p in sorted((root / folder).rglob("*.csv"))}
 
 
+def _without_timings(value):
+    """A JSON value less its wall-clock measurements (keys such as seconds, seconds_evaluating,
+    pairs_per_second): the only part of a result that may change from run to run."""
+    if isinstance(value, dict):
+        return {k: _without_timings(v) for k, v in value.items() if "second" not in k}
+    if isinstance(value, list):
+        return [_without_timings(v) for v in value]
+    return value
+
+
+def differing_results(first: Path, second: Path) -> list[str]:
+    """The files under results/ that differ between two run directories (a JSON only where it
+    differs beyond its timings), and those that only one of them has."""
+    files = {str(p.relative_to(root)) for root in (first, second) for p in (root / "results").rglob("*") if p.is_file()}
+    differ = []
+    for name in sorted(files):
+        a, b = first / name, second / name
+        if not (a.exists() and b.exists()):
+            differ.append(f"{name} (only in one run)")
+        elif a.read_bytes() != b.read_bytes() and not (
+                name.endswith(".json") and _without_timings(json.loads(a.read_text())) == _without_timings(json.loads(b.read_text()))):
+            differ.append(name)
+    return differ
+
+
 @pytest.mark.slow
-@pytest.mark.xfail(strict=False, reason=(
-    "the tokenizers WordPiece trainer breaks ties between equally frequent merges in hash-map "
-    "order, seeded per process: on the grown world two processes learn vocabularies that differ "
-    "in ~12 of 2000 tokens (even with min_frequency 2 and no size limit), so the tiny encoder and "
-    "everything after it differ (not strict: a chance match of two vocabularies must not fail CI)"))
 def test_two_runs_from_scratch_give_byte_identical_table_csvs(tmp_path):
     """`all_tables` twice, each in an empty directory (CPU, seeded): every table and figure CSV
-    is the same byte for byte."""
+    is the same byte for byte, and so is every other result (world, data, tokenizer, weights,
+    alignments, evaluations, figures) but for the timings in its JSON."""
     runs = []
     for name in ("first", "second"):
         work = tmp_path / name
@@ -123,3 +145,19 @@ def test_two_runs_from_scratch_give_byte_identical_table_csvs(tmp_path):
     assert first.keys() == second.keys()
     differ = [k for k in first if first[k] != second[k]]
     assert not differ, f"table CSVs differ between two runs from scratch: {differ}"
+    assert (tmp_path / "first/results/encoders/tiny/pretrained/tokenizer.json").exists()
+    assert not (differ := differing_results(tmp_path / "first", tmp_path / "second")), f"results differ: {differ}"
+
+
+def test_differing_results_ignores_timings_only(tmp_path):
+    for name, seconds, weight in (("a", 1.5, b"w1"), ("b", 2.5, b"w1")):
+        (tmp_path / name / "results/m").mkdir(parents=True)
+        (tmp_path / name / "results/m/meta.json").write_text(json.dumps({"loss": 0.5, "seconds_this_process": seconds,
+                                                                          "speed": {"pairs_per_second": seconds}}))
+        (tmp_path / name / "results/m/model.safetensors").write_bytes(weight)
+    assert differing_results(tmp_path / "a", tmp_path / "b") == []
+    (tmp_path / "b/results/m/meta.json").write_text(json.dumps({"loss": 0.6, "seconds_this_process": 1.5, "speed": {}}))
+    (tmp_path / "b/results/m/model.safetensors").write_bytes(b"w2")
+    (tmp_path / "b/results/m/extra.txt").write_text("x")
+    assert differing_results(tmp_path / "a", tmp_path / "b") == [
+        "results/m/extra.txt (only in one run)", "results/m/meta.json", "results/m/model.safetensors"]

@@ -20,6 +20,12 @@ def split_file(data_dir: str | Path, lang: str, split: str) -> Path:
     return path
 
 
+def is_collapsed(meta: dict) -> bool:
+    """Whether a saved model (its xlt_model.json) is a collapsed run: its dev predictions were
+    one class or one tag (`finetune` records the verdict; older models carry none)."""
+    return bool((meta.get("collapse") or {}).get("collapsed", False))
+
+
 # A retried run's seed: far from any configured seed, so that a retry never repeats a model
 # another seed of the same table already trained.
 RETRY_SEED_STRIDE = 1000
@@ -97,7 +103,7 @@ def evaluate_model(model_dir: str, data_dir: str, split: str, langs: list[str], 
         "average": avg,
         "model_provenance": {"code": meta["provenance"]["code"], "data_sha256": meta["provenance"]["data_sha256"]},
         # the model's dev predictions were one class or one tag (tables mark and count it)
-        "collapsed": bool((meta.get("collapse") or {}).get("collapsed", False)),
+        "collapsed": is_collapsed(meta),
         "provenance": provenance({"model": str(model_dir), "split": split, "langs": langs}, meta["provenance"]["seed"], files),
     }
     write_jsonl(predictions, rows)

@@ -31,8 +31,6 @@ def parse_item(path: str) -> tuple[str, str, str, str]:
 def index_markdown(files: list[str], index_path: str) -> str:
     """Markdown: per paper (title), each table and figure linked (every format) beside its
     caption. Links are relative to the index's folder; order: the order of `files`."""
-    from xlt import papers as P
-
     entries: dict[str, dict[str, dict[str, list[str]]]] = {}  # paper -> kind -> item -> links
     for f in files:
         kind, paper, item, _ = parse_item(f)
@@ -41,13 +39,34 @@ def index_markdown(files: list[str], index_path: str) -> str:
     lines = ["# Tables and figures", "",
              "Every table (paper · ours · Δ) and figure the workflow made, beside its paper's caption.", ""]  # fmt: skip
     for paper, kinds in entries.items():
-        lines += [f"## {paper}: {P.title(paper)}", ""]
+        lines += [f"## {paper}: {_title(paper)}", ""]
         for kind, items in kinds.items():
             if items:
                 lines += [f"{KINDS[kind]}:", ""]
-                lines += [f"- {_links(paper, links)}: {P.caption(paper, item)}" for item, links in items.items()]
+                lines += [f"- {_links(paper, links)}: {_caption(paper, item)}" for item, links in items.items()]
                 lines.append("")
     return "\n".join(lines)
+
+
+def _title(paper: str) -> str:
+    from xlt import papers as P
+    from xlt.align.targets import TITLES
+    from xlt.published import paper_title
+
+    if paper in P.PAPERS:
+        return P.title(paper)
+    return TITLES[paper] if paper in TITLES else paper_title(paper)
+
+
+def _caption(paper: str, item: str) -> str:
+    """A plugin's caption, else the one of the stage that makes the item (xlt.align.targets)."""
+    from xlt import papers as P
+    from xlt.align.targets import CAPTIONS
+
+    plugin = P.PAPERS.get(paper)
+    if (paper, item) in CAPTIONS and not (plugin and item in {i.id for i in (*plugin.tables, *plugin.figures)}):
+        return CAPTIONS[(paper, item)]
+    return P.caption(paper, item)
 
 
 def _links(paper: str, links: list[str]) -> str:
@@ -69,6 +88,4 @@ def rst_escape(text: str) -> str:
 
 def rst_caption(paper: str, item: str) -> str:
     """A report caption: the paper (slug and title), then the table's or figure's caption."""
-    from xlt import papers as P
-
-    return f"**{paper}** ({rst_escape(P.title(paper))}): {rst_escape(P.caption(paper, item))}"
+    return f"**{paper}** ({rst_escape(_title(paper))}): {rst_escape(_caption(paper, item))}"

@@ -19,6 +19,17 @@ from xlt.errors import XltError
 WILDCARDS = {"xx": r"[a-z]{2,3}", "backend": "|".join(BACKENDS), "size": r"\d+"}
 AER_FORMATS = ("md", "csv")
 L2_FIGURES = ("fig1", "fig2")  # adjust's Figure 1 (one pair) and Figure 2 (every pair)
+# The index's title and captions of the stage's table and figures: no paper plugin declares
+# them (adjust's plugin, once written, owns its figures' captions and takes precedence).
+TITLES = {"align": "Word alignment (the bitext of the adjust paper, aligned and scored)"}
+CAPTIONS = {
+    ("align", "aer"): "Alignment error rate (precision, recall, AER %) of each configured aligner and stage of its "
+                      "links against the world's gold links, per language pair.",
+    ("adjust", "fig1"): "Histograms of the L2 distances between the last-layer vectors of related (aligned) and "
+                        "unrelated word pairs, for one language pair (align.l2.fig1_pair).",
+    ("adjust", "fig2"): "Histograms of the L2 distances between the last-layer vectors of related (aligned) and "
+                        "unrelated word pairs, for every aligned language pair.",
+}
 
 
 def spec(cfg: dict) -> dict:

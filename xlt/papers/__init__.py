@@ -126,14 +126,17 @@ def tables_and_figures(cfg: dict) -> list[str]:
     return [f for slug in configured(cfg) for f in paper_tables(cfg, slug) + paper_figures(cfg, slug)]
 
 
-def all_tables(cfg: dict) -> list[str]:
-    """Every table and figure of the configured papers, the index of them, and the tables and
-    figures of the stages before them (the alignment stage's AER table and L2 figures)."""
+def index_items(cfg: dict) -> list[str]:
+    """What the index lists: every table and figure of the configured papers and of the stages
+    before them (the alignment stage's AER table and L2 figures)."""
     from xlt.align.targets import align_tables
 
-    # The alignment stage is no paper plugin yet (adjust's plugin will own its L2 figures),
-    # so the index does not list its files.
-    return tables_and_figures(cfg) + align_tables(cfg) + [index_file(cfg)]
+    return tables_and_figures(cfg) + align_tables(cfg)
+
+
+def all_tables(cfg: dict) -> list[str]:
+    """Every table and figure (`index_items`) and the index of them."""
+    return index_items(cfg) + [index_file(cfg)]
 
 
 def index_file(cfg: dict) -> str:

@@ -26,21 +26,20 @@ ENCODER_META = "xlt_encoder.json"
 
 
 def train_wordpiece(texts: list[str], vocab_size: int, out_dir: str | Path):
-    """Train a cased WordPiece tokenizer (BERT pre-tokenisation) and save it as a fast tokenizer."""
-    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+    """Learn a cased WordPiece vocabulary (BERT normalisation and pre-tokenisation) from
+    `texts`, the same in every process (xlt.engine.vocab), and save it as a fast tokenizer."""
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
     from transformers import BertTokenizerFast
 
-    tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
-    tok.normalizer = normalizers.BertNormalizer(lowercase=False, strip_accents=False, clean_text=True)
-    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=SPECIALS, min_frequency=2, show_progress=False)
-    tok.train_from_iterator(texts, trainer=trainer)
-    # The trainer numbers the tokens it learnt in hash-map order, which changes from run to
-    # run (same set, other ids): number them in a fixed order, so that the same corpus gives
-    # the same tokenizer and the same embedding rows.
-    learnt = tok.get_vocab()
-    ordered = SPECIALS + sorted(t for t in learnt if t not in SPECIALS)
-    tok.model = models.WordPiece(vocab={t: i for i, t in enumerate(ordered)}, unk_token="[UNK]")
+    from xlt.engine.vocab import word_counts, wordpiece_vocab
+
+    normalizer = normalizers.BertNormalizer(lowercase=False, strip_accents=False, clean_text=True)
+    pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    counts = word_counts(texts, lambda text: [w for w, _ in pre_tokenizer.pre_tokenize_str(normalizer.normalize_str(text))])
+    vocab = wordpiece_vocab(counts, vocab_size, SPECIALS)
+    tok = Tokenizer(models.WordPiece(vocab={t: i for i, t in enumerate(vocab)}, unk_token="[UNK]"))
+    tok.normalizer = normalizer
+    tok.pre_tokenizer = pre_tokenizer
     cls, sep = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
     tok.post_processor = processors.TemplateProcessing(
         single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", cls), ("[SEP]", sep)]

@@ -51,8 +51,10 @@ from xlt.errors import XltError
 from xlt.io import atomic_path, write_text
 
 __all__ = [
+    "COLLAPSED",
     "GRID_COLS",
     "aggregate",
+    "collapse_note",
     "normalise_by_bilingual",
     "plot_1d",
     "plot_2d",
@@ -61,6 +63,10 @@ __all__ = [
 ]
 
 REQUIRED = ("task", "source", "target", "seed", "direction", "eval_lang", "score")
+# An optional column, added to a normalised frame: the collapsed fine-tuning runs (their ids)
+# that a row's numbers come from. Kept in every mean like the tables' † cells; a figure's CSV
+# counts them per plotted row (n_collapsed) and the figure says how many there were in all.
+COLLAPSED = "collapsed_runs"
 GRID_COLS = ("direction", "alpha", "alpha1", "alpha2")
 _NOT_SETTING = set(GRID_COLS) | {"seed", "score"}
 _EPS = 1e-9
@@ -192,12 +198,37 @@ def aggregate(
         raise XltError(f"aggregate: confidence must be in (0, 1), got {confidence}")
     g = df.groupby(by, dropna=False, sort=True)[value]
     out = g.agg(mean="mean", std=lambda s: s.std(ddof=1), n="count").reset_index()
+    out = _count_collapsed(out, df, by)
     out["sem"] = out["std"] / np.sqrt(out["n"])
     dof = (out["n"] - 1).where(out["n"] > 1)
     half = stats.t.ppf(0.5 + confidence / 2, dof) * out["sem"]
     out["ci_low"] = out["mean"] - half
     out["ci_high"] = out["mean"] + half
     return out
+
+
+def _count_collapsed(out: pd.DataFrame, df: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    """`out` (one row per group of `by`) with n_collapsed: the distinct collapsed runs behind
+    each group's rows (a run shared by several rows counts once)."""
+    if COLLAPSED not in df.columns:
+        return out
+    counts = df.groupby(by, dropna=False, sort=True)[COLLAPSED].agg(lambda s: len(set().union(*s)))
+    return out.merge(counts.rename("n_collapsed").reset_index(), on=by, how="left")
+
+
+def collapse_note(df: pd.DataFrame) -> str | None:
+    """The line a figure prints under its panels: how many collapsed runs its numbers include
+    (None when there is none)."""
+    n = len(set().union(*df[COLLAPSED])) if COLLAPSED in df.columns else 0
+    if not n:
+        return None
+    return (f"† {n} collapsed fine-tuning run{'s' if n > 1 else ''} (dev predictions all one class or tag) behind "
+            "these numbers: kept, counted per point in the CSV's n_collapsed")
+
+
+def _note_collapsed(fig: Figure, df: pd.DataFrame) -> None:
+    if note := collapse_note(df):
+        fig.supxlabel(note, fontsize=7)
 
 
 # --------------------------------------------------------------------------- figures
@@ -283,6 +314,7 @@ def plot_1d(
         ax.legend(fontsize=7)
     if title:
         fig.suptitle(title)
+    _note_collapsed(fig, data)
     return save_figure(fig, out_stem, agg)
 
 
@@ -307,11 +339,8 @@ def plot_2d(
     data = norm[norm["direction"] == "2d"]
     if data.empty:
         raise XltError("plot_2d: no rows with direction 2d")
-    agg = (
-        data.groupby(panel_cols + ["alpha1", "alpha2"], sort=True)[value]
-        .agg(mean="mean", n="count")
-        .reset_index()
-    )
+    by = panel_cols + ["alpha1", "alpha2"]
+    agg = _count_collapsed(data.groupby(by, sort=True)[value].agg(mean="mean", n="count").reset_index(), data, by)
     panels = list(agg.groupby(panel_cols, sort=True)) if panel_cols else [((), agg)]
     n = len(panels)
     ncols = min(n, ncols or n)
@@ -338,6 +367,7 @@ def plot_2d(
             ax.set_title(_label(panel_cols, pkey), fontsize=10)
     if title:
         fig.suptitle(title)
+    _note_collapsed(fig, data)
     return save_figure(fig, out_stem, agg)
 
 
@@ -372,4 +402,8 @@ def plot_geometry(
         ax.legend(fontsize=7)
     if title:
         ax.set_title(title)
-    return save_figure(fig, out_stem, geom.reset_index(drop=True))
+    _note_collapsed(fig, geom)
+    table = geom.reset_index(drop=True)
+    if COLLAPSED in table.columns:  # one row per point: its own runs, counted
+        table = table.assign(n_collapsed=table[COLLAPSED].map(len)).drop(columns=COLLAPSED)
+    return save_figure(fig, out_stem, table)

@@ -16,7 +16,10 @@ per setting and grid point, seed mean and variance divided by θ_bi's mean score
     fig10  fig3 for the settings of `figures.fig10`
     fig2_encoder  fig2 for the encoder-only variant (the paper's footnote 2)
 
-Each figure is <out_dir>/<name>.png, .pdf and .csv (the plotted numbers).
+Each figure is <out_dir>/<name>.png, .pdf and .csv (the plotted numbers). Collapsed fine-tuning
+runs (a model's `collapse` verdict, copied into its grid JSON) stay in every number: each CSV
+row counts the distinct collapsed runs behind it (n_collapsed) and a figure that has any says
+how many under its panels, like the tables' † marks.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ import pandas as pd
 from xlt.errors import XltError
 from xlt.io import read_json
 from xlt.papers.underspec import PAPER, TASK_FIGURES, TASK_NAMES
-from xlt.papers.underspec.aggregate import normalise_by_bilingual, plot_1d, plot_2d, plot_geometry
+from xlt.papers.underspec.aggregate import COLLAPSED, normalise_by_bilingual, plot_1d, plot_2d, plot_geometry
 
 __all__ = ["FIGURES", "load_grids", "make_figures"]
 
@@ -36,12 +39,29 @@ PATHS = {"src": "Eq. 1: θ_src ↔ θ_bi", "tgt": "Eq. 2: θ_tgt ↔ θ_bi"}
 FIGURES = tuple(f.id for f in PAPER.figures)
 
 
-def load_grids(csv_paths: list[str | Path]) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """All grid rows, and one δ-geometry row per (encoder, variant, task, source, target, seed)
-    from the JSON beside each grid CSV."""
+SETTING = ("encoder", "variant", "task", "source", "target")
+# The models each kind of row is made of: a 1D path interpolates θ_bi with one monolingual
+# model; a 2D grid (and the δ geometry) uses all three.
+MODELS_OF = {"src": ("bi", "src"), "tgt": ("bi", "tgt"), "2d": ("bi", "src", "tgt")}
+
+
+def _collapsed_models(meta: dict, meta_path: Path) -> dict[str, str]:
+    """{bi|src|tgt: model path} of the grid's models whose fine-tuning collapsed."""
+    try:
+        return {which: m["path"] for which, m in meta["models"].items() if m["collapsed"]}
+    except KeyError as e:
+        raise XltError(f"{meta_path}: no models.*.{e.args[0]} (a grid made before collapsed runs were "
+                       "recorded: delete it and rerun its job)") from None
+
+
+def load_grids(csv_paths: list[str | Path]) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+    """All grid rows; one δ-geometry row per (encoder, variant, task, source, target, seed)
+    from the JSON beside each grid CSV, with the collapsed runs among its models
+    (`aggregate.COLLAPSED`); and per setting (`SETTING`) the collapsed model paths of each of
+    bi, src and tgt over the seeds."""
     if not csv_paths:
         raise XltError("underspec figures: no grid CSV given")
-    frames, geo = [], {}
+    frames, geo, collapsed = [], {}, {}
     for p in map(Path, csv_paths):
         frames.append(pd.read_csv(p, keep_default_na=True))
         meta_path = p.with_suffix(".json")
@@ -49,11 +69,24 @@ def load_grids(csv_paths: list[str | Path]) -> tuple[pd.DataFrame, pd.DataFrame]
             raise XltError(f"{meta_path}: missing (every grid CSV has its JSON beside it)")
         meta = read_json(meta_path)
         s = meta["setting"]
-        key = (s["encoder"], s["variant"], s["task"], s["source"], s["target"], s["seed"])
-        geo.setdefault(key, {**{k: s[k] for k in ("encoder", "variant", "task", "source", "target", "seed")},
-                             **meta["geometry"]})
+        runs = _collapsed_models(meta, meta_path)
+        for which, path in runs.items():
+            collapsed.setdefault(tuple(s[k] for k in SETTING), {}).setdefault(which, set()).add(path)
+        key = tuple(s[k] for k in SETTING) + (s["seed"],)
+        geo.setdefault(key, {**{k: s[k] for k in (*SETTING, "seed")}, **meta["geometry"],
+                             COLLAPSED: tuple(sorted(set(runs.values())))})
     grid = pd.concat(frames, ignore_index=True)
-    return grid, pd.DataFrame(list(geo.values()))
+    return grid, pd.DataFrame(list(geo.values())), collapsed
+
+
+def _with_collapsed(norm: pd.DataFrame, collapsed: dict) -> pd.DataFrame:
+    """Each normalised row with the collapsed runs behind it: of its setting, over the seeds,
+    the models its direction is made of."""
+    def runs(row) -> tuple[str, ...]:
+        by_model = collapsed.get(tuple(row[k] for k in SETTING), {})
+        return tuple(sorted(set().union(*(by_model.get(w, set()) for w in MODELS_OF[row["direction"]]))))
+
+    return norm.assign(**{COLLAPSED: [runs(r) for _, r in norm.iterrows()] if len(norm) else []})
 
 
 def _with_labels(norm: pd.DataFrame) -> pd.DataFrame:
@@ -89,8 +122,8 @@ def _fig_2d(norm: pd.DataFrame, settings: list[dict], stem: Path, title: str) ->
 def make_figures(spec: dict, grid_csvs: list[str | Path], out_dir: str | Path, figures: list[str] | None = None) -> dict:
     """Write the figures (default: every one the data allows); return {figure: {ext: path}}."""
     out_dir = Path(out_dir)
-    grid, geom = load_grids(grid_csvs)
-    norm = normalise_by_bilingual(grid)
+    grid, geom, collapsed = load_grids(grid_csvs)
+    norm = _with_collapsed(normalise_by_bilingual(grid), collapsed)
     one_d = norm[norm["direction"].isin(["src", "tgt"])]
     all_params = one_d[one_d["variant"] == "all"]
     figures = list(figures or FIGURES)

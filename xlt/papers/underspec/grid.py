@@ -174,6 +174,7 @@ def run_grid_job(bi: str, src: str, tgt: str, data_dir: str, encoder: str, sourc
     import pandas as pd
 
     from xlt.engine.runtime import pick_device
+    from xlt.finetune import is_collapsed
     from xlt.io import sha256_file, write_json, write_text
     from xlt.provenance import provenance
 
@@ -209,6 +210,8 @@ def run_grid_job(bi: str, src: str, tgt: str, data_dir: str, encoder: str, sourc
         "device": str(dev),
         "models": {which: {"path": str(p), "seed": job.metas[which]["provenance"]["seed"],
                            "selected_epoch": job.metas[which]["train"]["selected_epoch"],
+                           # its dev predictions were one class or tag (the figures count it)
+                           "collapsed": is_collapsed(job.metas[which]),
                            "modules_sha256": sha256_file(Path(p) / "modules.safetensors")} for which, p in models.items()},
         "provenance": provenance({"grid": grid, "kind": kind, "variant": variant, "metric": metric, "models": models},
                                  job.seed, [ev.name for ev in evalsets.values()]),
