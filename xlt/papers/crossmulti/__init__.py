@@ -6,13 +6,15 @@ profile. Tables: 1 (data sizes) and 2 (cross vs multi, four tasks × four langua
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 
 from xlt.papers import datasize
 from xlt.papers.base import Paper, Table
 from xlt.published import load_published
 from xlt.tables import COLLAPSE_NOTE, eval_rows, paper_vs_ours, render_grid
-from xlt.targets import Recipe, dataset_name, eval_file
+from xlt.targets import Recipe, dataset_name, eval_file, task_of
 
 SLUG = "crossmulti"
 
@@ -22,6 +24,15 @@ def recipes(cfg: dict) -> dict[str, Recipe]:
     p = cfg["papers"][SLUG]
     langs = tuple(cfg["language_sets"][p["languages"]])
     return {"cross": Recipe((p["source"],), p["hparams"]), "multi": Recipe(langs, p["hparams"])}
+
+
+def model_setting(model: str) -> dict:
+    """task, setting (`cross`: one training language, else `multi`) and seed of a model
+    directory, from its path (…/{task}/{recipe}/seed{seed})."""
+    path = Path(model)
+    recipe = Recipe.parse(path.parent.name)
+    return {"task": task_of(path.parent.parent.name), "setting": "cross" if len(recipe.train_langs) == 1 else "multi",
+            "seed": int(path.name.removeprefix("seed"))}
 
 
 def table2_inputs(cfg: dict) -> list[str]:
