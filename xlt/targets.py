@@ -45,7 +45,7 @@ WILDCARDS = {
     "target": r"[a-z]{2,3}",
     "variant": r"all|encoder",
     "kind": r"1d|2d",
-    "figure": r"fig[0-9]+[a-z_]*",
+    "figure": r"fig[a-z]?[0-9]+[a-z_]*",  # fig2, fig2_encoder, figa1 (an appendix figure)
 }
 
 

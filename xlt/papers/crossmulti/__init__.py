@@ -1,7 +1,18 @@
 """crossmulti: Enhancing Cross-Lingual Training with Knowledge Learned from Multi-Lingual Training.
 
 Recipes: `cross` (the source language only) and `multi` (all four languages), one hparams
-profile. Tables: 1 (data sizes) and 2 (cross vs multi, four tasks × four languages).
+profile. Tables: 1 (data sizes), 2 (cross vs multi, four tasks × four languages), and the
+analyses of Table 2's models (none retrained), one rule each (rules/crossmulti.smk):
+
+    results/crossmulti/probe/{encoder}/vanilla.{csv,json}                       the pretrained encoder's probes
+    results/crossmulti/probe/{encoder}/{task}/{recipe}/seed{seed}.{csv,json}    a fine-tuned model's probes
+    results/crossmulti/head_updates/{encoder}.{csv,json}                        every model's head updates
+    results/crossmulti/pppl/{encoder}/{task}.{csv,json}                         PPPL on a task's test text
+
+Table 3 (model probing) and Table 4 (head probing) read the probes, Table 5 the PPPL,
+Figure 1 the head updates, Figures A1–A4 (figa1 … figa4) the head probes. This module only
+declares (no torch, no matplotlib): `probing`, `head_updates`, `pppl` compute, `analysis`
+builds the tables and figures.
 """
 
 from __future__ import annotations
@@ -10,11 +21,12 @@ from pathlib import Path
 
 import pandas as pd
 
+from xlt.errors import XltError
 from xlt.papers import datasize
-from xlt.papers.base import Paper, Table
+from xlt.papers.base import Figure, Paper, Table
 from xlt.published import load_published
 from xlt.tables import COLLAPSE_NOTE, eval_rows, paper_vs_ours, render_grid
-from xlt.targets import Recipe, dataset_name, eval_file, task_of
+from xlt.targets import Recipe, data_dir, dataset_name, eval_file, model_dir, task_of
 
 SLUG = "crossmulti"
 
@@ -76,10 +88,100 @@ def table1(spec: dict, inputs: list[str]) -> tuple[pd.DataFrame, str, str]:
     return table, md, tex
 
 
+# ---- the analyses of Table 2's models ----------------------------------------------------------
+
+
+def analysed_models(cfg: dict, tasks: list[str] | None = None) -> list[str]:
+    """The model directories the analyses read: every task's cross and multi model of the analysis seeds."""
+    p = cfg["papers"][SLUG]
+    extra = sorted(set(p["analysis"]["seeds"]) - set(p["seeds"]))
+    if extra:
+        raise XltError(f"config key papers.{SLUG}.analysis.seeds: {extra} are not seeds of Table 2's models; "
+                       f"allowed: {p['seeds']}")
+    return [model_dir(cfg, p["encoder"], "pretrained", dataset_name(cfg, SLUG, task), recipe.name, seed)
+            for task in (tasks or p["tasks"]) for recipe in recipes(cfg).values() for seed in p["analysis"]["seeds"]]
+
+
+def analysis_root(cfg: dict) -> str:
+    return f"{cfg['results']}/{SLUG}"
+
+
+def probe_file(cfg: dict, model: str | None) -> str:
+    """The probes' CSV of a model directory (None: the vanilla encoder)."""
+    enc = cfg["papers"][SLUG]["encoder"]
+    if model is None:
+        return f"{analysis_root(cfg)}/probe/{enc}/vanilla.csv"
+    rel = Path(model).relative_to(Path(cfg["results"]) / "models" / enc / "pretrained")
+    return f"{analysis_root(cfg)}/probe/{enc}/{rel}.csv"
+
+
+def probe_files(cfg: dict) -> list[str]:
+    return [probe_file(cfg, None)] + [probe_file(cfg, m) for m in analysed_models(cfg)]
+
+
+def head_updates_file(cfg: dict) -> str:
+    return f"{analysis_root(cfg)}/head_updates/{cfg['papers'][SLUG]['encoder']}.csv"
+
+
+def pppl_files(cfg: dict) -> list[str]:
+    p = cfg["papers"][SLUG]
+    return [f"{analysis_root(cfg)}/pppl/{p['encoder']}/{dataset_name(cfg, SLUG, t)}.csv" for t in p["tasks"]]
+
+
+def probe_jobs(cfg: dict) -> dict:
+    """What every probe job probes: task -> its data folder, metric, source and languages."""
+    p = cfg["papers"][SLUG]
+    return {t: {"data": data_dir(cfg, dataset_name(cfg, SLUG, t)), "metric": p["metric"][t], "source": p["source"],
+                "langs": list(cfg["language_sets"][p["languages"]])} for t in p["tasks"]}
+
+
+def figure_inputs(cfg: dict) -> list[str]:
+    return [head_updates_file(cfg)] + probe_files(cfg)[1:]
+
+
+def draw(spec: dict, inputs: list[str], out_dir: str, figure: str) -> None:
+    from xlt.papers.crossmulti.analysis import draw_figure  # matplotlib: only in the figure job
+
+    draw_figure(spec, inputs, out_dir, figure)
+
+
+def _build(name: str):
+    def build(spec: dict, inputs: list[str]):
+        from xlt.papers.crossmulti import analysis
+
+        return getattr(analysis, name)(spec, inputs)
+
+    return build
+
+
+def _analysis_spec(cfg: dict) -> dict:
+    """The paper's block and the encoder's head count (Table 4 scales K by it)."""
+    return {**cfg["papers"][SLUG], "heads_total": encoder_heads(cfg)}
+
+
+def encoder_heads(cfg: dict) -> int:
+    """Attention heads of the paper's encoder: layers × heads (a built encoder's shape, else mBERT's 144)."""
+    enc = cfg["encoders"][cfg["papers"][SLUG]["encoder"]]
+    shape = (enc.get("build") or {}).get("shape")
+    return shape["layers"] * shape["heads"] if shape else enc.get("heads_total", 144)
+
+
 PAPER = Paper(
     SLUG,
     tables=(
         datasize.table(SLUG, table1),
         Table("table2", inputs=table2_inputs, build=table2),
+        Table("table3", inputs=probe_files, build=_build("table3")),
+        Table("table4", inputs=lambda cfg: probe_files(cfg)[1:], build=_build("table4"), spec=_analysis_spec),
+        Table("table5", inputs=pppl_files, build=_build("table5")),
     ),
+    figures=(
+        Figure("fig1", "Normalised attention-head updates (relative L1 change of each head's Q/K/V rows and O "
+               "columns) of the cross and multi models and multi − cross, per task; Spearman ρ cross vs multi."),
+        *(Figure(f"figa{i}", f"Per-head probing on {name}: every cross and multi model's heads, the most "
+                 "contributive marked green, the least red.", when=lambda p, t=task: t in p["tasks"])
+          for i, (task, name) in enumerate((("pos", "POS"), ("ner", "NER"), ("pawsx", "PI"), ("marc", "SA")), 1)),
+    ),
+    figure_inputs=figure_inputs,
+    draw=draw,
 )
