@@ -26,7 +26,7 @@ from xlt.papers import datasize
 from xlt.papers.base import Figure, Paper, Table
 from xlt.published import load_published
 from xlt.tables import COLLAPSE_NOTE, eval_rows, paper_vs_ours, render_grid
-from xlt.targets import Recipe, data_dir, dataset_name, eval_file, model_dir, task_of
+from xlt.targets import Init, Recipe, aux_streams, data_dir, dataset_name, eval_file, model_dir, task_of
 
 SLUG = "crossmulti"
 
@@ -85,6 +85,60 @@ def table1(spec: dict, inputs: list[str]) -> tuple[pd.DataFrame, str, str]:
         "MARC: the mteb/amazon_reviews_multi mirror (the original was withdrawn).",
     ]
     md, tex = datasize.render(table, ["task", "split"], "lang", "crossmulti Table 1: training and test set sizes", spec, notes)
+    return table, md, tex
+
+
+# ---- Table 6: +FA, +DA, +combined ---------------------------------------------------------------
+
+
+def table6_models(cfg: dict) -> list[tuple[str, str, str, str, int]]:
+    """(setting, init, dataset, recipe, seed) of Table 6: cross (Table 2's), +FA (the aux set's
+    streams; none for a task the set gives none, as POS), +DA (MLM on the task's training text in
+    the paper's languages first), +combined (both)."""
+    p = cfg["papers"][SLUG]
+    t6 = p["table6"]
+    cross = recipes(cfg)["cross"]
+    fa = Recipe(cross.train_langs, cross.hparams, t6["fa"])
+    out = []
+    for task in t6["tasks"]:
+        dataset = dataset_name(cfg, SLUG, task)
+        da = Init("mlm", dataset, p["languages"]).name
+        has_aux = bool(aux_streams(cfg, fa.name, dataset))
+        for setting, init, recipe in (("cross", "pretrained", cross), ("fa", "pretrained", fa), ("da", da, cross),
+                                      ("combined", da, fa)):
+            if recipe.aux and not has_aux:
+                continue
+            out += [(setting, init, dataset, recipe.name, seed) for seed in t6["seeds"]]
+    return out
+
+
+def table6_inputs(cfg: dict) -> list[str]:
+    p = cfg["papers"][SLUG]
+    return [eval_file(cfg, p["encoder"], init, dataset, recipe, seed, "test", p["languages"])
+            for _, init, dataset, recipe, seed in table6_models(cfg)]
+
+
+def table6_setting(eval_path: str) -> str:
+    """cross / fa / da / combined from an evaluation file's path (…/{init}/{task}/{recipe}/seed{s}/…)."""
+    parts = Path(eval_path).parts
+    adapted, aux = parts[-5] != "pretrained", Recipe.parse(parts[-3]).aux is not None
+    return {(False, False): "cross", (False, True): "fa", (True, False): "da", (True, True): "combined"}[(adapted, aux)]
+
+
+def table6(spec: dict, inputs: list[str]) -> tuple[pd.DataFrame, str, str]:
+    ours = pd.concat([eval_rows([path], spec["metric"], lambda r, s=table6_setting(path): s) for path in inputs],
+                     ignore_index=True)
+    published = load_published(SLUG, "table6")
+    published = published[published["task"].isin(spec["table6"]["tasks"])]
+    table = paper_vs_ours(ours, published, ["task", "setting", "lang"])
+    notes = [
+        f"Seeds: {spec['table6']['seeds']}. cross = Table 2's cross models; fa = + auxiliary task streams on EN data "
+        f"(aux set {spec['table6']['fa']}: one batch of each auxiliary task per step, loss weight from the aux set); "
+        "da = MLM on the task's training text in the four languages (adapt.mlm), then EN fine-tuning; "
+        "combined = da then fa. POS has no auxiliary tasks (no fa / combined).",
+        COLLAPSE_NOTE,
+    ]
+    md, tex = render_grid(table, ["task", "setting"], "lang", "crossmulti Table 6: +FA, +DA, +combined", notes)
     return table, md, tex
 
 
@@ -174,6 +228,7 @@ PAPER = Paper(
         Table("table3", inputs=probe_files, build=_build("table3")),
         Table("table4", inputs=lambda cfg: probe_files(cfg)[1:], build=_build("table4"), spec=_analysis_spec),
         Table("table5", inputs=pppl_files, build=_build("table5")),
+        Table("table6", inputs=table6_inputs, build=table6),
     ),
     figures=(
         Figure("fig1", "Normalised attention-head updates (relative L1 change of each head's Q/K/V rows and O "
