@@ -47,7 +47,7 @@ def main():
         from xlt.papers.crossmulti.pppl import run_pppl_job
 
         run_pppl_job(a.task, a.data, a.langs, a.pretrained, a.revision, a.models, a.pppl["max_length"],
-                     a.pppl["batch_size"], a.out, a.provenance)
+                     a.pppl["batch_size"], a.out, a.provenance, a.pppl.get("max_sentences"))
 
 
 run(main)

@@ -51,6 +51,8 @@ def test_table3_is_ceiling_minus_probe(probes, tmp_path):
     assert row["ours_mean"] == pytest.approx(3.5)  # 50 + 2 + seed − 50, seeds 1 and 2
     assert row["paper"] == -0.14
     assert not ((table.task == table.probe_task)).any()
+    md = (tmp_path / "table3.md").read_text()
+    assert "| | POS | NER | PI | SA |" in md and md.index("| POS cross") < md.index("| NER cross")  # the paper's order
 
 
 def test_table4_overlap_and_rho(probes, tmp_path):

@@ -27,6 +27,14 @@ def read_csvs(inputs: list[str]) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
+def in_paper_order(table: pd.DataFrame, tasks: list[str], keys: list[str]) -> pd.DataFrame:
+    """Rows sorted by the tasks' order in the config (task and probe_task columns), stable
+    otherwise: the rendered grid's rows and columns follow the paper (POS, NER, PI, SA)."""
+    rank = {t: i for i, t in enumerate(tasks)}
+    cols = [k for k in keys if k in ("task", "probe_task")]
+    return table.sort_values(cols, key=lambda c: c.map(lambda t: rank.get(t, len(rank))), kind="stable").reset_index(drop=True)
+
+
 def _published(table: str, tasks: list[str]) -> pd.DataFrame:
     pub = load_published(SLUG, table)
     return pub[pub["task"].isin(tasks)]
@@ -49,11 +57,13 @@ def table3_rows(probes: pd.DataFrame) -> pd.DataFrame:
 def table3(spec: dict, inputs: list[str]):
     ours = table3_rows(read_csvs(inputs))
     table = paper_vs_ours(ours, _published("table3", spec["tasks"]), ["task", "setting", "probe_task"])
+    table = in_paper_order(table, spec["tasks"], ["task", "probe_task"])
     notes = [f"Ceiling − probe ({', '.join(f'{t} {m}' for t, m in spec['metric'].items() if t in spec['tasks'])}, ×100) "
              "on the four test sets concatenated; probe = linear layer on the frozen pretrained encoder's last layer, "
              "ceiling = the same on the frozen fine-tuned encoder, both trained on the EN training data.",
              f"Encoder: {spec['encoder']}. Seeds: {sorted(ours['seed'].unique().tolist())} (papers.crossmulti.analysis.seeds)."]
-    md, tex = render_grid(table, ["task", "setting"], "probe_task", "crossmulti Table 3: model probing", notes)
+    md, tex = render_grid(table, ["task", "setting"], "probe_task", "crossmulti Table 3: model probing", notes,
+                          columns=spec["tasks"])
     return table, md, tex
 
 
@@ -104,6 +114,7 @@ def table4(spec: dict, inputs: list[str]):
     keys = ["task", "setting", "probe_task", "topk", "metric"]
     # a seed whose top-K share under three heads has no ρ: the cell averages the seeds that have one
     table = paper_vs_ours(ours.drop(columns="p").dropna(subset=["value"]), _published("table4", spec["tasks"]), keys)
+    table = in_paper_order(table, spec["tasks"], keys)
     table["column"] = table["probe_task"].map(TASK_LABELS) + " " + table["metric"].map({"overlap": "Ovlp", "spearman": "ρ"})
     ks = ", ".join(f"K={k}→{scaled_k(k, spec['heads_total'], a['topk_of_heads'])}" for k in a["topk"])
     notes = [f"Top-K heads scaled from {a['topk_of_heads']} heads (mBERT) to the encoder's {spec['heads_total']}: "
@@ -111,8 +122,9 @@ def table4(spec: dict, inputs: list[str]):
              "Baseline of a probing task = its cross model (same seed); per-head probes: linear layers on each "
              "head's context vector, trained on the EN training data, scored on the four test sets.",
              f"Seeds: {sorted(ours['seed'].unique().tolist())}."]
+    columns = [f"{TASK_LABELS[t]} {m}" for t in spec["tasks"] for m in ("Ovlp", "ρ")]
     md, tex = render_grid(table, ["task", "setting", "topk"], "column", "crossmulti Table 4: attention-head probing",
-                          notes, labels={**TASK_LABELS, **{k: f"K={k}" for k in a["topk"]}})
+                          notes, labels={**TASK_LABELS, **{k: f"K={k}" for k in a["topk"]}}, columns=columns)
     return table, md, tex
 
 
@@ -175,7 +187,7 @@ def figure1(spec: dict, updates: pd.DataFrame, out_dir: str) -> None:
     maps, rhos = head_update_maps(updates)
     tasks = [t for t in spec["tasks"] if t in set(maps["task"].str.partition(".")[0])]
     maps["task"] = maps["task"].str.partition(".")[0]
-    fig, axes = plt.subplots(len(tasks), 3, figsize=(9, 2.6 * len(tasks)), squeeze=False)
+    fig, axes = plt.subplots(len(tasks), 3, figsize=(11, 3.2 * len(tasks)), squeeze=False, layout="constrained")
     for r, task in enumerate(tasks):
         m = maps[maps["task"] == task]
         rho = next(v for k, v in rhos.items() if k.partition(".")[0] == task)
@@ -210,7 +222,8 @@ def figure_a(spec: dict, probes: pd.DataFrame, out_dir: str, figure: str, probe_
     a = spec["analysis"]
     k = scaled_k(min(a["topk"]), n_heads, a["topk_of_heads"])
     models = [(t, s) for t in spec["tasks"] for s in ("cross", "multi")]
-    fig, axes = plt.subplots(len(spec["tasks"]), 2, figsize=(6.5, 2.6 * len(spec["tasks"])), squeeze=False)
+    fig, axes = plt.subplots(len(spec["tasks"]), 2, figsize=(7, 3.2 * len(spec["tasks"])), squeeze=False,
+                             layout="constrained")
     marked = []
     for i, (task, setting) in enumerate(models):
         m = mean[(mean["task"] == task) & (mean["setting"] == setting)].sort_values(["layer", "head"]).copy()

@@ -114,7 +114,8 @@ def score_texts(mlm, tokenizer, texts: list[str], max_length: int, batch_size: i
 
 
 def run_pppl_job(task: str, data_dir: str, langs: list[str], pretrained: str, revision: str | None,
-                 models: list[str], max_length: int, batch_size: int, out: str, provenance_out: str) -> None:
+                 models: list[str], max_length: int, batch_size: int, out: str, provenance_out: str,
+                 max_sentences: int | None = None) -> None:
     """One row per (model, language): the vanilla encoder (setting `vanilla`) and every
     fine-tuned model (its setting: `cross` for the source language alone, else `multi`)."""
     import time
@@ -131,7 +132,7 @@ def run_pppl_job(task: str, data_dir: str, langs: list[str], pretrained: str, re
 
     t = get_task(task)
     files = {lang: split_file(data_dir, lang, "test") for lang in langs}
-    texts = {lang: task_texts(t, load_records([f])) for lang, f in files.items()}
+    texts = {lang: task_texts(t, load_records([f], max_sentences)) for lang, f in files.items()}  # the first N
     rows, started = [], time.perf_counter()
     for model in [None, *models]:
         which = {"task": task, "setting": "vanilla", "seed": None} if model is None else model_setting(model)
@@ -144,5 +145,6 @@ def run_pppl_job(task: str, data_dir: str, langs: list[str], pretrained: str, re
     tokens = sum(r["tokens"] for r in rows)
     write_json(provenance_out, {"seconds": seconds, "tokens": tokens, "tokens_per_second": tokens / seconds,
                                 "provenance": provenance({"task": task, "langs": langs, "pretrained": pretrained,
-                                                          "models": models, "max_length": max_length}, 0,
+                                                          "models": models, "max_length": max_length,
+                                                          "max_sentences": max_sentences}, 0,
                                                          list(files.values()))})

@@ -186,7 +186,8 @@ def run_probe_job(encoder_path: str, revision: str | None, probes: dict, cfg: di
         test_files = [split_file(p["data"], lang, "test") for lang in p["langs"]]
         files += [train_file, *test_files]
         train = load_records([train_file], cfg.get("max_train_examples"))
-        res = probe_task(encoder, tokenizer, task, train, load_records(test_files), p["metric"], pc, cfg["max_length"])
+        test = load_records(test_files, cfg.get("max_test_examples"))  # the first N of each language
+        res = probe_task(encoder, tokenizer, task, train, test, p["metric"], pc, cfg["max_length"])
         rows.append({**label, "probe_task": name, "unit": "model", "layer": -1, "head": -1, "value": res["model"]})
         for (layer, h), v in np.ndenumerate(res["heads"]):
             rows.append({**label, "probe_task": name, "unit": "head", "layer": layer, "head": h, "value": v})
