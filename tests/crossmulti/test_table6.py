@@ -54,7 +54,8 @@ def test_table6_models_and_table(tmp_path):
 
     cfg = {"results": "results", "aux_sets": CFG["aux_sets"], "language_sets": {"crossmulti": ["en", "de", "es", "fr"]},
            "papers": {"crossmulti": {"encoder": "tiny", "hparams": "crossmulti", "source": "en", "languages": "crossmulti",
-                                     "treebanks": "es_ancora", "table6": {"tasks": ["pos", "ner"], "seeds": [1], "fa": "fa"}}}}
+                                     "treebanks": "es_ancora", "tasks": ["pos", "ner", "pawsx"],
+                                     "table6": {"tasks": ["pos", "ner"], "seeds": [1], "fa": "fa"}}}}
     models = table6_models(cfg)
     assert [(s, i) for s, i, *_ in models] == [
         ("cross", "pretrained"), ("da", "mlm-pos.es_ancora-crossmulti"),  # POS: no auxiliary task, no fa / combined
@@ -74,3 +75,8 @@ def test_table6_models_and_table(tmp_path):
     got = table.dropna(subset=["ours_mean"]).set_index(["task", "setting", "lang"])["ours_mean"]
     assert got[("ner", "combined", "de")] == 63.0 and got[("pos", "da", "fr")] == 62.0
     assert table.set_index(["task", "setting", "lang"]).loc[("ner", "combined", "de"), "paper"] == 93.65
+    cfg["papers"]["crossmulti"]["tasks"] = ["pos", "ner", "pawsx"]  # NER's auxiliary PI is read: fine
+    assert len(table6_models(cfg)) == 6
+    cfg["papers"]["crossmulti"]["tasks"] = ["pos", "ner"]  # PI's data is not prepared: say so
+    with pytest.raises(XltError, match=r"aux_sets.fa.tasks.ner: auxiliary task 'pawsx' is not in papers.crossmulti.tasks"):
+        table6_models(cfg)

@@ -101,9 +101,17 @@ def table6_models(cfg: dict) -> list[tuple[str, str, str, str, int]]:
     fa = Recipe(cross.train_langs, cross.hparams, t6["fa"])
     out = []
     for task in t6["tasks"]:
+        if task not in p["tasks"]:
+            raise XltError(f"config key papers.{SLUG}.table6.tasks: {task!r} is not a task of the paper's; "
+                           f"allowed: {', '.join(p['tasks'])}")
         dataset = dataset_name(cfg, SLUG, task)
         da = Init("mlm", dataset, p["languages"]).name
-        has_aux = bool(aux_streams(cfg, fa.name, dataset))
+        streams = aux_streams(cfg, fa.name, dataset)
+        for a in streams:  # an auxiliary dataset is prepared only when the paper reads its task
+            if a["task"] not in p["tasks"]:
+                raise XltError(f"config key aux_sets.{t6['fa']}.tasks.{task}: auxiliary task {a['task']!r} is not "
+                               f"in papers.{SLUG}.tasks ({', '.join(p['tasks'])}), so its data is not prepared")
+        has_aux = bool(streams)
         for setting, init, recipe in (("cross", "pretrained", cross), ("fa", "pretrained", fa), ("da", da, cross),
                                       ("combined", da, fa)):
             if recipe.aux and not has_aux:

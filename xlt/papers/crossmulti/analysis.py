@@ -50,8 +50,11 @@ def table3_rows(probes: pd.DataFrame) -> pd.DataFrame:
     if vanilla.empty:
         raise XltError("Table 3: no probe of the vanilla encoder among the inputs")
     ft = model[(model["setting"] != VANILLA) & (model["task"] != model["probe_task"])].copy()
-    ft["value"] = ft["value"] - ft["probe_task"].map(vanilla)
-    return ft[["task", "setting", "probe_task", "seed", "value"]]
+    cols = ["task", "setting", "probe_task", "seed", "value"]
+    if ft.empty:  # a single task: no model is probed on another task, every cell –
+        return pd.DataFrame(columns=cols)
+    ft["value"] = ft["value"].astype(float) - ft["probe_task"].map(vanilla).astype(float)
+    return ft[cols]
 
 
 def table3(spec: dict, inputs: list[str]):
@@ -105,7 +108,7 @@ def table4_rows(probes: pd.DataFrame, topk: list[int], heads_total: int, of: int
                       "seed": seed, "value": overlap},
                      {"task": task, "setting": setting, "probe_task": probe, "topk": k, "metric": "spearman",
                       "seed": seed, "value": rho, "p": p}]
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=["task", "setting", "probe_task", "topk", "metric", "seed", "value", "p"])
 
 
 def table4(spec: dict, inputs: list[str]):
