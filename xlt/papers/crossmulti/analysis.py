@@ -121,13 +121,16 @@ def table4(spec: dict, inputs: list[str]):
     table["column"] = table["probe_task"].map(TASK_LABELS) + " " + table["metric"].map({"overlap": "Ovlp", "spearman": "ρ"})
     ks = ", ".join(f"K={k}→{scaled_k(k, spec['heads_total'], a['topk_of_heads'])}" for k in a["topk"])
     notes = [f"Top-K heads scaled from {a['topk_of_heads']} heads (mBERT) to the encoder's {spec['heads_total']}: "
-             f"{ks}. ρ over fewer than 3 shared heads is –.",
+             f"{ks}. Ovlp counts shared heads of the encoder's {spec['heads_total']} (the paper's of 144, so Δ of Ovlp "
+             "compares counts of different totals); ρ over fewer than 3 shared heads is –, and over a handful of heads "
+             "it is coarse.",
              "Baseline of a probing task = its cross model (same seed); per-head probes: linear layers on each "
              "head's context vector, trained on the EN training data, scored on the four test sets.",
              f"Seeds: {sorted(ours['seed'].unique().tolist())}."]
     columns = [f"{TASK_LABELS[t]} {m}" for t in spec["tasks"] for m in ("Ovlp", "ρ")]
     md, tex = render_grid(table, ["task", "setting", "topk"], "column", "crossmulti Table 4: attention-head probing",
-                          notes, labels={**TASK_LABELS, **{k: f"K={k}" for k in a["topk"]}}, columns=columns)
+                          notes, labels={**TASK_LABELS, **{k: f"K={k}" for k in a["topk"]}, **{c: c for c in columns}},
+                          columns=columns)
     return table, md, tex
 
 
@@ -237,7 +240,7 @@ def figure_a(spec: dict, probes: pd.DataFrame, out_dir: str, figure: str, probe_
         marked.append(m)
         ax = axes[i // 2, i % 2]
         grid = _grid(m, "value")
-        ax.imshow(grid, cmap="Greys")
+        fig.colorbar(ax.imshow(grid, cmap="Blues"), ax=ax, fraction=0.046, label=spec["metric"][probe_task])
         for (layer, head), mk in zip(m[["layer", "head"]].itertuples(index=False), m["mark"]):
             if mk:
                 ax.add_patch(plt.Rectangle((head - 0.5, layer - 0.5), 1, 1, fill=False, lw=2,
