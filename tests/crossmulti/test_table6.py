@@ -18,6 +18,13 @@ def test_recipe_names_an_aux_set():
     assert Recipe.parse("en.crossmulti.fa") == Recipe(("en",), "crossmulti", "fa")
     assert Recipe(("en",), "crossmulti", "fa").name == "en.crossmulti.fa"
     assert Recipe.parse("de+en.crossmulti").aux is None
+    import re
+
+    from xlt.targets import WILDCARDS
+
+    assert re.fullmatch(WILDCARDS["recipe"], "en.crossmulti.crossmulti_fa") and re.fullmatch(WILDCARDS["recipe"], "en.crossmulti")
+    with pytest.raises(XltError, match="expected"):
+        Recipe.parse("en.crossmulti.fa.more")
     assert aux_streams(CFG, "en.crossmulti.fa", "ner") == [
         {"task": "pos", "data": "results/data/pos.es_ancora", "weight": 0.5},
         {"task": "pawsx", "data": "results/data/pawsx", "weight": 0.5}]
