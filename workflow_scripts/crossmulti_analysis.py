@@ -28,6 +28,13 @@ def main():
         p.add_argument("--threads", type=int, default=None)
     a = ap.parse_args()
     set_threads(a.threads)
+    if a.what == "pppl" and set(a.pppl) - {"max_length", "batch_size", "max_sentences"} | ({"max_length", "batch_size"} - set(a.pppl)):
+        ap.error(f"argument --pppl: papers.crossmulti.analysis.pppl takes max_length, batch_size (both needed) and "
+                 f"max_sentences; got {', '.join(sorted(a.pppl)) or 'none'}")
+    if a.what == "probe":
+        from xlt.papers.crossmulti.probing import probe_config
+
+        probe_config(a.probe)  # before loading anything
     if a.what == "probe":
         from pathlib import Path
 
@@ -35,6 +42,11 @@ def main():
         from xlt.papers.crossmulti.probing import run_probe_job
 
         if a.model:
+            from xlt.engine.model import MODEL_META
+            from xlt.errors import XltError
+
+            if not (Path(a.model) / MODEL_META).exists():
+                raise XltError(f"{a.model}: not a saved xlt model (no {MODEL_META})")
             run_probe_job(str(Path(a.model) / "encoder"), None, a.probes, a.probe, a.out, a.provenance, model_setting(a.model))
         else:
             run_probe_job(a.pretrained, a.revision, a.probes, a.probe, a.out, a.provenance,

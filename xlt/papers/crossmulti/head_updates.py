@@ -50,8 +50,13 @@ def encoder_state(path: str, revision: str | None = None) -> tuple[dict[str, tor
     """An encoder's weights (base-model names) and its layers and heads."""
     from transformers import AutoModel
 
+    from xlt.errors import XltError
+
     kw = {"revision": revision} if revision else {}
-    enc = AutoModel.from_pretrained(path, add_pooling_layer=False, use_safetensors=True, **kw)
+    try:
+        enc = AutoModel.from_pretrained(path, add_pooling_layer=False, use_safetensors=True, **kw)
+    except (OSError, ValueError) as e:
+        raise XltError(f"cannot load encoder {path!r}: {e.__class__.__name__}: {str(e).splitlines()[0]}") from None
     return enc.state_dict(), enc.config.num_hidden_layers, enc.config.num_attention_heads
 
 

@@ -96,7 +96,11 @@ def load_scorer(pretrained: str, finetuned_encoder: str | None = None, revision:
     except (OSError, ValueError) as e:
         raise XltError(f"PPPL: cannot load the MLM model {pretrained!r}: {e.__class__.__name__}: {str(e).splitlines()[0]}") from None
     if finetuned_encoder is not None:
-        enc = AutoModel.from_pretrained(finetuned_encoder, add_pooling_layer=False, use_safetensors=True)
+        try:
+            enc = AutoModel.from_pretrained(finetuned_encoder, add_pooling_layer=False, use_safetensors=True)
+        except (OSError, ValueError) as e:
+            raise XltError(f"PPPL: cannot load encoder {finetuned_encoder!r}: {e.__class__.__name__}: "
+                           f"{str(e).splitlines()[0]}") from None
         missing, unexpected = hf.base_model.load_state_dict(enc.state_dict(), strict=False)
         if missing or unexpected:
             raise XltError(f"PPPL: {finetuned_encoder} does not fit the encoder of {pretrained} "

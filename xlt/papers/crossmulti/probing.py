@@ -161,6 +161,22 @@ def probe_task(encoder, tokenizer, task, train: list[dict], test: list[dict], me
     return {"model": model_score, "heads": np.array(head_scores).reshape(layers, n_heads // layers)}
 
 
+PROBE_KEYS = {"epochs", "lr", "batch_size", "max_length", "seed", "max_train_examples", "max_test_examples"}
+
+
+def probe_config(cfg: dict) -> ProbeConfig:
+    """papers.crossmulti.analysis.probe, checked: one error naming the key and the allowed ones."""
+    from xlt.errors import XltError
+
+    where = "config key papers.crossmulti.analysis.probe"
+    unknown = sorted(set(cfg) - PROBE_KEYS)
+    missing = sorted({"epochs", "lr", "batch_size", "max_length"} - set(cfg))
+    if unknown or missing:
+        raise XltError(f"{where}: " + (f"unknown {unknown}" if unknown else f"missing {missing}")
+                       + f"; allowed: {', '.join(sorted(PROBE_KEYS))}")
+    return ProbeConfig(epochs=cfg["epochs"], lr=cfg["lr"], batch_size=cfg["batch_size"], seed=cfg.get("seed", 1))
+
+
 def run_probe_job(encoder_path: str, revision: str | None, probes: dict, cfg: dict, out: str, provenance_out: str,
                   label: dict) -> None:
     """Probe one frozen encoder on every probing task. `probes`: task -> {"data", "metric",
@@ -176,7 +192,7 @@ def run_probe_job(encoder_path: str, revision: str | None, probes: dict, cfg: di
     from xlt.provenance import provenance
     from xlt.registry import get_task
 
-    pc = ProbeConfig(epochs=cfg["epochs"], lr=cfg["lr"], batch_size=cfg["batch_size"], seed=cfg.get("seed", 1))
+    pc = probe_config(cfg)
     torch.manual_seed(pc.seed)
     encoder, tokenizer = load_encoder(encoder_path, revision, dropout=0.0)
     rows, files, started = [], [], time.perf_counter()
