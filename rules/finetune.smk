@@ -5,6 +5,7 @@ rule finetune:
     input:
         data=f"{RESULTS}/data/{{task}}",
         encoder=lambda w: T.encoder_inputs(config, w.encoder, w.init),
+        aux=lambda w: [a["data"] for a in T.aux_streams(config, w.recipe, w.task)],
     output:
         directory(
             f"{RESULTS}/models/{{encoder}}/{{init}}/{{task}}/{{recipe}}/seed{{seed}}"
@@ -22,6 +23,7 @@ rule finetune:
         revision=lambda w: T.encoder_revision_arg(config, w.encoder, w.init),
         train_langs=lambda w: " ".join(T.Recipe.parse(w.recipe).train_langs),
         hparams=lambda w: as_json(T.hparams(config, w.recipe, w.task)),
+        aux=lambda w: as_json(T.aux_streams(config, w.recipe, w.task)),
         launcher=R.launcher(config, "finetune"),
         # under DDP the job's threads are shared by its processes (one per GPU)
         threads=R.process_threads(config, "finetune"),
@@ -30,6 +32,6 @@ rule finetune:
     shell:
         "{params.launcher} $(command -v finetune.py) --task {params.task} --encoder {params.encoder}"
         " {params.revision} --data {input.data} --train-langs {params.train_langs}"
-        " --hparams {params.hparams:q} --seed {wildcards.seed} --out {output}"
+        " --hparams {params.hparams:q} --aux {params.aux:q} --seed {wildcards.seed} --out {output}"
         " --checkpoint-dir {params.checkpoints} --threads {params.threads}"
         " --collapse-retries {params.collapse_retries} 2> {log}"

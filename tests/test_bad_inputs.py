@@ -350,7 +350,8 @@ SCRIPTS_CASES = [
         fixture="model", outputs=["out", "ckpt"]),
     # make_table.py, make_world.py, encoder_corpus.py, build_encoder.py
     Bad("table-unknown", ["make_table.py", "--paper", "crossmulti", "--table", "table9", "--spec", "{}", "--inputs", "x.json",
-                          "--out-prefix", "out/t"], r"unknown table of paper crossmulti 'table9'; allowed: table1, table2\. Did you mean 'table2'\?"),
+                          "--out-prefix", "out/t"], r"unknown table of paper crossmulti 'table9'; allowed: table1, table2, table3, table4, table5, table6\. "
+                          r"Did you mean 'table\d'\?"),
     Bad("table-input-json", ["make_table.py", "--paper", "crossmulti", "--table", "table2",
                              "--spec", json.dumps({"metric": {"pos": "f1_macro"}, "source": "en"}),
                              "--inputs", "e.json", "--out-prefix", "out/t"], r"e\.json:1: invalid JSON", {"e.json": "{"}),
@@ -380,6 +381,23 @@ SCRIPTS_CASES = [
                            "--inputs", "g.csv", "--out-dir", "out"], r"unknown figure of paper underspec 'fig99'.*Did you mean"),
     Bad("tables-index-item", ["tables_index.py", "--items", "nowhere.md", "--out", "out/index.md"],
         r"nowhere\.md: not a table or figure"),
+    # crossmulti's analyses
+    Bad("crossmulti-probe-key", ["crossmulti_analysis.py", "probe", "--model", "{tmp}/model", "--pretrained", "{tmp}/model/encoder",
+                                 "--probes", "{}", "--probe", '{"epochs": 1, "lr": 0.1, "batch_size": 8, "max_length": 32, "epoch": 2}',
+                                 "--out", "out/p.csv", "--provenance", "out/p.json"],
+        r"config key papers\.crossmulti\.analysis\.probe: unknown \['epoch'\]; allowed: batch_size, epochs", fixture="model"),
+    Bad("crossmulti-probe-model-missing", ["crossmulti_analysis.py", "probe", "--model", "{tmp}/nomodel", "--pretrained", "x",
+                                           "--probes", "{}", "--probe", '{"epochs": 1, "lr": 0.1, "batch_size": 8, "max_length": 32}',
+                                           "--out", "out/p.csv", "--provenance", "out/p.json"],
+        r"nomodel: not a saved xlt model \(no xlt_model\.json\)"),
+    Bad("crossmulti-head-updates-missing", ["crossmulti_analysis.py", "head-updates", "--pretrained", "{tmp}/model/encoder",
+                                            "--models", "{tmp}/nomodel/pos/en.crossmulti/seed1", "--out", "out/h.csv",
+                                            "--provenance", "out/h.json"],
+        r"cannot load encoder '.*nomodel/pos/en\.crossmulti/seed1/encoder'", fixture="model"),
+    Bad("crossmulti-pppl-key", ["crossmulti_analysis.py", "pppl", "--task", "pos", "--data", "data", "--langs", "en",
+                                "--models", "m", "--pppl", '{"max_len": 64, "batch_size": 8}', "--pretrained", "p",
+                                "--out", "out/p.csv", "--provenance", "out/p.json"],
+        r"argument --pppl: .*takes max_length, batch_size"),
     # the encoder stage's adaptation, the alignment stage
     Bad("adapt-mlm-key", ["adapt_mlm.py", "--encoder", "{tmp}/model/encoder", "--data", "data", "--task", "pos",
                           "--langs", "en", "--mlm", '{"step": 5}', "--out", "out/enc", "--checkpoint-dir", "ckpt"],

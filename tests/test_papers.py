@@ -4,6 +4,7 @@ table added to a plugin reaches every list, rule and index without touching anyt
 import dataclasses
 import os
 import re
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -39,7 +40,9 @@ def test_target_rules_keep_their_names_and_files():
     rules = P.target_rules(cfg)
     assert set(EXISTING_TARGETS) <= set(rules)
     assert rules["crossmulti_table2"] == [f"results/tables/crossmulti/table2.{ext}" for ext in ("csv", "md", "tex")]
-    assert set(rules["crossmulti_all"]) == set(rules["crossmulti_table1"] + rules["crossmulti_table2"])
+    tables = [f for t in ("table1", "table2", "table3", "table4", "table5", "table6") for f in rules[f"crossmulti_{t}"]]
+    assert set(rules["crossmulti_all"]) == set(tables + P.paper_figures(cfg, "crossmulti"))
+    assert {Path(f).stem for f in P.paper_figures(cfg, "crossmulti")} == {"fig1", "figa1", "figa2", "figa3", "figa4"}
     assert set(rules["underspec_all"]) == set(rules["underspec_table1"] + P.paper_figures(cfg, "underspec"))
     assert P.all_tables(cfg)[-1] == "results/tables/index.md"
     del cfg["papers"]["underspec"]  # a paper not configured: none of its files is a target
@@ -47,7 +50,7 @@ def test_target_rules_keep_their_names_and_files():
 
 
 def test_unknown_names_fail_with_the_allowed_ones():
-    with pytest.raises(XltError, match=r"unknown table of paper crossmulti 'tabel2'; allowed: table1, table2\. Did you mean 'table2'\?"):
+    with pytest.raises(XltError, match=r"unknown table of paper crossmulti 'tabel2'; allowed: table1, table2, table3, table4, table5, table6\. Did you mean 'table2'\?"):
         P.get_table("crossmulti", "tabel2")
     with pytest.raises(XltError, match="unknown paper 'underspc'.*Did you mean 'underspec'"):
         P.table_inputs(base(), "underspc", "table1")

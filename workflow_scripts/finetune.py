@@ -12,6 +12,8 @@ def main():
     ap.add_argument("--data", required=True, help="the task's normalised data folder")
     ap.add_argument("--train-langs", nargs="+", required=True)
     ap.add_argument("--hparams", type=json_arg, required=True)
+    ap.add_argument("--aux", type=json_arg, default=[],
+                    help='auxiliary task streams: [{"task", "data", "weight", "batch_size"?}] (multi-task learning)')
     ap.add_argument("--seed", type=int, required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--checkpoint-dir", required=True)
@@ -24,7 +26,7 @@ def main():
     from xlt.finetune import finetune
 
     finetune(a.task, a.encoder, a.revision, a.data, a.train_langs, a.hparams, a.seed, a.out, a.checkpoint_dir, a.kill_after_steps,
-             a.collapse_retries)
+             a.collapse_retries, a.aux)
 
 
 run(main)

@@ -33,11 +33,14 @@ RETRY_SEED_STRIDE = 1000
 
 def finetune(task: str, encoder: str, revision: str | None, data_dir: str, train_langs: list[str],
              hparams: dict, seed: int, out: str, checkpoint_dir: str, kill_after_steps: int | None = None,
-             collapse_retries: int = 0) -> dict:
+             collapse_retries: int = 0, aux: list[dict] | None = None) -> dict:
     """Fine-tune, then check the selected model's dev predictions for a collapse (one class or
     one tag, `xlt.metrics.prediction_collapse`); the verdict goes into the model's
     xlt_model.json under `collapse`. A collapsed run is retried up to `collapse_retries` times
-    with seed + 1000·k; the last attempt is kept either way, flagged, never dropped."""
+    with seed + 1000·k; the last attempt is kept either way, flagged, never dropped.
+
+    `aux`: auxiliary task streams [{"task", "data", "weight", "batch_size"?}], each reading the
+    training split of its data folder in the training languages (xlt.targets.aux_streams)."""
     import shutil
 
     from xlt.engine.recipes.finetune import train
@@ -48,16 +51,19 @@ def finetune(task: str, encoder: str, revision: str | None, data_dir: str, train
     train_files = [split_file(data_dir, lang, "train") for lang in train_langs]
     # Model selection on the dev sets of the training language(s): no target-language peeking.
     dev_files = [split_file(data_dir, lang, "dev") for lang in train_langs]
+    aux_train = [{"task": a["task"], "weight": a["weight"], "files": [split_file(a["data"], lang, "train") for lang in train_langs],
+                  **({"batch_size": a["batch_size"]} if "batch_size" in a else {})} for a in aux or []]
     attempts = []
     for attempt in range(collapse_retries + 1):
         run_seed = seed + RETRY_SEED_STRIDE * attempt
         cfg = TrainConfig.from_dict({**hparams, "task": task, "encoder": encoder, "encoder_revision": revision,
                                      "seed": run_seed}, where="hparams")
-        resolved = {"task": task, "train_langs": train_langs, "data_dir": str(data_dir), **cfg.to_dict()}
+        resolved = {"task": task, "train_langs": train_langs, "data_dir": str(data_dir), **cfg.to_dict(),
+                    **({"aux": aux} if aux else {})}
         # A retry checkpoints apart: a rerun after a kill replays attempt 0 from scratch (its
         # checkpoint was cleared when it finished) and must not resume the retry's state.
         ckpt_dir = checkpoint_dir if attempt == 0 else f"{checkpoint_dir}.retry{attempt}"
-        summary = train(cfg, train_files, dev_files, out, ckpt_dir, resolved_config=resolved,
+        summary = train(cfg, train_files, dev_files, out, ckpt_dir, resolved_config=resolved, aux=aux_train,
                         kill_after_steps=kill_after_steps)
         if int(os.environ.get("RANK", "0")) != 0:  # under torchrun the main rank checks and writes
             return summary

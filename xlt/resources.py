@@ -23,7 +23,7 @@ from xlt.errors import XltError
 # Job kinds and whether they run an encoder (and so may want a GPU).
 KINDS = {"world": False, "corpus": False, "prepare": False, "download": False, "table": False,
          "build_encoder": True, "adapt_encoder": True, "finetune": True, "evaluate": True, "grid": True, "align": False,
-         "l2": True}
+         "l2": True, "analysis": True}
 # Job kinds started under `launcher()` (torchrun, one process per GPU) when compute.ddp is on;
 # every other encoder job is one process and gets one GPU (more would sit idle).
 DDP_KINDS = ("finetune",)

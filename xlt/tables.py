@@ -80,10 +80,13 @@ def render_grid(
     cell=cell_text,
     legend: str = SEEDS_LEGEND,
     labels: dict[str, str] = TASK_LABELS,
+    columns: list | None = None,
 ) -> tuple[str, str]:
     """Markdown and LaTeX in the paper's layout; each cell shows `cell(row)`: paper / ours / Δ.
-    `labels` names row and column keys (default: the tasks' short names; columns upper-cased)."""
-    cols = list(dict.fromkeys(table[col_key]))
+    `labels` names row and column keys (default: the tasks' short names; columns upper-cased);
+    `columns` orders the columns (default: as they first appear)."""
+    present = list(dict.fromkeys(table[col_key]))
+    cols = [c for c in columns if c in present] + [c for c in present if c not in columns] if columns else present
     rows = list(dict.fromkeys(map(tuple, table[row_keys].values.tolist())))
     lookup = {(tuple(r[k] for k in row_keys), r[col_key]): r for _, r in table.iterrows()}
     heads = [labels.get(c, str(c).upper()) for c in cols]

@@ -12,8 +12,9 @@
     results/underspec/grids/{encoder}/{task}/{source}-{target}/seed{seed}/{variant}.{kind}.{csv,json}  (its plugin)
     results/figures/{paper}/{figure}.{png,pdf,csv}
 
-A recipe is `<training languages joined by '+'>.<hparams profile>`, e.g. `en.crossmulti`
-or `de+en+es+fr.crossmulti` (languages sorted, so a recipe has one spelling).
+A recipe is `<training languages joined by '+'>.<hparams profile>[.<aux set>]`, e.g.
+`en.crossmulti` or `de+en+es+fr.crossmulti` (languages sorted, so a recipe has one spelling);
+an aux set (config `aux_sets`) adds auxiliary task streams: `en.crossmulti.crossmulti_fa`.
 
 The `{task}` of a path is a *dataset*: the registry task, plus `.<treebank set>` for a UD task
 whose paper picks a named selection (`pos.es_ancora`, `pos.xtreme`; config `data.ud.sets`).
@@ -34,7 +35,7 @@ WILDCARDS = {
     "init": r"pretrained|mlm-[a-z]+(\.[a-z0-9_]+)?-[A-Za-z0-9_]+",  # see Init
     "task": r"[a-z]+(\.[a-z0-9_]+)?",  # a dataset: <task>[.<treebank set>]
     "entry": r"[a-z0-9][a-z0-9.-]*",  # a catalog entry (xlt/sources/catalog.yaml)
-    "recipe": r"[a-z]{2,3}(\+[a-z]{2,3})*\.[A-Za-z0-9_-]+",
+    "recipe": r"[a-z]{2,3}(\+[a-z]{2,3})*\.[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)?",  # [.<aux set>]
     "seed": r"\d+",
     "split": r"train|dev|test",
     "langset": r"[A-Za-z0-9_]+",
@@ -45,7 +46,7 @@ WILDCARDS = {
     "target": r"[a-z]{2,3}",
     "variant": r"all|encoder",
     "kind": r"1d|2d",
-    "figure": r"fig[0-9]+[a-z_]*",
+    "figure": r"fig[a-z]?[0-9]+[a-z_]*",  # fig2, fig2_encoder, figa1 (an appendix figure)
 }
 
 
@@ -53,17 +54,35 @@ WILDCARDS = {
 class Recipe:
     train_langs: tuple[str, ...]
     hparams: str
+    aux: str | None = None  # a set of auxiliary task streams (config `aux_sets`): multi-task learning
 
     @property
     def name(self) -> str:
-        return f"{'+'.join(sorted(self.train_langs))}.{self.hparams}"
+        return f"{'+'.join(sorted(self.train_langs))}.{self.hparams}" + (f".{self.aux}" if self.aux else "")
 
     @classmethod
     def parse(cls, name: str) -> "Recipe":
-        langs, sep, hparams = name.partition(".")
-        if not sep or not langs or not hparams:
-            raise XltError(f"recipe {name!r}: expected '<lang>[+<lang>…].<hparams>'")
-        return cls(tuple(langs.split("+")), hparams)
+        langs, sep, rest = name.partition(".")
+        hparams, _, aux = rest.partition(".")
+        if not sep or not langs or not hparams or "." in aux:
+            raise XltError(f"recipe {name!r}: expected '<lang>[+<lang>…].<hparams>[.<aux set>]'")
+        return cls(tuple(langs.split("+")), hparams, aux or None)
+
+
+def aux_streams(cfg: dict, recipe: str, dataset: str) -> list[dict]:
+    """The auxiliary task streams of a recipe's aux set for the main task of `dataset`:
+    [{"task", "data", "weight", "batch_size"?}] (none without an aux set, or for a task the
+    set gives none). Each reads the training split of its dataset in the recipe's languages."""
+    name = Recipe.parse(recipe).aux
+    if name is None:
+        return []
+    sets = cfg.get("aux_sets") or {}
+    if name not in sets:
+        raise XltError(f"recipe {recipe!r}: unknown aux set {name!r}; allowed: {', '.join(sorted(sets)) or '(none)'}")
+    aux = sets[name]
+    return [{"task": task_of(d), "data": data_dir(cfg, d), "weight": aux["weight"],
+             **({"batch_size": aux["batch_size"]} if "batch_size" in aux else {})}
+            for d in aux["tasks"].get(task_of(dataset), [])]
 
 
 def model_dir(cfg: dict, encoder: str, init: str, task: str, recipe: str, seed: int) -> str:

@@ -1,0 +1,106 @@
+"""crossmulti Tables 3-5 and Figures 1, A1-A4 from hand-made analysis CSVs."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from xlt.papers import draw_figure, make_table
+from xlt.papers.crossmulti.analysis import scaled_k, topk_compare
+
+TASKS = ["pos", "ner", "pawsx", "marc"]
+SPEC = {"encoder": "tiny", "tasks": TASKS, "source": "en", "seeds": [1, 2],
+        "metric": {"pos": "f1_macro", "ner": "span_f1_macro", "pawsx": "f1_macro", "marc": "f1_macro"},
+        "analysis": {"seeds": [1, 2], "topk": [40, 60, 80], "topk_of_heads": 144}, "heads_total": 16}
+
+
+def probe_csv(path, task, setting, seed, model_scores: dict, head_scores: dict) -> str:
+    rows = []
+    for probe, v in model_scores.items():
+        rows.append({"task": task, "setting": setting, "seed": seed, "probe_task": probe, "unit": "model",
+                     "layer": -1, "head": -1, "value": v})
+    for probe, grid in head_scores.items():
+        for (layer, head), v in np.ndenumerate(grid):
+            rows.append({"task": task, "setting": setting, "seed": seed, "probe_task": probe, "unit": "head",
+                         "layer": layer, "head": head, "value": v})
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return str(path)
+
+
+@pytest.fixture
+def probes(tmp_path):
+    """Vanilla scores 50 everywhere; a model of (task, setting, seed) scores 50 + offset; head scores
+    a fixed ranking, reversed for the multi models of ner."""
+    ranking = np.arange(16, dtype=float).reshape(4, 4)
+    files = [probe_csv(tmp_path / "vanilla.csv", "none", "vanilla", 0, {t: 50.0 for t in TASKS}, {})]
+    for task, setting, seed in itertools.product(TASKS, ("cross", "multi"), (1, 2)):
+        offset = (2.0 if setting == "multi" else 1.0) + seed
+        heads = {t: (-ranking if (task, setting) == ("ner", "multi") else ranking) for t in TASKS}
+        files.append(probe_csv(tmp_path / f"{task}-{setting}-{seed}.csv", task, setting, seed,
+                               {t: 50.0 + offset for t in TASKS}, heads))
+    return files
+
+
+def test_table3_is_ceiling_minus_probe(probes, tmp_path):
+    table = make_table("crossmulti", "table3", SPEC, probes, str(tmp_path / "table3"))
+    assert len(table) == 24  # 8 models × 3 probing tasks (a model's own task left out)
+    row = table[(table.task == "ner") & (table.setting == "multi") & (table.probe_task == "pos")].iloc[0]
+    assert row["ours_mean"] == pytest.approx(3.5)  # 50 + 2 + seed − 50, seeds 1 and 2
+    assert row["paper"] == -0.14
+    assert not ((table.task == table.probe_task)).any()
+    md = (tmp_path / "table3.md").read_text()
+    assert "| | POS | NER | PI | SA |" in md and md.index("| POS cross") < md.index("| NER cross")  # the paper's order
+
+
+def test_table4_overlap_and_rho(probes, tmp_path):
+    table = make_table("crossmulti", "table4", SPEC, probes[1:], str(tmp_path / "table4"))
+    same = table[(table.task == "pos") & (table.setting == "multi") & (table.probe_task == "ner") & (table.topk == 40)]
+    assert same.set_index("metric").loc["overlap", "ours_mean"] == scaled_k(40, 16, 144) == 4
+    assert same.set_index("metric").loc["spearman", "ours_mean"] == pytest.approx(1.0)
+    flipped = table[(table.task == "ner") & (table.setting == "multi") & (table.probe_task == "pos") & (table.topk == 80)]
+    assert flipped.set_index("metric").loc["overlap", "ours_mean"] == 2  # top 9 of 16 each way share 2 heads
+    assert "K=40" in (tmp_path / "table4.md").read_text()
+
+
+def test_topk_compare_by_hand():
+    a = np.array([5.0, 4.0, 3.0, 2.0, 1.0, 0.0])
+    b = np.array([4.0, 5.0, 3.0, 0.0, 1.0, 2.0])
+    overlap, rho, _ = topk_compare(a, b, 3)
+    assert overlap == 3 and rho == pytest.approx(0.5)  # heads 0, 1, 2: ranks (1,2,3) vs (2,1,3)
+    assert np.isnan(topk_compare(a, b[::-1].copy(), 2)[1])  # under three shared heads: no ρ
+
+
+def test_table5_and_figures(probes, tmp_path):
+    rows = []
+    for task in TASKS:
+        for setting, seed in [("vanilla", None), ("cross", 1), ("cross", 2), ("multi", 1), ("multi", 2)]:
+            for lang in ("en", "de", "es", "fr"):
+                rows.append({"task": task, "setting": setting, "seed": seed, "lang": lang, "pppl": 10.0 + (seed or 0)})
+    pd.DataFrame(rows).to_csv(tmp_path / "pppl.csv", index=False)
+    table = make_table("crossmulti", "table5", SPEC, [str(tmp_path / "pppl.csv")], str(tmp_path / "table5"))
+    van = table[(table.task == "pos") & (table.setting == "vanilla") & (table.lang == "de")].iloc[0]
+    assert van["paper"] == 10.64 and van["ours_mean"] == 10.0
+    assert table[(table.setting == "cross")]["ours_mean"].eq(11.5).all()
+
+    upd = []
+    for task, setting, seed in itertools.product(TASKS, ("cross", "multi"), (1, 2)):
+        for layer, head in itertools.product(range(4), range(4)):
+            upd.append({"task": task, "setting": setting, "seed": seed, "layer": layer, "head": head,
+                        "update": 0.01 * (layer * 4 + head) * (2 if setting == "multi" else 1)})
+    upd_csv = tmp_path / "head_updates" / "tiny.csv"
+    upd_csv.parent.mkdir()
+    pd.DataFrame(upd).to_csv(upd_csv, index=False)
+    inputs = [str(upd_csv), *probes[1:]]
+    for fig in ("fig1", "figa2"):
+        draw_figure("crossmulti", fig, SPEC, inputs, str(tmp_path / "figs"))
+        for ext in ("png", "pdf", "csv"):
+            assert (tmp_path / "figs" / f"{fig}.{ext}").stat().st_size > 0
+    fig1 = pd.read_csv(tmp_path / "figs" / "fig1.csv")
+    assert fig1["rho_cross_multi"].eq(1.0).all()  # multi = 2 × cross: the same ranking
+    assert fig1["diff"].ge(0).all()
+    marks = pd.read_csv(tmp_path / "figs" / "figa2.csv")
+    pos_cross = marks[(marks.task == "pos") & (marks.setting == "cross")]
+    assert (pos_cross["mark"] == "top").sum() == 4 and pos_cross.loc[pos_cross["mark"] == "top", "value"].min() == 12

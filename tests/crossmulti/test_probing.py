@@ -1,0 +1,63 @@
+"""Probing: all heads' probes trained as one batched layer equal each probe trained alone; the
+captured context vectors are the input of each layer's attention output projection."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from xlt.papers.crossmulti.probing import ProbeConfig, capture, predict_probes, train_probes
+
+
+def toy_features(n=300, probes=5, d=6, classes=3, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    y = torch.randint(0, classes, (n,), generator=g)
+    x = torch.randn(n, probes, d, generator=g)
+    x[:, :, 0] += y[:, None].float() * torch.arange(probes)[None, :]  # probe k sees the label k-strongly
+    return x, y
+
+
+def test_batched_probes_equal_probes_trained_one_by_one():
+    x, y = toy_features()
+    cfg = ProbeConfig(epochs=4, lr=0.05, batch_size=64, seed=3)
+    w, b = train_probes(x, y, 3, cfg)
+    for k in range(x.shape[1]):
+        wk, bk = train_probes(x[:, k : k + 1], y, 3, cfg)
+        torch.testing.assert_close(w[k], wk[0], rtol=1e-4, atol=1e-5)
+        torch.testing.assert_close(b[k], bk[0], rtol=1e-4, atol=1e-5)
+    acc = (predict_probes(x, w, b) == y[:, None]).float().mean(0)
+    assert acc[-1] > 0.7 and acc[0] < 0.5  # the informative probe learnt, the blind one (chance 1/3) did not
+
+
+def test_capture_is_the_input_of_the_output_projection(tiny_encoder):
+    from xlt.engine.model import load_encoder
+
+    enc, tok = load_encoder(str(tiny_encoder), dropout=0.0)
+    enc.eval()
+    batch = {k: torch.tensor(v) for k, v in tok(["ka lo mi ten", "mi ten ka lo"]).items()}
+    seen = []
+    hook = enc.encoder.layer[1].attention.output.dense.register_forward_hook(lambda m, a, o: seen.append(a[0]))
+    with torch.no_grad():
+        last, heads = capture(enc, batch)
+        ref = enc(**batch).last_hidden_state
+    hook.remove()
+    cfg = enc.config
+    d = cfg.hidden_size // cfg.num_attention_heads
+    assert heads.shape == (*batch["input_ids"].shape, cfg.num_hidden_layers, cfg.num_attention_heads, d)
+    torch.testing.assert_close(last, ref)
+    torch.testing.assert_close(heads[:, :, 1, 1], seen[0][..., d : 2 * d])  # layer 1, head 1
+
+
+def test_probe_task_on_toy_pos(tiny_encoder, toy_data):
+    from xlt.engine.evalset import load_records
+    from xlt.engine.model import load_encoder
+    from xlt.papers.crossmulti.probing import probe_task
+    from xlt.registry import get_task
+
+    enc, tok = load_encoder(str(tiny_encoder), dropout=0.0)
+    train = load_records([toy_data / "pos" / "en" / "train.jsonl"])
+    test = load_records([toy_data / "pos" / lang / "test.jsonl" for lang in ("en", "de")])
+    res = probe_task(enc, tok, get_task("pos"), train, test, "accuracy", ProbeConfig(epochs=3), 32)
+    assert res["heads"].shape == (enc.config.num_hidden_layers, enc.config.num_attention_heads)
+    assert 0 <= res["heads"].min() and res["model"] <= 100
+    assert res["model"] > 30  # the toy POS is learnable from the last layer

@@ -1,0 +1,250 @@
+"""crossmulti: Enhancing Cross-Lingual Training with Knowledge Learned from Multi-Lingual Training.
+
+Recipes: `cross` (the source language only) and `multi` (all four languages), one hparams
+profile. Tables: 1 (data sizes), 2 (cross vs multi, four tasks × four languages), and the
+analyses of Table 2's models (none retrained), one rule each (rules/crossmulti.smk):
+
+    results/crossmulti/probe/{encoder}/vanilla.{csv,json}                       the pretrained encoder's probes
+    results/crossmulti/probe/{encoder}/{task}/{recipe}/seed{seed}.{csv,json}    a fine-tuned model's probes
+    results/crossmulti/head_updates/{encoder}.{csv,json}                        every model's head updates
+    results/crossmulti/pppl/{encoder}/{task}.{csv,json}                         PPPL on a task's test text
+
+Table 3 (model probing) and Table 4 (head probing) read the probes, Table 5 the PPPL,
+Figure 1 the head updates, Figures A1–A4 (figa1 … figa4) the head probes. This module only
+declares (no torch, no matplotlib): `probing`, `head_updates`, `pppl` compute, `analysis`
+builds the tables and figures.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from xlt.errors import XltError
+from xlt.papers import datasize
+from xlt.papers.base import Figure, Paper, Table
+from xlt.published import load_published
+from xlt.tables import COLLAPSE_NOTE, eval_rows, paper_vs_ours, render_grid
+from xlt.targets import Init, Recipe, aux_streams, data_dir, dataset_name, eval_file, model_dir, task_of
+
+SLUG = "crossmulti"
+
+
+def recipes(cfg: dict) -> dict[str, Recipe]:
+    """The two training settings: `cross` (source language only) and `multi` (all)."""
+    p = cfg["papers"][SLUG]
+    langs = tuple(cfg["language_sets"][p["languages"]])
+    return {"cross": Recipe((p["source"],), p["hparams"]), "multi": Recipe(langs, p["hparams"])}
+
+
+def model_setting(model: str) -> dict:
+    """task, setting (`cross`: one training language, else `multi`) and seed of a model
+    directory, from its path (…/{task}/{recipe}/seed{seed})."""
+    path = Path(model)
+    recipe = Recipe.parse(path.parent.name)
+    return {"task": task_of(path.parent.parent.name), "setting": "cross" if len(recipe.train_langs) == 1 else "multi",
+            "seed": int(path.name.removeprefix("seed"))}
+
+
+def table2_inputs(cfg: dict) -> list[str]:
+    p = cfg["papers"][SLUG]
+    return [
+        eval_file(cfg, p["encoder"], "pretrained", dataset_name(cfg, SLUG, task), recipe.name, seed, "test", p["languages"])
+        for task in p["tasks"]
+        for recipe in recipes(cfg).values()
+        for seed in p["seeds"]
+    ]
+
+
+def table2(spec: dict, inputs: list[str]) -> tuple[pd.DataFrame, str, str]:
+    source = spec["source"]
+    ours = eval_rows(inputs, spec["metric"], lambda r: "cross" if r.train_langs == (source,) else "multi")
+    published = load_published(SLUG, "table2")
+    published = published[published["task"].isin(spec["tasks"])]
+    keys = ["task", "setting", "lang"]
+    table = paper_vs_ours(ours, published, keys)
+    seeds = sorted(ours["seed"].unique().tolist())
+    notes = [
+        "Metric (×100): " + ", ".join(f"{t} {m}" for t, m in spec["metric"].items() if t in spec["tasks"])
+        + f". Encoder: {spec['encoder']}. Seeds: {seeds}.",
+        "cross = fine-tuned on the source language only; multi = on all four languages.",
+        COLLAPSE_NOTE,
+    ]
+    md, tex = render_grid(table, ["task", "setting"], "lang", "crossmulti Table 2: cross- vs multi-lingual fine-tuning", notes)
+    return table, md, tex
+
+
+def table1(spec: dict, inputs: list[str]) -> tuple[pd.DataFrame, str, str]:
+    ours, published = datasize.counts(SLUG, spec, inputs)
+    ours = ours[ours["split"].isin(published["split"].unique())]  # the paper prints train and test
+    table = datasize.counts_vs_paper(ours, published, ["task", "split", "lang"])
+    notes = [
+        "UD ES: the paper's 14,035 training sentences beside AnCora's test size (1,721) read as "
+        "AnCora's 14,305 with two digits swapped (docs/papers.md).",
+        "MARC: the mteb/amazon_reviews_multi mirror (the original was withdrawn).",
+    ]
+    md, tex = datasize.render(table, ["task", "split"], "lang", "crossmulti Table 1: training and test set sizes", spec, notes)
+    return table, md, tex
+
+
+# ---- Table 6: +FA, +DA, +combined ---------------------------------------------------------------
+
+
+def table6_models(cfg: dict) -> list[tuple[str, str, str, str, int]]:
+    """(setting, init, dataset, recipe, seed) of Table 6: cross (Table 2's), +FA (the aux set's
+    streams; none for a task the set gives none, as POS), +DA (MLM on the task's training text in
+    the paper's languages first), +combined (both)."""
+    p = cfg["papers"][SLUG]
+    t6 = p["table6"]
+    cross = recipes(cfg)["cross"]
+    fa = Recipe(cross.train_langs, cross.hparams, t6["fa"])
+    out = []
+    for task in t6["tasks"]:
+        if task not in p["tasks"]:
+            raise XltError(f"config key papers.{SLUG}.table6.tasks: {task!r} is not a task of the paper's; "
+                           f"allowed: {', '.join(p['tasks'])}")
+        dataset = dataset_name(cfg, SLUG, task)
+        da = Init("mlm", dataset, p["languages"]).name
+        streams = aux_streams(cfg, fa.name, dataset)
+        for a in streams:  # an auxiliary dataset is prepared only when the paper reads its task
+            if a["task"] not in p["tasks"]:
+                raise XltError(f"config key aux_sets.{t6['fa']}.tasks.{task}: auxiliary task {a['task']!r} is not "
+                               f"in papers.{SLUG}.tasks ({', '.join(p['tasks'])}), so its data is not prepared")
+        has_aux = bool(streams)
+        for setting, init, recipe in (("cross", "pretrained", cross), ("fa", "pretrained", fa), ("da", da, cross),
+                                      ("combined", da, fa)):
+            if recipe.aux and not has_aux:
+                continue
+            out += [(setting, init, dataset, recipe.name, seed) for seed in t6["seeds"]]
+    return out
+
+
+def table6_inputs(cfg: dict) -> list[str]:
+    p = cfg["papers"][SLUG]
+    return [eval_file(cfg, p["encoder"], init, dataset, recipe, seed, "test", p["languages"])
+            for _, init, dataset, recipe, seed in table6_models(cfg)]
+
+
+def table6_setting(eval_path: str) -> str:
+    """cross / fa / da / combined from an evaluation file's path (…/{init}/{task}/{recipe}/seed{s}/…)."""
+    parts = Path(eval_path).parts
+    adapted, aux = parts[-5] != "pretrained", Recipe.parse(parts[-3]).aux is not None
+    return {(False, False): "cross", (False, True): "fa", (True, False): "da", (True, True): "combined"}[(adapted, aux)]
+
+
+def table6(spec: dict, inputs: list[str]) -> tuple[pd.DataFrame, str, str]:
+    ours = pd.concat([eval_rows([path], spec["metric"], lambda r, s=table6_setting(path): s) for path in inputs],
+                     ignore_index=True)
+    published = load_published(SLUG, "table6")
+    published = published[published["task"].isin(spec["table6"]["tasks"])]
+    table = paper_vs_ours(ours, published, ["task", "setting", "lang"])
+    notes = [
+        f"Seeds: {spec['table6']['seeds']}. cross = Table 2's cross models; fa = + auxiliary task streams on EN data "
+        f"(aux set {spec['table6']['fa']}: one batch of each auxiliary task per step, loss weight from the aux set); "
+        "da = MLM on the task's training text in the four languages (adapt.mlm), then EN fine-tuning; "
+        "combined = da then fa. POS has no auxiliary tasks (no fa / combined).",
+        COLLAPSE_NOTE,
+    ]
+    md, tex = render_grid(table, ["task", "setting"], "lang", "crossmulti Table 6: +FA, +DA, +combined", notes)
+    return table, md, tex
+
+
+# ---- the analyses of Table 2's models ----------------------------------------------------------
+
+
+def analysed_models(cfg: dict, tasks: list[str] | None = None) -> list[str]:
+    """The model directories the analyses read: every task's cross and multi model of the analysis seeds."""
+    p = cfg["papers"][SLUG]
+    extra = sorted(set(p["analysis"]["seeds"]) - set(p["seeds"]))
+    if extra:
+        raise XltError(f"config key papers.{SLUG}.analysis.seeds: {extra} are not seeds of Table 2's models; "
+                       f"allowed: {p['seeds']}")
+    return [model_dir(cfg, p["encoder"], "pretrained", dataset_name(cfg, SLUG, task), recipe.name, seed)
+            for task in (tasks or p["tasks"]) for recipe in recipes(cfg).values() for seed in p["analysis"]["seeds"]]
+
+
+def analysis_root(cfg: dict) -> str:
+    return f"{cfg['results']}/{SLUG}"
+
+
+def probe_file(cfg: dict, model: str | None) -> str:
+    """The probes' CSV of a model directory (None: the vanilla encoder)."""
+    enc = cfg["papers"][SLUG]["encoder"]
+    if model is None:
+        return f"{analysis_root(cfg)}/probe/{enc}/vanilla.csv"
+    rel = Path(model).relative_to(Path(cfg["results"]) / "models" / enc / "pretrained")
+    return f"{analysis_root(cfg)}/probe/{enc}/{rel}.csv"
+
+
+def probe_files(cfg: dict) -> list[str]:
+    return [probe_file(cfg, None)] + [probe_file(cfg, m) for m in analysed_models(cfg)]
+
+
+def head_updates_file(cfg: dict) -> str:
+    return f"{analysis_root(cfg)}/head_updates/{cfg['papers'][SLUG]['encoder']}.csv"
+
+
+def pppl_files(cfg: dict) -> list[str]:
+    p = cfg["papers"][SLUG]
+    return [f"{analysis_root(cfg)}/pppl/{p['encoder']}/{dataset_name(cfg, SLUG, t)}.csv" for t in p["tasks"]]
+
+
+def probe_jobs(cfg: dict) -> dict:
+    """What every probe job probes: task -> its data folder, metric, source and languages."""
+    p = cfg["papers"][SLUG]
+    return {t: {"data": data_dir(cfg, dataset_name(cfg, SLUG, t)), "metric": p["metric"][t], "source": p["source"],
+                "langs": list(cfg["language_sets"][p["languages"]])} for t in p["tasks"]}
+
+
+def figure_inputs(cfg: dict) -> list[str]:
+    return [head_updates_file(cfg)] + probe_files(cfg)[1:]
+
+
+def draw(spec: dict, inputs: list[str], out_dir: str, figure: str) -> None:
+    from xlt.papers.crossmulti.analysis import draw_figure  # matplotlib: only in the figure job
+
+    draw_figure(spec, inputs, out_dir, figure)
+
+
+def _build(name: str):
+    def build(spec: dict, inputs: list[str]):
+        from xlt.papers.crossmulti import analysis
+
+        return getattr(analysis, name)(spec, inputs)
+
+    return build
+
+
+def _analysis_spec(cfg: dict) -> dict:
+    """The paper's block and the encoder's head count (Table 4 scales K by it)."""
+    return {**cfg["papers"][SLUG], "heads_total": encoder_heads(cfg)}
+
+
+def encoder_heads(cfg: dict) -> int:
+    """Attention heads of the paper's encoder: layers × heads (a built encoder's shape, else mBERT's 144)."""
+    enc = cfg["encoders"][cfg["papers"][SLUG]["encoder"]]
+    shape = (enc.get("build") or {}).get("shape")
+    return shape["layers"] * shape["heads"] if shape else enc.get("heads_total", 144)
+
+
+PAPER = Paper(
+    SLUG,
+    tables=(
+        datasize.table(SLUG, table1),
+        Table("table2", inputs=table2_inputs, build=table2),
+        Table("table3", inputs=probe_files, build=_build("table3")),
+        Table("table4", inputs=lambda cfg: probe_files(cfg)[1:], build=_build("table4"), spec=_analysis_spec),
+        Table("table5", inputs=pppl_files, build=_build("table5")),
+        Table("table6", inputs=table6_inputs, build=table6),
+    ),
+    figures=(
+        Figure("fig1", "Normalised attention-head updates (relative L1 change of each head's Q/K/V rows and O "
+               "columns) of the cross and multi models and multi − cross, per task; Spearman ρ cross vs multi."),
+        *(Figure(f"figa{i}", f"Per-head probing on {name}: every cross and multi model's heads, the most "
+                 "contributive marked green, the least red.", when=lambda p, t=task: t in p["tasks"])
+          for i, (task, name) in enumerate((("pos", "POS"), ("ner", "NER"), ("pawsx", "PI"), ("marc", "SA")), 1)),
+    ),
+    figure_inputs=figure_inputs,
+    draw=draw,
+)

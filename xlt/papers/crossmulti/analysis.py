@@ -1,0 +1,266 @@
+"""crossmulti's analysis tables (3–5) and figures (1, A1–A4), from the CSVs its analysis rules write."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy.stats import spearmanr
+
+from xlt.errors import XltError
+from xlt.papers.crossmulti import SLUG
+from xlt.published import load_published
+from xlt.tables import TASK_LABELS, paper_vs_ours, render_grid
+
+VANILLA = "vanilla"  # the pretrained encoder; the paper's "mBERT" rows
+
+
+def read_csvs(inputs: list[str]) -> pd.DataFrame:
+    frames = []
+    for path in inputs:
+        try:
+            frames.append(pd.read_csv(path))
+        except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError) as e:
+            raise XltError(f"{path}: not a readable CSV ({e.__class__.__name__}: {e})") from None
+    return pd.concat(frames, ignore_index=True)
+
+
+def in_paper_order(table: pd.DataFrame, tasks: list[str], keys: list[str]) -> pd.DataFrame:
+    """Rows sorted by the tasks' order in the config (task and probe_task columns), stable
+    otherwise: the rendered grid's rows and columns follow the paper (POS, NER, PI, SA)."""
+    rank = {t: i for i, t in enumerate(tasks)}
+    cols = [k for k in keys if k in ("task", "probe_task")]
+    return table.sort_values(cols, key=lambda c: c.map(lambda t: rank.get(t, len(rank))), kind="stable").reset_index(drop=True)
+
+
+def _published(table: str, tasks: list[str]) -> pd.DataFrame:
+    pub = load_published(SLUG, table)
+    return pub[pub["task"].isin(tasks)]
+
+
+# ---- Table 3: model probing -------------------------------------------------------------------
+
+
+def table3_rows(probes: pd.DataFrame) -> pd.DataFrame:
+    """ceiling − probe per (model, seed, probing task), a model's own task left out."""
+    model = probes[probes["unit"] == "model"]
+    vanilla = model[model["setting"] == VANILLA].set_index("probe_task")["value"]
+    if vanilla.empty:
+        raise XltError("Table 3: no probe of the vanilla encoder among the inputs")
+    ft = model[(model["setting"] != VANILLA) & (model["task"] != model["probe_task"])].copy()
+    cols = ["task", "setting", "probe_task", "seed", "value"]
+    if ft.empty:  # a single task: no model is probed on another task, every cell –
+        return pd.DataFrame(columns=cols)
+    ft["value"] = ft["value"].astype(float) - ft["probe_task"].map(vanilla).astype(float)
+    return ft[cols]
+
+
+def table3(spec: dict, inputs: list[str]):
+    ours = table3_rows(read_csvs(inputs))
+    table = paper_vs_ours(ours, _published("table3", spec["tasks"]), ["task", "setting", "probe_task"])
+    table = in_paper_order(table, spec["tasks"], ["task", "probe_task"])
+    notes = [f"Ceiling − probe ({', '.join(f'{t} {m}' for t, m in spec['metric'].items() if t in spec['tasks'])}, ×100) "
+             "on the four test sets concatenated; probe = linear layer on the frozen pretrained encoder's last layer, "
+             "ceiling = the same on the frozen fine-tuned encoder, both trained on the EN training data.",
+             f"Encoder: {spec['encoder']}. Seeds: {sorted(ours['seed'].unique().tolist())} (papers.crossmulti.analysis.seeds)."]
+    md, tex = render_grid(table, ["task", "setting"], "probe_task", "crossmulti Table 3: model probing", notes,
+                          columns=spec["tasks"])
+    return table, md, tex
+
+
+# ---- Table 4: attention-head probing -----------------------------------------------------------
+
+
+def scaled_k(k: int, heads_total: int, of: int) -> int:
+    """The paper's K of `of` heads, as the same share of `heads_total` heads (at least 2)."""
+    return max(2, min(heads_total, round(k * heads_total / of)))
+
+
+def topk_compare(model: np.ndarray, base: np.ndarray, k: int) -> tuple[int, float, float]:
+    """Overlap of the top-k heads and Spearman ρ (and its p) of both models' scores over the overlap."""
+    top_m, top_b = set(np.argsort(-model, kind="stable")[:k]), set(np.argsort(-base, kind="stable")[:k])
+    shared = sorted(top_m & top_b)
+    if len(shared) < 3:
+        return len(shared), math.nan, math.nan
+    rho, p = spearmanr(model[shared], base[shared])
+    return len(shared), float(rho), float(p)
+
+
+def head_scores(probes: pd.DataFrame) -> dict[tuple, np.ndarray]:
+    """(task, setting, seed, probe_task) -> the heads' scores, layer-major."""
+    heads = probes[probes["unit"] == "head"].sort_values(["layer", "head"], kind="stable")
+    return {key: g["value"].to_numpy() for key, g in heads.groupby(["task", "setting", "seed", "probe_task"], sort=False)}
+
+
+def table4_rows(probes: pd.DataFrame, topk: list[int], heads_total: int, of: int) -> pd.DataFrame:
+    """Each model vs the probing task's cross model (same seed): overlap and ρ per K."""
+    scores = head_scores(probes)
+    rows = []
+    for (task, setting, seed, probe), s in scores.items():
+        base = scores.get((probe, "cross", seed, probe))
+        if base is None or (task, setting) == (probe, "cross"):
+            continue
+        for k in topk:
+            overlap, rho, p = topk_compare(s, base, scaled_k(k, heads_total, of))
+            rows += [{"task": task, "setting": setting, "probe_task": probe, "topk": k, "metric": "overlap",
+                      "seed": seed, "value": overlap},
+                     {"task": task, "setting": setting, "probe_task": probe, "topk": k, "metric": "spearman",
+                      "seed": seed, "value": rho, "p": p}]
+    return pd.DataFrame(rows, columns=["task", "setting", "probe_task", "topk", "metric", "seed", "value", "p"])
+
+
+def table4(spec: dict, inputs: list[str]):
+    a = spec["analysis"]
+    ours = table4_rows(read_csvs(inputs), a["topk"], spec["heads_total"], a["topk_of_heads"])
+    keys = ["task", "setting", "probe_task", "topk", "metric"]
+    # a seed whose top-K share under three heads has no ρ: the cell averages the seeds that have one
+    table = paper_vs_ours(ours.drop(columns="p").dropna(subset=["value"]), _published("table4", spec["tasks"]), keys)
+    table = in_paper_order(table, spec["tasks"], keys)
+    table["column"] = table["probe_task"].map(TASK_LABELS) + " " + table["metric"].map({"overlap": "Ovlp", "spearman": "ρ"})
+    ks = ", ".join(f"K={k}→{scaled_k(k, spec['heads_total'], a['topk_of_heads'])}" for k in a["topk"])
+    notes = [f"Top-K heads scaled from {a['topk_of_heads']} heads (mBERT) to the encoder's {spec['heads_total']}: "
+             f"{ks}. Ovlp counts shared heads of the encoder's {spec['heads_total']} (the paper's of 144, so Δ of Ovlp "
+             "compares counts of different totals); ρ over fewer than 3 shared heads is –, and over a handful of heads "
+             "it is coarse.",
+             "Baseline of a probing task = its cross model (same seed); per-head probes: linear layers on each "
+             "head's context vector, trained on the EN training data, scored on the four test sets.",
+             f"Seeds: {sorted(ours['seed'].unique().tolist())}."]
+    columns = [f"{TASK_LABELS[t]} {m}" for t in spec["tasks"] for m in ("Ovlp", "ρ")]
+    md, tex = render_grid(table, ["task", "setting", "topk"], "column", "crossmulti Table 4: attention-head probing",
+                          notes, labels={**TASK_LABELS, **{k: f"K={k}" for k in a["topk"]}, **{c: c for c in columns}},
+                          columns=columns)
+    return table, md, tex
+
+
+# ---- Table 5: pseudo-perplexity ------------------------------------------------------------------
+
+
+def table5(spec: dict, inputs: list[str]):
+    df = read_csvs(inputs)
+    df["task"] = df["task"].str.partition(".")[0]
+    ours = df.rename(columns={"pppl": "value"})[["task", "setting", "lang", "seed", "value"]].fillna({"seed": 0})
+    pub = _published("table5", spec["tasks"]).replace({"setting": {"mbert": VANILLA}})
+    table = paper_vs_ours(ours, pub, ["task", "setting", "lang"])
+    notes = ["PPPL = exp(−ΣPLL/Σtokens) over each language's test text; every token but [CLS]/[SEP] masked once.",
+             f"vanilla = the pretrained encoder ({spec['encoder']}; mBERT in the paper). A fine-tuned model has "
+             "no MLM head: its encoder is scored with the pretrained encoder's MLM head.",
+             f"Seeds: {sorted(int(s) for s in ours.loc[ours['setting'] != VANILLA, 'seed'].unique())}."]
+    md, tex = render_grid(table, ["task", "setting"], "lang", "crossmulti Table 5: pseudo-perplexity", notes)
+    return table, md, tex
+
+
+# ---- figures -------------------------------------------------------------------------------------
+
+
+def head_update_maps(updates: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, tuple[float, float]]]:
+    """Seed-mean maps (task, layer, head: cross, multi, diff) and, per task, Spearman ρ between the
+    cross and multi maps, mean and std over seeds."""
+    mean = updates.groupby(["task", "setting", "layer", "head"])["update"].mean().unstack("setting").reset_index()
+    mean["diff"] = mean["multi"] - mean["cross"]
+    rhos = {}
+    for task, g in updates.groupby("task"):
+        per_seed = []
+        for _, s in g.groupby("seed"):
+            w = s.pivot_table(index=["layer", "head"], columns="setting", values="update")
+            per_seed.append(spearmanr(w["cross"], w["multi"])[0])
+        rhos[task] = (float(np.mean(per_seed)), float(np.std(per_seed, ddof=1)) if len(per_seed) > 1 else math.nan)
+    return mean, rhos
+
+
+def _save(fig, out_dir: str, figure: str, data: pd.DataFrame) -> None:
+    import matplotlib.pyplot as plt
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    for ext in ("png", "pdf"):
+        fig.savefig(out / f"{figure}.{ext}", dpi=120, bbox_inches="tight", metadata={"CreationDate": None} if ext == "pdf" else None)
+    plt.close(fig)
+    data.to_csv(out / f"{figure}.csv", index=False, float_format="%.6g")
+
+
+def _grid(values: pd.DataFrame, col: str) -> np.ndarray:
+    return values.pivot(index="layer", columns="head", values=col).to_numpy()
+
+
+def figure1(spec: dict, updates: pd.DataFrame, out_dir: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    maps, rhos = head_update_maps(updates)
+    tasks = [t for t in spec["tasks"] if t in set(maps["task"].str.partition(".")[0])]
+    maps["task"] = maps["task"].str.partition(".")[0]
+    fig, axes = plt.subplots(len(tasks), 3, figsize=(11, 3.2 * len(tasks)), squeeze=False, layout="constrained")
+    for r, task in enumerate(tasks):
+        m = maps[maps["task"] == task]
+        rho = next(v for k, v in rhos.items() if k.partition(".")[0] == task)
+        for c, (col, cmap) in enumerate((("cross", "viridis"), ("multi", "viridis"), ("diff", "coolwarm_r"))):
+            grid = _grid(m, col)
+            ax = axes[r, c]
+            if col == "diff":
+                lim = float(np.abs(grid).max()) or 1.0
+                im = ax.imshow(grid, cmap=cmap, vmin=-lim, vmax=lim)
+            else:
+                im = ax.imshow(grid, cmap=cmap)
+            name = TASK_LABELS.get(task, task)
+            ax.set_title(f"{name}-{col}" + (f" (ρ={rho[0]:.2f})" if col == "diff" else ""), fontsize=9)
+            ax.set_xlabel("head")
+            ax.set_ylabel("layer")
+            fig.colorbar(im, ax=ax, fraction=0.046)
+    fig.suptitle("Relative attention-head updates; diff = multi − cross (blue: multi updates more)")
+    maps["rho_cross_multi"] = maps["task"].map({k.partition(".")[0]: v[0] for k, v in rhos.items()})
+    _save(fig, out_dir, "fig1", maps)
+
+
+def figure_a(spec: dict, probes: pd.DataFrame, out_dir: str, figure: str, probe_task: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    heads = probes[(probes["unit"] == "head") & (probes["probe_task"] == probe_task)].copy()
+    heads["task"] = heads["task"].str.partition(".")[0]
+    mean = heads.groupby(["task", "setting", "layer", "head"], sort=False)["value"].mean().reset_index()
+    n_heads = int(mean.groupby(["task", "setting"]).size().iloc[0])
+    a = spec["analysis"]
+    k = scaled_k(min(a["topk"]), n_heads, a["topk_of_heads"])
+    models = [(t, s) for t in spec["tasks"] for s in ("cross", "multi")]
+    fig, axes = plt.subplots(len(spec["tasks"]), 2, figsize=(7, 3.2 * len(spec["tasks"])), squeeze=False,
+                             layout="constrained")
+    marked = []
+    for i, (task, setting) in enumerate(models):
+        m = mean[(mean["task"] == task) & (mean["setting"] == setting)].sort_values(["layer", "head"]).copy()
+        order = np.argsort(-m["value"].to_numpy(), kind="stable")
+        mark = np.array([""] * len(m), dtype=object)
+        mark[order[:k]], mark[order[-k:]] = "top", "bottom"
+        m["mark"] = mark
+        marked.append(m)
+        ax = axes[i // 2, i % 2]
+        grid = _grid(m, "value")
+        fig.colorbar(ax.imshow(grid, cmap="Blues"), ax=ax, fraction=0.046, label=spec["metric"][probe_task])
+        for (layer, head), mk in zip(m[["layer", "head"]].itertuples(index=False), m["mark"]):
+            if mk:
+                ax.add_patch(plt.Rectangle((head - 0.5, layer - 0.5), 1, 1, fill=False, lw=2,
+                                           edgecolor="green" if mk == "top" else "red"))
+        ax.set_title(f"{TASK_LABELS.get(task, task)}-{setting}", fontsize=9)
+        ax.set_xlabel("head")
+        ax.set_ylabel("layer")
+    fig.suptitle(f"Per-head probing on {TASK_LABELS.get(probe_task, probe_task)} "
+                 f"(green: top {k}, red: bottom {k})")
+    _save(fig, out_dir, figure, pd.concat(marked).assign(probe_task=probe_task))
+
+
+FIGURE_A = {"figa1": "pos", "figa2": "ner", "figa3": "pawsx", "figa4": "marc"}
+
+
+def draw_figure(spec: dict, inputs: list[str], out_dir: str, figure: str) -> None:
+    updates = [p for p in inputs if "/head_updates/" in p]
+    if figure == "fig1":
+        figure1(spec, read_csvs(updates), out_dir)
+    elif figure in FIGURE_A:
+        figure_a(spec, read_csvs([p for p in inputs if p not in updates]), out_dir, figure, FIGURE_A[figure])
+    else:
+        raise XltError(f"unknown crossmulti figure {figure!r}; allowed: fig1, {', '.join(FIGURE_A)}")

@@ -1,0 +1,154 @@
+"""Pseudo-perplexity (Salazar et al. 2020, as awslabs/mlm-scoring computes it): every token of a
+sentence but [CLS]/[SEP] is masked once; the sentence's pseudo-log-likelihood is the sum of the
+log-probabilities of its tokens at their masked copies; a corpus's PPPL is
+exp(−ΣPLL / Σtokens).
+
+All masked copies of all sentences are pooled, sorted by length and batched (each batch pads to
+its own longest copy), and the MLM head runs on the masked positions only: one forward pass
+scores many tokens of many sentences. A fine-tuned classifier has no MLM head: the encoder of
+a fine-tuned model is scored with the *pretrained* encoder's MLM head (its transform and bias;
+BERT's decoder is tied to the input embeddings, which are the fine-tuned model's).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from xlt.engine.kinds import IGNORE
+from xlt.errors import XltError
+
+
+def masked_copies(sequences: list[list[int]], special_ids: set[int]) -> list[tuple[int, int]]:
+    """(sentence index, position) of every token to mask: all but the special tokens."""
+    return [(s, p) for s, ids in enumerate(sequences) for p, tok in enumerate(ids) if tok not in special_ids]
+
+
+def pseudo_log_likelihoods(mlm, sequences: list[list[int]], mask_id: int, special_ids: set[int], pad_id: int,
+                           batch_size: int = 256, device: str | torch.device = "cpu") -> tuple[np.ndarray, np.ndarray]:
+    """Per sentence: PLL (Σ log p of each token at its masked copy, natural log) and the number
+    of tokens scored. `mlm` is a `recipes.mlm.MLMModel` (the head runs on masked positions only)."""
+    copies = masked_copies(sequences, special_ids)
+    order = sorted(range(len(copies)), key=lambda i: (len(sequences[copies[i][0]]), i))  # batch by length
+    pll = np.zeros(len(sequences), dtype=np.float64)
+    counts = np.zeros(len(sequences), dtype=np.int64)
+    mlm.eval()
+    with torch.no_grad():
+        for start in range(0, len(order), batch_size):
+            chunk = [copies[i] for i in order[start:start + batch_size]]
+            width = max(len(sequences[s]) for s, _ in chunk)
+            ids = torch.full((len(chunk), width), pad_id, dtype=torch.long)
+            labels = torch.full((len(chunk), width), IGNORE, dtype=torch.long)
+            attn = torch.zeros((len(chunk), width), dtype=torch.long)
+            for row, (s, p) in enumerate(chunk):
+                seq = sequences[s]
+                ids[row, : len(seq)] = torch.tensor(seq)
+                attn[row, : len(seq)] = 1
+                labels[row, p] = seq[p]
+                ids[row, p] = mask_id
+            batch = {"input_ids": ids.to(device), "attention_mask": attn.to(device), "mlm_labels": labels.to(device)}
+            out = mlm(batch)  # rows: the masked positions in row order, one per copy
+            logp = torch.log_softmax(out["logits"].double(), -1).gather(1, out["mlm_targets"][:, None])[:, 0].cpu()
+            for (s, _), lp in zip(chunk, logp.tolist()):
+                pll[s] += lp
+                counts[s] += 1
+    return pll, counts
+
+
+def pll_one_copy_per_forward(hf, sequences: list[list[int]], mask_id: int, special_ids: set[int]) -> list[float]:
+    """The reference: one masked copy per forward pass of the Hugging Face MLM model (full
+    vocabulary logits). The tests' brute force and the benchmark's baseline."""
+    out = []
+    with torch.no_grad():
+        for seq in sequences:
+            total = 0.0
+            for p, tok in enumerate(seq):
+                if tok in special_ids:
+                    continue
+                ids = torch.tensor([seq])
+                ids[0, p] = mask_id
+                logits = hf(input_ids=ids, attention_mask=torch.ones_like(ids)).logits[0, p].double()
+                total += torch.log_softmax(logits, -1)[tok].item()
+            out.append(total)
+    return out
+
+
+def corpus_pppl(pll: np.ndarray, counts: np.ndarray) -> float:
+    """exp(−ΣPLL / Σtokens)."""
+    n = int(np.sum(counts))
+    return math.exp(-float(np.sum(pll)) / n) if n else float("nan")
+
+
+def load_scorer(pretrained: str, finetuned_encoder: str | None = None, revision: str | None = None):
+    """The pretrained MLM model (its tokenizer too); with `finetuned_encoder` (a saved model's
+    `encoder/`), its base model's weights replaced by the fine-tuned encoder's, every one."""
+    from transformers import AutoModel, AutoModelForMaskedLM, AutoTokenizer
+
+    from xlt.engine.recipes.mlm import MLMModel
+
+    kw = {"revision": revision} if revision else {}
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(pretrained, **kw)
+        hf = AutoModelForMaskedLM.from_pretrained(pretrained, use_safetensors=True, **kw)
+    except (OSError, ValueError) as e:
+        raise XltError(f"PPPL: cannot load the MLM model {pretrained!r}: {e.__class__.__name__}: {str(e).splitlines()[0]}") from None
+    if finetuned_encoder is not None:
+        try:
+            enc = AutoModel.from_pretrained(finetuned_encoder, add_pooling_layer=False, use_safetensors=True)
+        except (OSError, ValueError) as e:
+            raise XltError(f"PPPL: cannot load encoder {finetuned_encoder!r}: {e.__class__.__name__}: "
+                           f"{str(e).splitlines()[0]}") from None
+        missing, unexpected = hf.base_model.load_state_dict(enc.state_dict(), strict=False)
+        if missing or unexpected:
+            raise XltError(f"PPPL: {finetuned_encoder} does not fit the encoder of {pretrained} "
+                           f"(missing: {missing[:5]}, unexpected: {unexpected[:5]})")
+    return MLMModel(hf), tokenizer
+
+
+def score_texts(mlm, tokenizer, texts: list[str], max_length: int, batch_size: int = 256,
+                device: str | torch.device = "cpu") -> dict:
+    """PLL sum, tokens and corpus PPPL of `texts` (each cut at `max_length` subwords)."""
+    seqs = [x for x in tokenizer(list(texts), truncation=True, max_length=max_length)["input_ids"] if len(x) > 2]
+    pll, counts = pseudo_log_likelihoods(mlm, seqs, tokenizer.mask_token_id, set(tokenizer.all_special_ids),
+                                         tokenizer.pad_token_id, batch_size, device)
+    return {"pll": float(pll.sum()), "tokens": int(counts.sum()), "sentences": len(seqs), "pppl": corpus_pppl(pll, counts)}
+
+
+def run_pppl_job(task: str, data_dir: str, langs: list[str], pretrained: str, revision: str | None,
+                 models: list[str], max_length: int, batch_size: int, out: str, provenance_out: str,
+                 max_sentences: int | None = None) -> None:
+    """One row per (model, language): the vanilla encoder (setting `vanilla`) and every
+    fine-tuned model (its setting: `cross` for the source language alone, else `multi`)."""
+    import time
+
+    import pandas as pd
+
+    from xlt.engine.evalset import load_records
+    from xlt.engine.recipes.mlm import task_texts
+    from xlt.finetune import split_file
+    from xlt.io import write_json
+    from xlt.papers.crossmulti import model_setting
+    from xlt.provenance import provenance
+    from xlt.registry import get_task
+
+    t = get_task(task)
+    files = {lang: split_file(data_dir, lang, "test") for lang in langs}
+    texts = {lang: task_texts(t, load_records([f], max_sentences)) for lang, f in files.items()}  # the first N
+    rows, started = [], time.perf_counter()
+    for model in [None, *models]:
+        which = {"task": task, "setting": "vanilla", "seed": None} if model is None else model_setting(model)
+        mlm, tokenizer = load_scorer(pretrained, None if model is None else str(Path(model) / "encoder"), revision)
+        for lang in langs:
+            r = score_texts(mlm, tokenizer, texts[lang], max_length, batch_size)
+            rows.append({**which, "lang": lang, "model": model or pretrained, **r})
+    seconds = time.perf_counter() - started
+    pd.DataFrame(rows).to_csv(out, index=False)
+    tokens = sum(r["tokens"] for r in rows)
+    write_json(provenance_out, {"seconds": seconds, "tokens": tokens, "tokens_per_second": tokens / seconds,
+                                "provenance": provenance({"task": task, "langs": langs, "pretrained": pretrained,
+                                                          "models": models, "max_length": max_length,
+                                                          "max_sentences": max_sentences}, 0,
+                                                         list(files.values()))})
