@@ -6,6 +6,8 @@ reproduce the hand count, not a re-run of the same library call.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from scipy import stats as sps
@@ -360,7 +362,8 @@ def test_paired_ttest_matches_scipy():
 def test_mean_std_and_confidence_interval():
     # [1, 2, 3]: mean 2, sample var = (1 + 0 + 1)/2 = 1 -> std 1
     assert mean_std([1, 2, 3]) == (approx(2.0), approx(1.0))
-    assert mean_std([85.5]) == (85.5, 0.0)  # one seed: std reported as 0.0
+    mean, std = mean_std([85.5])
+    assert mean == 85.5 and math.isnan(std)  # one seed has no sample std
     # CI: sem = 1/sqrt(3) = 0.57735, t(0.975, df 2) = 4.302653 -> 2 ± 2.484138
     lo, hi = confidence_interval_95([1, 2, 3])
     assert lo == approx(2 - 2.484138, abs=1e-5)

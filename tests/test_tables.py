@@ -36,3 +36,14 @@ def test_crossmulti_table2_renders_every_cell(tmp_path):
     assert "93.85 · 51.50 ± 0.71 · -42.35" in md
     assert (tmp_path / "table2.tex").read_text().count("\\\\") == 9  # header + 8 rows
     assert len(pd.read_csv(tmp_path / "table2.csv")) == 32
+
+
+def test_one_seed_prints_no_spread():
+    """A cell with one seed has no sample std: it says so instead of printing ± 0.00."""
+    import math
+
+    from xlt.tables import cell_text
+
+    row = {"paper": 90.0, "ours_mean": 85.5, "ours_std": float("nan"), "delta": -4.5, "n_collapsed": 0}
+    assert cell_text(row) == ("90.00", "85.50 (1 seed)", "-4.50")
+    assert math.isnan(row["ours_std"])

@@ -110,10 +110,10 @@ def permutation_test(
 def mean_std(values: Sequence[float]) -> tuple[float, float]:
     """Mean and sample standard deviation (ddof=1) of per-seed scores.
 
-    A single value has no sample std; it is reported as 0.0 (one seed: ``mean ± 0.0``).
+    A single value has no sample std: NaN (tables print "(1 seed)", never a spread of 0).
     """
     arr = _values(values)
-    std = float(np.std(arr, ddof=1)) if arr.size > 1 else 0.0
+    std = float(np.std(arr, ddof=1)) if arr.size > 1 else float("nan")
     return float(np.mean(arr)), std
 
 

@@ -59,7 +59,12 @@ def _fmt_delta(x: float) -> str:
 
 
 def cell_text(row) -> tuple[str, str, str]:
-    ours = "–" if math.isnan(row["ours_mean"]) else f"{row['ours_mean']:.2f} ± {row['ours_std']:.2f}"
+    if math.isnan(row["ours_mean"]):
+        ours = "–"
+    elif math.isnan(row["ours_std"]):  # one seed: no spread to show
+        ours = f"{row['ours_mean']:.2f} (1 seed)"
+    else:
+        ours = f"{row['ours_mean']:.2f} ± {row['ours_std']:.2f}"
     if row.get("n_collapsed", 0) > 0:
         ours += f" †{int(row['n_collapsed'])}"
     return _fmt(row["paper"]), ours, _fmt_delta(row["delta"])
