@@ -23,6 +23,7 @@ include: "rules/finetune.smk"
 include: "rules/evaluate.smk"
 include: "rules/tables.smk"
 include: "rules/underspec.smk"
+include: "rules/dlfa.smk"
 include: "rules/align.smk"
 
 
