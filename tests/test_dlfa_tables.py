@@ -92,7 +92,7 @@ def _evals(tmp_path, spec, seed_noise=(0.0, 0.5, -0.5)):
     for setting, bonus in BONUS.items():
         recipe = D.setting_recipe(spec, setting).name
         for seed, noise in zip(spec["seeds"], seed_noise):
-            metrics = {lang: {"accuracy": (70 + (0 if lang in D.ENF else bonus) + noise) / 100, "n": 10} for lang in LANGS}
+            metrics = {lang: {"accuracy": 70 + (0 if lang in D.ENF else bonus) + noise, "n": 10} for lang in LANGS}
             path = tmp_path / f"{recipe}-{seed}.json"
             path.write_text(json.dumps({"task": "pawsx", "seed": seed, "metrics": metrics,
                                         "model": f"results/models/tiny/pretrained/pawsx/{recipe}/seed{seed}"}))

@@ -101,9 +101,9 @@ def models(cfg: dict, encoder: str, task: str, settings: list[str], seed: int) -
 
 
 def scores(spec: dict, inputs: list[str]) -> pd.DataFrame:
-    """Per-seed, per-language scores (×100) with columns task, model, lang, seed, value, collapsed."""
-    ours = eval_rows(inputs, spec["metric"], setting_of).rename(columns={"setting": "model"})
-    return ours.assign(value=ours["value"] * 100)
+    """Per-seed, per-language scores (evaluation files hold ×100 values) with columns task,
+    model, lang, seed, value, collapsed."""
+    return eval_rows(inputs, spec["metric"], setting_of).rename(columns={"setting": "model"})
 
 
 def averages(ours: pd.DataFrame, by_family: bool = False) -> pd.DataFrame:
