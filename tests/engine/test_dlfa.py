@@ -123,3 +123,14 @@ def test_a_dlfa_model_reloads_and_predicts_identically(dlfa_model, toy_data):
     single = torch.cat([model({k: v[i:i + 1] for k, v in b.items()})["logits"].flatten()
                         for _, b in ev.batches for i in range(len(b["input_ids"]))])
     torch.testing.assert_close(single, outs[0], rtol=0, atol=1e-5)
+
+
+def test_a_dlfa_model_trains_bit_identically_on_cpu(dlfa_model, tiny_encoder, toy_data, tmp_path):
+    from xlt.engine.recipes.finetune import train
+    from xlt.io import read_json
+
+    cfg = TrainConfig.from_dict({**HP, "task": "marc", "encoder": str(tiny_encoder), "seed": 1,
+                                 "extras": [{"name": "dlfa", "layer": 1}]})
+    train(cfg, [toy_data / "marc" / "en" / "train.jsonl"], [toy_data / "marc" / "en" / "dev.jsonl"], tmp_path / "m", tmp_path / "ck")
+    first, again = (read_json(d / "xlt_model.json")["weights_sha256"] for d in (dlfa_model, tmp_path / "m"))
+    assert first == again  # encoder, extra (BatchNorm running statistics included) and head
