@@ -118,7 +118,10 @@ def test_tables_3_and_4_rank_the_two_best_layers(tmp_path):
     assert t3.loc[("pawsx", "best", "avg_noenf"), "ours_mean"] == pytest.approx(74)  # d2
     assert t3.loc[("pawsx", "second", "avg_noenf"), "ours_mean"] == pytest.approx(72)  # d1
     assert t3.loc[("pawsx", "best", "avg_noenf"), "paper"] == 81.94  # the paper's d10
-    assert "PI: ours d2 / d1, paper d10 / d6" in (tmp_path / "t3.md").read_text()
+    md = (tmp_path / "t3.md").read_text()
+    assert "PI: ours d2 / d1, paper d10 / d6" in md
+    # the upper layer (d2) gains more on noenf here: the paper's claim does not hold in these files
+    assert "PI lower d1 enf +0.00 / noenf +2.00, upper d2 enf +0.00 / noenf +4.00: does not hold here" in md
     t4 = make_table("dlfa", "table4", spec, inputs, str(tmp_path / "t4")).set_index(["model", "lang"])
     assert t4.loc[("best", "zh"), "ours_mean"] == pytest.approx(74) and t4.loc[("baseline", "en"), "paper"] == 94.0
 
