@@ -140,14 +140,14 @@ def seed_test(avg: pd.DataFrame, task: str, best: str) -> str:
             f"{t['statistic']:.2f}, p = {t['pvalue']:.3f} ({verdict} the seed spread at p < 0.05)")
 
 
-def _notes(spec: dict, ours: pd.DataFrame, encoder: str, extra: list[str]) -> list[str]:
+def _notes(spec: dict, ours: pd.DataFrame, encoder: str, extra: list[str], scores: bool = True) -> list[str]:
     seeds = sorted(ours["seed"].unique().tolist())
+    what = ("Scores ×100, averaged over all test languages of the task, EN included: "
+            + ", ".join(f"{TASK_LABELS[t]} {m}" for t, m in spec["metric"].items() if t in trained(spec)) + ". ") if scores else ""
     return [
-        "Scores ×100, averaged over all test languages of the task, EN included: "
-        + ", ".join(f"{TASK_LABELS[t]} {m}" for t, m in spec["metric"].items() if t in trained(spec))
-        + f". Encoder: {encoder}. Seeds: {seeds} (mean ± std of the per-seed averages).",
+        f"{what}Encoder: {encoder}. Seeds: {seeds} (mean ± std of the per-seed averages).",
         *extra,
-        COLLAPSE_NOTE,
+        *([COLLAPSE_NOTE] if scores else []),
     ]
 
 
@@ -344,7 +344,7 @@ def table6(spec: dict, inputs: list[str]) -> tuple[pd.DataFrame, str, str]:
         + "; every swept layer's own row follows (dX).",
         "Does the similarity track the noenf accuracy (Table III)? Spearman over baseline and swept layers: "
         + ("; ".join(tracks) or "too few settings") + ".",
-    ])
+    ], scores=False)
     md, tex = render_grid(table, ["task", "model"], "lang", "dlfa Table VI: cosine similarity of parallel sentences", notes,
                           cell=_cos_cell)
     return table, md, tex
