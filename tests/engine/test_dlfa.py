@@ -134,3 +134,16 @@ def test_a_dlfa_model_trains_bit_identically_on_cpu(dlfa_model, tiny_encoder, to
     train(cfg, [toy_data / "marc" / "en" / "train.jsonl"], [toy_data / "marc" / "en" / "dev.jsonl"], tmp_path / "m", tmp_path / "ck")
     first, again = (read_json(d / "xlt_model.json")["weights_sha256"] for d in (dlfa_model, tmp_path / "m"))
     assert first == again  # encoder, extra (BatchNorm running statistics included) and head
+
+
+def test_building_the_extra_draws_nothing_from_the_global_rng():
+    torch.manual_seed(7)
+    expected = torch.rand(3)
+    torch.manual_seed(7)
+    first = build_extra({"name": "dlfa", "layer": 1}, CONFIG)
+    assert torch.equal(torch.rand(3), expected)  # the head built next starts as without the extra
+    torch.manual_seed(7)
+    again = build_extra({"name": "dlfa", "layer": 1}, CONFIG)
+    other_seed = (torch.manual_seed(8), build_extra({"name": "dlfa", "layer": 1}, CONFIG))[1]
+    w = [m.local_branch.down.weight for m in (first, again, other_seed)]
+    assert torch.equal(w[0], w[1]) and not torch.equal(w[0], w[2])  # a function of the seed

@@ -9,6 +9,8 @@ here and an entry in EXTRAS (xmixup's mixup comes next).
 
 from __future__ import annotations
 
+import hashlib
+
 import torch
 from torch import nn
 
@@ -152,12 +154,19 @@ def extra_of_tag(tag: str) -> dict:
 
 
 def build_extra(spec: dict, encoder_config) -> Extra:
-    """`spec` = {"name": <extra>, **parameters}."""
+    """`spec` = {"name": <extra>, **parameters}. Its initial weights come from a generator of
+    its own, seeded by the last seed set and the spec: building it draws nothing from the
+    global RNG, so the head's initialisation and the training randomness of a seed are those
+    of the same run without the extra (a DLFA run and its baseline differ by the module only:
+    a paired comparison over seeds)."""
     spec = dict(spec)
     name = spec.pop("name", None)
     if name not in EXTRAS:
         raise XltError(f"unknown extra {name!r}; known: {', '.join(EXTRAS)}")
-    try:
-        return EXTRAS[name](encoder_config, **spec)
-    except TypeError as e:
-        raise XltError(f"extra {name}: {e}") from None
+    own = int.from_bytes(hashlib.sha256(f"{torch.initial_seed()}:{name}:{sorted(spec.items())}".encode()).digest()[:4], "little")
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(own)
+        try:
+            return EXTRAS[name](encoder_config, **spec)
+        except TypeError as e:
+            raise XltError(f"extra {name}: {e}") from None
