@@ -110,7 +110,7 @@ def averages(ours: pd.DataFrame, by_family: bool = False) -> pd.DataFrame:
     """Per-seed means over languages: `avg` (every language, EN included), or with
     `by_family` `avg_enf` (the English family, ENF) and `avg_noenf` (the other languages)."""
     enf = ours["lang"].isin(ENF)
-    subsets = {"avg_enf": enf, "avg_noenf": ~enf} if by_family else {"avg": enf | ~enf}
+    subsets = {"avg_enf": enf, "avg_noenf": ~enf} if by_family else {"avg": pd.Series(True, index=ours.index)}
     keys = ["task", "model", "seed"]
     return pd.concat(
         [ours[rows].groupby(keys, sort=False).agg(value=("value", "mean"), collapsed=("collapsed", "max"))
