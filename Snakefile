@@ -24,6 +24,7 @@ include: "rules/evaluate.smk"
 include: "rules/tables.smk"
 include: "rules/underspec.smk"
 include: "rules/crossmulti.smk"
+include: "rules/dlfa.smk"
 include: "rules/align.smk"
 
 

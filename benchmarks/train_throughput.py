@@ -39,13 +39,13 @@ def token_accuracy(model_fn, features, batch_size: int, pad_id: int) -> float:
     return 100.0 * correct / total
 
 
-def run_ours(enc: Path, data: Path, args, out: Path, precision: str = "auto") -> dict:
+def run_ours(enc: Path, data: Path, args, out: Path, precision: str = "auto", extras: tuple = ()) -> dict:
     from xlt.engine.config import TrainConfig
     from xlt.engine.recipes.finetune import train
 
     cfg = TrainConfig(task="pos", encoder=str(enc), seed=args.seed, lr=args.lr, epochs=args.epochs,
                       batch_size=args.batch_size, warmup_ratio=0.0, weight_decay=0.0, max_length=128,
-                      select="last", progress=False, precision=precision)
+                      select="last", progress=False, precision=precision, extras=[dict(e) for e in extras])
     summary = train(cfg, [data / "en" / "train.jsonl"], [data / "en" / "dev.jsonl"], out / "model", out / "ck")
     # The training loop itself (dev evaluation and checkpoints included), like trainer.train()
     # on the other side; loading and tokenising happen before either clock starts.
@@ -108,8 +108,10 @@ def run_hf(enc: Path, data: Path, args, out: Path, sampling: str, bf16: bool) ->
     return {"seconds": seconds, "samples": len(ds) * args.epochs, "dev_accuracy": acc}
 
 
-def main():
-    ap = make_parser(__doc__, batch_size=32, lr=1e-4)
+def finetune_args(doc: str):
+    """The options of a POS fine-tuning benchmark (this one, dlfa_overhead.py), parsed; quiet
+    libraries and the thread count set."""
+    ap = make_parser(doc, batch_size=32, lr=1e-4)
     ap.add_argument("--train", type=int, default=4000, help="training sentences")
     ap.add_argument("--dev", type=int, default=300, help="dev sentences")
     ap.add_argument("--epochs", type=int, default=3)
@@ -117,6 +119,11 @@ def main():
     args = ap.parse_args()
     quiet_libraries()
     torch.set_num_threads(args.threads)
+    return args
+
+
+def main():
+    args = finetune_args(__doc__)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(args.workdir or tmp)
         enc, data = build_world_and_encoder(root, args.train, args.dev, args.encoder_steps)

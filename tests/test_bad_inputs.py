@@ -311,6 +311,7 @@ def finetune(hparams: dict | str, *, encoder: str = "{tmp}/model/encoder", langs
 
 
 POS_LINE = json.dumps({"id": "s1", "tokens": ["a", "b"], "upos": ["NOUN", "VERB"]})
+XNLI_LINE = json.dumps({"id": "x", "text": "a b", "text_pair": "c", "label": "neutral"}) + "\n"
 POS_DATA = {"data/en/dev.jsonl": POS_LINE + "\n", "data/en/train.jsonl": POS_LINE + "\n"}
 GRID = {"alpha_1d": {"lo": -0.5, "hi": 1.5, "step": 0.5, "extra": []}, "alpha_2d": {"lo": -0.5, "hi": 1.5, "step": 0.5}}
 
@@ -375,6 +376,17 @@ SCRIPTS_CASES = [
                       "--source", "en", "--target", "de", "--kind", "3d", "--variant", "all", "--grid", "{}",
                       "--metric", "accuracy", "--out", "out/g.csv", "--provenance", "out/g.json"],
         r"argument --kind: invalid choice: '3d'"),
+    Bad("similarity-not-parallel",
+        ["dlfa_similarity.py", "--models", json.dumps({"pawsx:baseline": "{tmp}/model"}), "--data", "{tmp}/data",
+         "--langs", "en", "de", "--source", "en", "--sentences", "1", "--sample-seed", "1", "--seed", "1",
+         "--max-length", "32", "--out", "{tmp}/out/s.csv", "--provenance", "{tmp}/out/s.json"],
+        r"data: the test sets are not parallel \(rows per language: \{'en': 2, 'de': 1\}\)",
+        {"data/en/test.jsonl": XNLI_LINE * 2, "data/de/test.jsonl": XNLI_LINE}),
+    Bad("similarity-model-missing",
+        ["dlfa_similarity.py", "--models", json.dumps({"pawsx:d1": "{tmp}/nomodel"}), "--data", "{tmp}/data",
+         "--langs", "en", "de", "--source", "en", "--sentences", "1", "--sample-seed", "1", "--seed", "1",
+         "--max-length", "32", "--out", "{tmp}/out/s.csv", "--provenance", "{tmp}/out/s.json"],
+        r"nomodel: not a saved xlt model", {"data/en/test.jsonl": XNLI_LINE, "data/de/test.jsonl": XNLI_LINE}),
     Bad("figures-grid-missing", ["make_figure.py", "--paper", "underspec", "--figure", "fig2", "--spec", "{}",
                                  "--inputs", "nowhere.csv", "--out-dir", "out"], r"^error: nowhere\.csv: No such file or directory$"),
     Bad("figure-unknown", ["make_figure.py", "--paper", "underspec", "--figure", "fig99", "--spec", "{}",

@@ -30,3 +30,15 @@ def test_benchmark_small_mode_reports_every_side(script, tmp_path):
     for side in result["sides"].values():
         assert side["samples_per_s"] > 0 and METRIC[script] in side
     assert "samples/s" in run.stdout and f"ratio (xlt / fastest HF side, {result['fastest_other']})" in run.stdout
+
+
+def test_dlfa_overhead_small_mode_reports_both_sides(tmp_path):
+    out = tmp_path / "result.json"
+    run = subprocess.run([sys.executable, str(REPO / "benchmarks" / "dlfa_overhead.py"), *SMALL["train_throughput.py"],
+                          "--repeats", "1", "--json", str(out)], capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                         env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert run.returncode == 0, run.stderr[-3000:]
+    result = json.loads(out.read_text())
+    assert set(result["sides"]) == {"xlt engine", "xlt engine + DLFA"}
+    assert all(side["samples_per_s"] > 0 and "dev_accuracy" in side for side in result["sides"].values())
+    assert "DLFA overhead:" in run.stdout

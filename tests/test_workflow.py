@@ -164,8 +164,8 @@ def test_tiny_all_tables_dag_has_the_data_size_tables_and_no_download(tmp_path):
     assert run.returncode == 0, run.stderr[-3000:]
     out = run.stdout + run.stderr
     counts = job_counts(out)
-    # three data-size tables, crossmulti tables 2-6
-    assert counts["paper_table"] == 8 and "download" not in counts
+    # three data-size tables, crossmulti tables 2-6, dlfa Tables II-VII
+    assert counts["paper_table"] == 3 + 5 + 6 and "download" not in counts
     assert counts["crossmulti_probe_model"] == 8 and counts["crossmulti_pppl"] == 4 and counts["adapt_mlm"] == 1
     assert "results/models/tiny/mlm-ner-crossmulti/ner/en.crossmulti.crossmulti_fa/seed1" in out
     for paper in ("crossmulti", "dlfa", "underspec"):

@@ -191,9 +191,15 @@ def hparams(cfg: dict, recipe: str, dataset: str | None = None) -> dict:
     name reports for the task (`papers.<profile>.metric.<task>`) unless the profile sets
     `select_metric`: a model is chosen by the number its table prints."""
     name = Recipe.parse(recipe).hparams
+    # `<profile>-<extra tag>`: the profile with one more extra (dlfa's `underspec-dlfa8`)
+    name, _, tag = name.partition("-") if name not in cfg["hparams"] else (name, "", "")
     if name not in cfg["hparams"]:
         raise XltError(f"recipe {recipe!r}: unknown hparams profile {name!r}; allowed: {', '.join(sorted(cfg['hparams']))}")
     hp = dict(cfg["hparams"][name])
+    if tag:
+        from xlt.engine.extras import extra_of_tag
+
+        hp["extras"] = [*hp.get("extras", []), extra_of_tag(tag)]
     reported = (cfg.get("papers", {}).get(name) or {}).get("metric")
     if dataset is not None and "select_metric" not in hp and isinstance(reported, dict):
         task = task_of(dataset)

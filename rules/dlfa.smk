@@ -1,0 +1,37 @@
+# dlfa: the layer sweep, the ablation and the second encoder are fine-tuning recipes
+# (<source>.<profile>-dlfa<X>[-global|-local][-gated], rule finetune); Table VI's cosine
+# similarity of parallel XNLI sentences is one job per encoder and seed over every swept model.
+
+
+rule dlfa_similarity:
+    input:
+        unpack(lambda w: P.dlfa.similarity_inputs(config, w.encoder, int(w.seed))),
+    output:
+        csv=f"{RESULTS}/dlfa/similarity/{{encoder}}/seed{{seed}}.csv",
+        json=f"{RESULTS}/dlfa/similarity/{{encoder}}/seed{{seed}}.json",
+    log:
+        "logs/dlfa/similarity/{encoder}/seed{seed}.log",
+    conda:
+        ENV
+    threads: R.job_threads(config, "evaluate")
+    resources:
+        **R.job_resources(config, "evaluate"),
+    params:
+        models=lambda w: as_json(
+            P.dlfa.similarity_models(config, w.encoder, int(w.seed))
+        ),
+        langs=lambda w: " ".join(
+            config["language_sets"][
+                T.paper_language_set(config["papers"]["dlfa"], "xnli")
+            ]
+        ),
+        source=lambda w: config["papers"]["dlfa"]["source"],
+        sentences=lambda w: config["papers"]["dlfa"]["similarity"]["sentences"],
+        sample_seed=lambda w: config["papers"]["dlfa"]["similarity"]["seed"],
+        max_length=lambda w: config["papers"]["dlfa"]["similarity"]["max_length"],
+    shell:
+        "dlfa_similarity.py --models {params.models:q} --data {input.data}"
+        " --langs {params.langs} --source {params.source} --sentences {params.sentences}"
+        " --sample-seed {params.sample_seed} --seed {wildcards.seed}"
+        " --max-length {params.max_length} --out {output.csv} --provenance {output.json}"
+        " --threads {threads} 2> {log}"

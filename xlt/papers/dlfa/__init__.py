@@ -1,0 +1,440 @@
+"""dlfa: Feature Aggregation in Zero-Shot Cross-Lingual Transfer Using Multilingual BERT.
+
+Settings (a row's `model`): `baseline` = plain EN fine-tuning with the paper's profile (the
+EN-only model other papers train with the same profile: one model), `d<X>` = DLFA fusing
+layer X with the last (extra `dlfa`, xlt.engine.extras), `d<X>_g` / `d<X>_l` = AIF with the
+global / local branch only. Tables: I (data sizes), II (the layer sweep and the last-layer
+control), III (EN family vs the rest, the two best layers), IV (PAWS-X per language),
+V (branch ablation), VI (cosine similarity of parallel sentences, xlt.papers.dlfa.similarity),
+VII (a second encoder at its best layer).
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from xlt.engine.extras import dlfa_tag, extra_of_tag
+from xlt.errors import XltError
+from xlt.papers import datasize
+from xlt.papers.base import Paper, Table
+from xlt.published import load_published
+from xlt.stats import mean_std, paired_ttest
+from xlt.tables import COLLAPSE_NOTE, TASK_LABELS, eval_rows, paper_vs_ours, render_grid
+from xlt.targets import Recipe, dataset_name, eval_file, model_dir, paper_language_set
+
+SLUG = "dlfa"
+ENF = ("en", "de")  # Table III's English family
+BRANCH_SUFFIX = {"both": "", "global": "_g", "local": "_l"}
+STATS = ("train", "dev", "test", "test_min", "test_max", "langs")
+
+
+def table1(spec: dict, inputs: list[str]) -> tuple[pd.DataFrame, str, str]:
+    """XTREME statistics: English train / dev / test, the range of test sizes, #languages."""
+    counts, published = datasize.counts(SLUG, spec, inputs)
+    rows = []
+    for task, group in counts.groupby("task", sort=False):
+        english = group[group["lang"] == "en"].set_index("split")["value"]
+        tests = group[group["split"] == "test"]["value"]
+        stats = {s: english.get(s) for s in ("train", "dev", "test")}
+        stats.update(test_min=tests.min(), test_max=tests.max(), langs=len(tests))
+        rows += [{"task": task, "stat": k, "value": v} for k, v in stats.items() if not pd.isna(v)]
+    ours = pd.DataFrame(rows, columns=["task", "stat", "value"])
+    ours = ours.merge(published[["task", "stat"]], on=["task", "stat"])  # the statistics the paper prints
+    table = datasize.counts_vs_paper(ours, published, ["task", "stat"])
+    table = table.sort_values("stat", key=lambda c: c.map(STATS.index), kind="stable")
+    notes = [
+        "Train / dev / test: English; test min / max and langs: over the languages of the task "
+        "that have a test set (" + "; ".join(f"{t} {len(s['languages'])}" for t, s in spec["tasks"].items()) + " configured).",
+        "XNLI train: MultiNLI (data.xnli.train_source).",
+    ]
+    md, tex = datasize.render(table, ["task"], "stat", "dlfa Table I: XTREME dataset statistics", spec, notes,
+                              labels={**TASK_LABELS, **datasize.STAT_LABELS})  # fmt: skip
+    return table, md, tex
+
+
+# ---- settings and recipes ------------------------------------------------------------------
+
+
+def setting_recipe(p: dict, setting: str) -> Recipe:
+    """The recipe of a setting: `baseline`, `d<X>`, `d<X>_g`, `d<X>_l` (papers.dlfa = p)."""
+    if setting == "baseline":
+        return Recipe((p["source"],), p["hparams"])
+    layer, _, suffix = setting[1:].partition("_")
+    branches = {v[1:]: k for k, v in BRANCH_SUFFIX.items() if v}.get(suffix, "both")
+    return Recipe((p["source"],), f"{p['hparams']}-{dlfa_tag(int(layer), branches, p['reading'])}")
+
+
+def setting_of(recipe: Recipe) -> str:
+    """`setting_recipe`'s inverse: the table's model name of a recipe."""
+    _, _, tag = recipe.hparams.partition("-")
+    if not tag:
+        return "baseline"
+    extra = extra_of_tag(tag)
+    return f"d{extra['layer']}{BRANCH_SUFFIX[extra.get('branches', 'both')]}"
+
+
+def trained(p: dict) -> list[str]:
+    """The tasks whose models are trained (Tables II-VII); Table I counts every task."""
+    return [t for t in p["tasks"] if t in p.get("train_tasks", p["tasks"])]
+
+
+def sweep(p: dict) -> list[str]:
+    """Table II's settings: the baseline, every swept layer, the last-layer control."""
+    return ["baseline", *(f"d{x}" for x in p["layers"]), f"d{p['control']}"]
+
+
+def _evals(cfg: dict, encoder: str, task: str, settings: list[str]) -> list[str]:
+    p = cfg["papers"][SLUG]
+    dataset = dataset_name(cfg, SLUG, task)
+    return [eval_file(cfg, encoder, "pretrained", dataset, setting_recipe(p, s).name, seed, "test",
+                      paper_language_set(p, task))
+            for s in settings for seed in p["seeds"]]
+
+
+def models(cfg: dict, encoder: str, task: str, settings: list[str], seed: int) -> list[str]:
+    p = cfg["papers"][SLUG]
+    return [model_dir(cfg, encoder, "pretrained", dataset_name(cfg, SLUG, task), setting_recipe(p, s).name, seed)
+            for s in settings]
+
+
+# ---- per-seed language averages ------------------------------------------------------------
+
+
+def scores(spec: dict, inputs: list[str]) -> pd.DataFrame:
+    """Per-seed, per-language scores (evaluation files hold ×100 values) with columns task,
+    model, lang, seed, value, collapsed."""
+    return eval_rows(inputs, spec["metric"], setting_of).rename(columns={"setting": "model"})
+
+
+def averages(ours: pd.DataFrame, by_family: bool = False) -> pd.DataFrame:
+    """Per-seed means over languages: `avg` (every language, EN included), or with
+    `by_family` `avg_enf` (the English family, ENF) and `avg_noenf` (the other languages)."""
+    enf = ours["lang"].isin(ENF)
+    subsets = {"avg_enf": enf, "avg_noenf": ~enf} if by_family else {"avg": pd.Series(True, index=ours.index)}
+    keys = ["task", "model", "seed"]
+    return pd.concat(
+        [ours[rows].groupby(keys, sort=False).agg(value=("value", "mean"), collapsed=("collapsed", "max"))
+         .reset_index().assign(lang=name) for name, rows in subsets.items()],
+        ignore_index=True,
+    )[["task", "model", "lang", "seed", "value", "collapsed"]]
+
+
+def ranked_layers(avg: pd.DataFrame, task: str, settings: list[str]) -> list[str]:
+    """The swept settings of `task` from best to worst (mean over seeds of the language average)."""
+    part = avg[(avg["task"] == task) & (avg["lang"] == "avg") & avg["model"].isin(settings)]
+    means = part.groupby("model", sort=False)["value"].mean()
+    return sorted(means.index, key=lambda m: (-means[m], settings.index(m)))
+
+
+def seed_test(avg: pd.DataFrame, task: str, best: str) -> str:
+    """Is `best` better than the baseline beyond the seed spread? Paired t-test over seeds."""
+    part = avg[(avg["task"] == task) & (avg["lang"] == "avg")].set_index(["model", "seed"])["value"]
+    seeds = sorted(set(part[best].index) & set(part["baseline"].index))
+    a, b = [part[best][s] for s in seeds], [part["baseline"][s] for s in seeds]
+    if len(seeds) < 2:
+        return f"{TASK_LABELS[task]} {best} vs baseline: one seed, no test"
+    t = paired_ttest(a, b)
+    diff, spread = mean_std([x - y for x, y in zip(a, b)])
+    verdict = "beyond" if t["pvalue"] < 0.05 and diff > 0 else "not beyond"
+    return (f"{TASK_LABELS[task]} {best} − baseline = {diff:+.2f} ± {spread:.2f} over seeds {seeds}: paired t = "
+            f"{t['statistic']:.2f}, p = {t['pvalue']:.3f} ({verdict} the seed spread at p < 0.05)")
+
+
+def _notes(spec: dict, ours: pd.DataFrame, encoder: str, extra: list[str], scores: bool = True) -> list[str]:
+    seeds = sorted(ours["seed"].unique().tolist())
+    what = ("Scores ×100, averaged over all test languages of the task, EN included: "
+            + ", ".join(f"{TASK_LABELS[t]} {m}" for t, m in spec["metric"].items() if t in trained(spec)) + ". ") if scores else ""
+    return [
+        f"{what}Encoder: {encoder}. Seeds: {seeds} (mean ± std of the per-seed averages).",
+        *extra,
+        *([COLLAPSE_NOTE] if scores else []),
+    ]
+
+
+# ---- Table II: the layer sweep --------------------------------------------------------------
+
+
+def table2_inputs(cfg: dict) -> list[str]:
+    p = cfg["papers"][SLUG]
+    return [f for task in trained(p) for f in _evals(cfg, p["encoder"], task, sweep(p))]
+
+
+def table2(spec: dict, inputs: list[str]) -> tuple[pd.DataFrame, str, str]:
+    ours = scores(spec, inputs)
+    avg = averages(ours)
+    tests = [seed_test(avg, t, ranked_layers(avg, t, sweep(spec)[1:-1])[0]) for t in trained(spec)]
+    # the control is the last layer fused with itself: D_12 of mBERT, d<control> here
+    control = load_published(SLUG, "text_d12").replace({"model": {"d12": "control"}})
+    published = pd.concat([load_published(SLUG, "table2"), control], ignore_index=True)
+    published = published[published["task"].isin(trained(spec))]
+    table = paper_vs_ours(avg.replace({"model": {f"d{spec['control']}": "control"}}), published, ["task", "model", "lang"])
+    notes = _notes(spec, ours, spec["encoder"], [
+        f"dX = DLFA fusing layer X with the last layer (Eq. 3 reading: {spec['reading']}); rows are matched to the "
+        f"paper by layer number. control = the last layer fused with itself: ours d{spec['control']}, the paper's "
+        "D_12 (given in the prose of Sect. V-A; XNLI not reported).",
+        "Best DLFA layer vs baseline, paired over seeds: " + "; ".join(tests) + ".",
+    ])
+    md, tex = render_grid(table, ["model"], "task", "dlfa Table II: the layer sweep (language averages)", notes)
+    return table, md, tex
+
+
+# ---- Tables III and IV: the two best layers ------------------------------------------------
+
+RANKS = ("best", "second")
+
+
+def _best_two(spec: dict, inputs: list[str], task: str) -> tuple[pd.DataFrame, dict[str, str]]:
+    """Per-seed scores of `task` for the baseline and the two best swept layers, renamed
+    `best` / `second`, and which layers those are."""
+    ours = scores(spec, inputs)
+    ours = ours[ours["task"] == task]
+    layers = ranked_layers(averages(ours), task, [f"d{x}" for x in spec["layers"]])[:2]
+    chosen = dict(zip(RANKS, layers))
+    ours = ours[ours["model"].isin(["baseline", *layers])]
+    return ours.assign(model=ours["model"].map({"baseline": "baseline", **{v: k for k, v in chosen.items()}})), chosen
+
+
+def _published_ranks(table_id: str, tasks: list[str]) -> pd.DataFrame:
+    """The paper's rows of `tasks`, its two best layers (PAPER_BEST) renamed `best` / `second`."""
+    published = load_published(SLUG, table_id)
+    published = published[published["task"].isin(tasks)]
+    ranks = {(t, m): r for t, names in PAPER_BEST.items() for r, m in zip(RANKS, names)}
+    return published.assign(model=[ranks.get((t, m), m) for t, m in zip(published["task"], published["model"])])
+
+
+PAPER_BEST = {"xnli": ("d11", "d8"), "pawsx": ("d10", "d6")}  # the paper's Tables III-VI
+
+
+def ranked_tasks(spec: dict) -> list[str]:
+    return [t for t in PAPER_BEST if t in trained(spec)]
+
+
+def table3_inputs(cfg: dict) -> list[str]:
+    p = cfg["papers"][SLUG]
+    return [f for task in ranked_tasks(p) for f in _evals(cfg, p["encoder"], task, sweep(p)[:-1])]
+
+
+def table3(spec: dict, inputs: list[str]) -> tuple[pd.DataFrame, str, str]:
+    parts, named, claims = [], [], []
+    for task in ranked_tasks(spec):
+        ours, chosen = _best_two(spec, inputs, task)
+        parts.append(averages(ours, by_family=True))
+        named.append(f"{TASK_LABELS[task]}: ours {' / '.join(chosen.values())}, paper {' / '.join(PAPER_BEST[task])}")
+        claims.append(_family_claim(task, parts[-1], chosen))
+    avg = pd.concat(parts, ignore_index=True)
+    table = paper_vs_ours(avg, _published_ranks("table3", ranked_tasks(spec)), ["task", "model", "lang"])
+    notes = _notes(spec, avg, spec["encoder"], [
+        f"avg_enf = mean over {', '.join(ENF)}; avg_noenf = mean over the task's other test languages.",
+        "best / second = the two best layers of the Table II sweep (mean over seeds): " + "; ".join(named) + ".",
+        "The paper's claim, lower-layer fusion helps the distant languages (noenf) most and upper-layer fusion "
+        "the related ones (enf): " + "; ".join(claims) + ".",
+    ])
+    md, tex = render_grid(table, ["task", "model"], "lang", "dlfa Table III: English family vs the other languages", notes)
+    return table, md, tex
+
+
+def _family_claim(task: str, family: pd.DataFrame, chosen: dict[str, str]) -> str:
+    """Gains over the baseline of the lower and the upper of the two best layers, per subset."""
+    means = family.groupby(["model", "lang"])["value"].mean()
+    gain = {(rank, lang): means[(rank, lang)] - means[("baseline", lang)] for rank in chosen for lang in ("avg_enf", "avg_noenf")}
+    if len(chosen) < 2:
+        return f"{TASK_LABELS[task]}: one swept layer, no comparison"
+    lower, upper = sorted(chosen, key=lambda r: int(chosen[r][1:]))
+    holds = gain[(lower, "avg_noenf")] > gain[(upper, "avg_noenf")] and gain[(upper, "avg_enf")] > gain[(lower, "avg_enf")]
+    return (f"{TASK_LABELS[task]} lower {chosen[lower]} enf {gain[(lower, 'avg_enf')]:+.2f} / noenf "
+            f"{gain[(lower, 'avg_noenf')]:+.2f}, upper {chosen[upper]} enf {gain[(upper, 'avg_enf')]:+.2f} / noenf "
+            f"{gain[(upper, 'avg_noenf')]:+.2f}: {'holds' if holds else 'does not hold'} here")
+
+
+def table4_inputs(cfg: dict) -> list[str]:
+    p = cfg["papers"][SLUG]
+    return _evals(cfg, p["encoder"], "pawsx", sweep(p)[:-1]) if "pawsx" in trained(p) else []
+
+
+def table4(spec: dict, inputs: list[str]) -> tuple[pd.DataFrame, str, str]:
+    ours, chosen = _best_two(spec, inputs, "pawsx")
+    table = paper_vs_ours(ours, _published_ranks("table4", ["pawsx"]), ["task", "model", "lang"])
+    notes = _notes(spec, ours, spec["encoder"], [
+        f"best / second = the two best PAWS-X layers of the sweep: ours {' / '.join(chosen.values())}, "
+        f"paper {' / '.join(PAPER_BEST['pawsx'])}.",
+    ])
+    md, tex = render_grid(table, ["model"], "lang", "dlfa Table IV: PAWS-X accuracy per language", notes)
+    return table, md, tex
+
+
+# ---- Table V: branch ablation ---------------------------------------------------------------
+
+
+def ablation_settings(p: dict, task: str) -> list[str]:
+    return ["baseline"] + [f"d{x}{s}" for x in p["ablation"].get(task, []) for s in ("_g", "_l", "")]
+
+
+def table5_inputs(cfg: dict) -> list[str]:
+    p = cfg["papers"][SLUG]
+    return [f for task in trained(p) if p["ablation"].get(task) for f in _evals(cfg, p["encoder"], task, ablation_settings(p, task))]
+
+
+def table5(spec: dict, inputs: list[str]) -> tuple[pd.DataFrame, str, str]:
+    ours = scores(spec, inputs)
+    avg = averages(ours)
+    published = load_published(SLUG, "table5")
+    published = published[published["task"].isin(ours["task"].unique())]
+    table = paper_vs_ours(avg, published, ["task", "model", "lang"])
+    notes = _notes(spec, ours, spec["encoder"], [
+        "dX_g / dX_l: AIF with its global / local branch only (both branches: dX); layers per task: "
+        + "; ".join(f"{TASK_LABELS[t]} {', '.join(map(str, x))}" for t, x in spec["ablation"].items() if t in trained(spec))
+        + " (papers.dlfa.ablation, fixed before training).",
+    ])
+    md, tex = render_grid(table, ["task", "model"], "lang", "dlfa Table V: ablation of the AIF branches", notes)
+    return table, md, tex
+
+
+# ---- Table VI: cosine similarity of parallel sentences --------------------------------------
+
+
+def similarity_file(cfg: dict, encoder: str, seed: int) -> str:
+    return f"{cfg['results']}/dlfa/similarity/{encoder}/seed{seed}.csv"
+
+
+def similarity_models(cfg: dict, encoder: str, seed: int) -> dict[str, str]:
+    """What one similarity job reads: "<task>:<setting>" -> model, the swept settings of the
+    ranked tasks (Table III's)."""
+    p = cfg["papers"][SLUG]
+    settings = sweep(p)[:-1]
+    return {f"{task}:{s}": m for task in ranked_tasks(p) for s, m in zip(settings, models(cfg, encoder, task, settings, seed))}
+
+
+def similarity_inputs(cfg: dict, encoder: str, seed: int) -> dict:
+    return {"models": list(similarity_models(cfg, encoder, seed).values()), "data": f"{cfg['results']}/data/xnli"}
+
+
+def table6_inputs(cfg: dict) -> list[str]:
+    p = cfg["papers"][SLUG]
+    if not ranked_tasks(p):
+        return []
+    return [similarity_file(cfg, p["encoder"], seed) for seed in p["seeds"]] + table3_inputs(cfg)
+
+
+def table6(spec: dict, inputs: list[str]) -> tuple[pd.DataFrame, str, str]:
+    from scipy.stats import spearmanr
+
+    sims = pd.concat([pd.read_csv(f) for f in inputs if f.endswith(".csv")], ignore_index=True)
+    sims = sims.groupby(["task", "model", "seed"], sort=False)["value"].mean().reset_index().assign(collapsed=False)
+    evals = [f for f in inputs if f.endswith(".json")]
+    family = averages(scores(spec, evals), by_family=True)
+    noenf = family[family["lang"] == "avg_noenf"].groupby(["task", "model"])["value"].mean()
+    parts, named, tracks = [sims], [], []
+    for task in ranked_tasks(spec):
+        _, chosen = _best_two(spec, evals, task)
+        part = sims[(sims["task"] == task) & sims["model"].isin(chosen.values())]
+        parts.append(part.assign(model=part["model"].map({v: k for k, v in chosen.items()})))
+        named.append(f"{TASK_LABELS[task]}: ours {' / '.join(chosen.values())}, paper {' / '.join(PAPER_BEST[task])}")
+        cos = sims[sims["task"] == task].groupby("model", sort=False)["value"].mean()
+        if len(cos) >= 3:
+            rho = spearmanr(cos.values, [noenf[(task, m)] for m in cos.index]).statistic
+            tracks.append(f"{TASK_LABELS[task]} ρ = {rho:+.2f} over {len(cos)} settings")
+    ours = pd.concat(parts, ignore_index=True)
+    published = _published_ranks("table6", ranked_tasks(spec))
+    table = paper_vs_ours(ours.assign(lang="cos"), published.assign(lang="cos"), ["task", "model", "lang"])
+    notes = _notes(spec, ours, spec["encoder"], [
+        "Cosine similarity (not ×100) between EN and each other XNLI test language, "
+        f"{spec['similarity']['sentences']} random parallel test premises (draw seed {spec['similarity']['seed']}), "
+        "sentence embedding = mean over real tokens of the fused features; mean over languages, then over seeds.",
+        "best / second = the two best layers of the Table II sweep by accuracy: " + "; ".join(named)
+        + "; every swept layer's own row follows (dX).",
+        "Does the similarity track the noenf accuracy (Table III)? Spearman over baseline and swept layers: "
+        + ("; ".join(tracks) or "too few settings") + ".",
+    ], scores=False)
+    md, tex = render_grid(table, ["task", "model"], "lang", "dlfa Table VI: cosine similarity of parallel sentences", notes,
+                          cell=_cos_cell)
+    return table, md, tex
+
+
+def _cos_cell(row) -> tuple[str, str, str]:
+    import math
+
+    paper = "–" if pd.isna(row["paper"]) else f"{row['paper']:.4f}"
+    ours = "–" if math.isnan(row["ours_mean"]) else f"{row['ours_mean']:.4f} ± {row['ours_std']:.4f}"
+    delta = "–" if pd.isna(row["delta"]) else f"{row['delta']:+.4f}"
+    return paper, ours, delta
+
+
+# ---- Table VII: a second encoder ------------------------------------------------------------
+
+
+def table7_settings(p: dict) -> list[str]:
+    return ["baseline", *(f"d{x}" for x in p["table7"]["layers"])]
+
+
+def table7_inputs(cfg: dict) -> list[str]:
+    p = cfg["papers"][SLUG]
+    t7 = p["table7"]
+    return [f for task in t7["tasks"] for f in _evals(cfg, t7["encoder"], task, table7_settings(p))]
+
+
+def table7(spec: dict, inputs: list[str]) -> tuple[pd.DataFrame, str, str]:
+    t7 = spec["table7"]
+    avg = averages(scores(spec, inputs))
+    rows = []
+    for task in t7["tasks"]:
+        best = ranked_layers(avg, task, table7_settings(spec)[1:])[0]
+        part = avg[(avg["task"] == task) & (avg["lang"] == "avg")]
+        for model, name in (("baseline", "baseline"), (best, "dlfa")):
+            for r in part[part["model"] == model].itertuples():
+                rows.append({"task": task, "model": name, "metric": "score", "seed": r.seed, "value": r.value,
+                             "collapsed": r.collapsed})
+                if name == "dlfa":
+                    rows.append({"task": task, "model": name, "metric": "best_layer", "seed": r.seed,
+                                 "value": float(best[1:]), "collapsed": False})
+    ours = pd.DataFrame(rows)
+    published = load_published(SLUG, "table7").drop(columns="encoder")
+    table = paper_vs_ours(ours, published[published["task"].isin(t7["tasks"])], ["task", "model", "metric"])
+    table.insert(0, "encoder", t7["encoder"])
+    stands_in = ("" if t7["encoder"] == "xlmr_base" else
+                 f" Here encoder {t7['encoder']} stands in for XLM-R base (not available in this run): "
+                 "paper = XLM-R base, ours = " + t7["encoder"] + ", so Δ compares different encoders.")
+    notes = _notes(spec, ours, t7["encoder"], [
+        f"dlfa = DLFA at the layer of {', '.join(map(str, t7['layers']))} with the best language average "
+        "(mean over seeds); best_layer is that layer." + stands_in,
+    ])
+    md, tex = render_grid(table, ["task", "model"], "metric", f"dlfa Table VII: DLFA on {t7['encoder']}", notes)
+    return table, md, tex
+
+
+# ---- the config check ----------------------------------------------------------------------
+
+
+def check(cfg: dict, p: dict) -> None:
+    """Cross-checks the schema cannot express. `ablation` entries of tasks not trained are
+    ignored (a preset that trains fewer tasks keeps config.yaml's entries)."""
+    control = p["control"]
+    ablation = [x for t in trained(p) for x in p["ablation"].get(t, [])]
+    bad = [x for x in p["layers"] + ablation + p["table7"]["layers"] if not 0 <= x < control]
+    if bad:
+        raise XltError(f"config key papers.{SLUG}.layers / ablation / table7.layers: layers {bad} are not below the "
+                       f"control (the last layer) {control}")
+    for key, tasks, allowed in (("train_tasks", p.get("train_tasks", []), p["tasks"]),
+                                ("table7.tasks", p["table7"]["tasks"], trained(p))):
+        extra = [t for t in tasks if t not in allowed]
+        if extra:
+            raise XltError(f"config key papers.{SLUG}.{key}: tasks {extra} not in {allowed}")
+    if not any(p["ablation"].get(t) for t in trained(p)):
+        raise XltError(f"config key papers.{SLUG}.ablation: no layers for any trained task ({trained(p)}): Table V would be empty")
+    if p["table7"]["encoder"] not in cfg["encoders"]:
+        raise XltError(f"config key papers.{SLUG}.table7.encoder: unknown encoder {p['table7']['encoder']!r}; "
+                       f"allowed: {', '.join(sorted(cfg['encoders']))}")
+
+
+PAPER = Paper(
+    SLUG,
+    tables=(
+        datasize.table(SLUG, table1),
+        Table("table2", inputs=table2_inputs, build=table2),
+        Table("table3", inputs=table3_inputs, build=table3),
+        Table("table4", inputs=table4_inputs, build=table4),
+        Table("table5", inputs=table5_inputs, build=table5),
+        Table("table6", inputs=table6_inputs, build=table6),
+        Table("table7", inputs=table7_inputs, build=table7),
+    ),
+    check=check,
+)
