@@ -30,7 +30,7 @@ def main():
         root = Path(args.workdir or tmp)
         enc, data = build_world_and_encoder(root, args.train, args.dev, args.encoder_steps)
         sides = {"xlt engine": lambda out: run_ours(enc, data, args, out),
-                 "xlt engine + DLFA": lambda out: run_ours(enc, data, args, out, DLFA)}
+                 "xlt engine + DLFA": lambda out: run_ours(enc, data, args, out, extras=DLFA)}
         runs = alternate(sides, args.repeats, Path(tmp))
     best = {name: min(rs, key=lambda x: x["seconds"]) for name, rs in runs.items()}
     rate = {name: b["samples"] / b["seconds"] for name, b in best.items()}

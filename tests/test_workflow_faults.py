@@ -85,7 +85,7 @@ TRIM = {
     **SHRINK,
     "language_sets": {"underspec_sources": ["en"], "underspec_targets": ["de"]},
     "papers": {
-        "crossmulti": {"seeds": [1], "tasks": ["pos"], "table6": {"tasks": ["pos"], "seeds": [1]}},
+        "crossmulti": {"seeds": [1], "tasks": ["pos"], "analysis": {"seeds": [1]}, "table6": {"tasks": ["pos"], "seeds": [1]}},
         "underspec": {"seeds": [1], "tasks": ["parsing"],
                       "grid": {"alpha_1d": {"lo": -0.5, "hi": 1.5, "step": 0.5, "extra": []},
                                "alpha_2d": {"lo": 0, "hi": 1, "step": 0.5}},
