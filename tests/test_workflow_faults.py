@@ -86,6 +86,9 @@ TRIM = {
     "language_sets": {"underspec_sources": ["en"], "underspec_targets": ["de"]},
     "papers": {
         "crossmulti": {"seeds": [1], "tasks": ["pos"], "analysis": {"seeds": [1]}, "table6": {"tasks": ["pos"], "seeds": [1]}},
+        # the 2-layer shrunk encoder: dlfa sweeps layer 1, its control is layer 2 (tests/test_workflow_dlfa.py)
+        "dlfa": {"seeds": [1, 2], "layers": [1], "control": 2, "ablation": {"pawsx": [1]},
+                 "table7": {"encoder": "tiny", "tasks": ["pawsx"], "layers": [1]}},
         "underspec": {"seeds": [1], "tasks": ["parsing"],
                       "grid": {"alpha_1d": {"lo": -0.5, "hi": 1.5, "step": 0.5, "extra": []},
                                "alpha_2d": {"lo": 0, "hi": 1, "step": 0.5}},
