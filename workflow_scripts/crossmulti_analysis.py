@@ -32,14 +32,12 @@ def main():
         ap.error(f"argument --pppl: papers.crossmulti.analysis.pppl takes max_length, batch_size (both needed) and "
                  f"max_sentences; got {', '.join(sorted(a.pppl)) or 'none'}")
     if a.what == "probe":
-        from xlt.papers.crossmulti.probing import probe_config
-
-        probe_config(a.probe)  # before loading anything
-    if a.what == "probe":
         from pathlib import Path
 
         from xlt.papers.crossmulti import model_setting
-        from xlt.papers.crossmulti.probing import run_probe_job
+        from xlt.papers.crossmulti.probing import probe_config, run_probe_job
+
+        probe_config(a.probe)  # before loading anything
 
         if a.model:
             from xlt.engine.model import MODEL_META

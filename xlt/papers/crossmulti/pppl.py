@@ -85,7 +85,7 @@ def corpus_pppl(pll: np.ndarray, counts: np.ndarray) -> float:
 def load_scorer(pretrained: str, finetuned_encoder: str | None = None, revision: str | None = None):
     """The pretrained MLM model (its tokenizer too); with `finetuned_encoder` (a saved model's
     `encoder/`), its base model's weights replaced by the fine-tuned encoder's, every one."""
-    from transformers import AutoModel, AutoModelForMaskedLM, AutoTokenizer
+    from transformers import AutoModelForMaskedLM, AutoTokenizer
 
     from xlt.engine.recipes.mlm import MLMModel
 
@@ -96,22 +96,37 @@ def load_scorer(pretrained: str, finetuned_encoder: str | None = None, revision:
     except (OSError, ValueError) as e:
         raise XltError(f"PPPL: cannot load the MLM model {pretrained!r}: {e.__class__.__name__}: {str(e).splitlines()[0]}") from None
     if finetuned_encoder is not None:
-        try:
-            enc = AutoModel.from_pretrained(finetuned_encoder, add_pooling_layer=False, use_safetensors=True)
-        except (OSError, ValueError) as e:
-            raise XltError(f"PPPL: cannot load encoder {finetuned_encoder!r}: {e.__class__.__name__}: "
-                           f"{str(e).splitlines()[0]}") from None
-        missing, unexpected = hf.base_model.load_state_dict(enc.state_dict(), strict=False)
-        if missing or unexpected:
-            raise XltError(f"PPPL: {finetuned_encoder} does not fit the encoder of {pretrained} "
-                           f"(missing: {missing[:5]}, unexpected: {unexpected[:5]})")
+        put_encoder(hf, finetuned_encoder, pretrained)
     return MLMModel(hf), tokenizer
 
 
+def put_encoder(hf, finetuned_encoder: str, pretrained: str) -> None:
+    """Replace every weight of the MLM model's base encoder by the fine-tuned encoder's (its
+    prediction head stays the pretrained one)."""
+    from transformers import AutoModel
+
+    try:
+        enc = AutoModel.from_pretrained(finetuned_encoder, add_pooling_layer=False, use_safetensors=True)
+    except (OSError, ValueError) as e:
+        raise XltError(f"PPPL: cannot load encoder {finetuned_encoder!r}: {e.__class__.__name__}: "
+                       f"{str(e).splitlines()[0]}") from None
+    missing, unexpected = hf.base_model.load_state_dict(enc.state_dict(), strict=False)
+    if missing or unexpected:
+        raise XltError(f"PPPL: {finetuned_encoder} does not fit the encoder of {pretrained} "
+                       f"(missing: {missing[:5]}, unexpected: {unexpected[:5]})")
+
+
+def tokenize_texts(tokenizer, texts: list[str], max_length: int) -> list[list[int]]:
+    """Each text cut at `max_length` subwords; texts with no token between [CLS] and [SEP] dropped."""
+    return [x for x in tokenizer(list(texts), truncation=True, max_length=max_length)["input_ids"] if len(x) > 2]
+
+
 def score_texts(mlm, tokenizer, texts: list[str], max_length: int, batch_size: int = 256,
-                device: str | torch.device = "cpu") -> dict:
-    """PLL sum, tokens and corpus PPPL of `texts` (each cut at `max_length` subwords)."""
-    seqs = [x for x in tokenizer(list(texts), truncation=True, max_length=max_length)["input_ids"] if len(x) > 2]
+                device: str | torch.device = "cpu", seqs: list[list[int]] | None = None) -> dict:
+    """PLL sum, tokens and corpus PPPL of `texts` (each cut at `max_length` subwords; `seqs`:
+    their ids, already tokenised)."""
+    if seqs is None:
+        seqs = tokenize_texts(tokenizer, texts, max_length)
     pll, counts = pseudo_log_likelihoods(mlm, seqs, tokenizer.mask_token_id, set(tokenizer.all_special_ids),
                                          tokenizer.pad_token_id, batch_size, device)
     return {"pll": float(pll.sum()), "tokens": int(counts.sum()), "sentences": len(seqs), "pppl": corpus_pppl(pll, counts)}
@@ -138,11 +153,16 @@ def run_pppl_job(task: str, data_dir: str, langs: list[str], pretrained: str, re
     files = {lang: split_file(data_dir, lang, "test") for lang in langs}
     texts = {lang: task_texts(t, load_records([f], max_sentences)) for lang, f in files.items()}  # the first N
     rows, started = [], time.perf_counter()
+    # One pretrained MLM model and one tokenisation for the job: the vanilla encoder is scored
+    # first, then each fine-tuned encoder's weights replace the base model's (every one).
+    mlm, tokenizer = load_scorer(pretrained, None, revision)
+    seqs = {lang: tokenize_texts(tokenizer, texts[lang], max_length) for lang in langs}
     for model in [None, *models]:
         which = {"task": task, "setting": "vanilla", "seed": None} if model is None else model_setting(model)
-        mlm, tokenizer = load_scorer(pretrained, None if model is None else str(Path(model) / "encoder"), revision)
+        if model is not None:
+            put_encoder(mlm.mlm, str(Path(model) / "encoder"), pretrained)
         for lang in langs:
-            r = score_texts(mlm, tokenizer, texts[lang], max_length, batch_size)
+            r = score_texts(mlm, tokenizer, texts[lang], max_length, batch_size, seqs=seqs[lang])
             rows.append({**which, "lang": lang, "model": model or pretrained, **r})
     seconds = time.perf_counter() - started
     pd.DataFrame(rows).to_csv(out, index=False)
