@@ -21,7 +21,8 @@ from pathlib import Path
 
 import torch
 
-from sidebyside import SHAPE, alternate, build_tokenizer, hf_sides, hf_trainer_args, make_parser, per_tensor_adamw, report, world_texts
+from sidebyside import (SHAPE, alternate, build_tokenizer, hf_sides, hf_trainer_args, make_parser, per_tensor_adamw, report,
+                        without_lean_forward, world_texts)
 
 from xlt.cli import quiet_libraries
 from xlt.engine.recipes import mlm as mlm_recipe
@@ -143,6 +144,8 @@ def main():
             sides["xlt train_mlm, whole MLM head"] = lambda out: ablated(whole_head(), tok_dir, train_texts, heldout, args, out)
             sides["xlt train_mlm, per-tensor AdamW"] = lambda out: ablated(
                 per_tensor_adamw(mlm_recipe), tok_dir, train_texts, heldout, args, out)
+            sides["xlt train_mlm, HF forward, native dropout"] = lambda out: ablated(
+                without_lean_forward(), tok_dir, train_texts, heldout, args, out)
         runs = alternate(sides, args.repeats, Path(tmp))
     device = "cuda" if torch.cuda.is_available() and not args.cpu else f"cpu ({args.threads} threads)"
     header = (f"MLM, device: {device}, batch size {args.batch_size}, {args.steps} steps, {len(train_texts)} sentences "

@@ -152,3 +152,22 @@ def per_tensor_adamw(recipe_module):
         yield
     finally:
         recipe_module.build_optimizer = original
+
+
+@contextlib.contextmanager
+def without_lean_forward(keep_mask_dropout: bool = False):
+    """Ablation: training steps through the Hugging Face forward (xlt.engine.fastpath off),
+    with native dropout unless `keep_mask_dropout` (then only the lean forward is off)."""
+    import torch.nn.functional as F
+
+    from xlt.engine import fastpath
+
+    saved = fastpath.lean_supported, fastpath.dropout
+    fastpath.lean_supported = lambda encoder: False
+    if not keep_mask_dropout:
+        fastpath.dropout = lambda x, p, training: F.dropout(x, p, training)
+    try:
+        yield
+    finally:
+        fastpath.lean_supported, fastpath.dropout = saved
+

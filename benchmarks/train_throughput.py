@@ -20,7 +20,8 @@ from pathlib import Path
 
 import torch
 
-from sidebyside import alternate, build_world_and_encoder, hf_sides, hf_trainer_args, make_parser, per_tensor_adamw, report
+from sidebyside import (alternate, build_world_and_encoder, hf_sides, hf_trainer_args, make_parser, per_tensor_adamw, report,
+                        without_lean_forward)
 
 from xlt.cli import quiet_libraries
 
@@ -99,7 +100,8 @@ def run_hf(enc: Path, data: Path, args, out: Path, sampling: str, bf16: bool) ->
     trainer = Trainer(model=model, args=targs, train_dataset=ds, processing_class=tok,
                       data_collator=DataCollatorForTokenClassification(tok))
     t0 = time.perf_counter()
-    trainer.train()
+    with without_lean_forward():  # the Trainer runs the Hugging Face forward and its dropout, not xlt's
+        trainer.train()
     seconds = time.perf_counter() - t0
     model.eval()
     device = next(model.parameters()).device
@@ -140,6 +142,13 @@ def main():
                     return run_ours(enc, data, args, out)
 
             sides["xlt engine, per-tensor AdamW"] = unfused
+
+            def hf_forward(out, keep_mask_dropout=False):
+                with without_lean_forward(keep_mask_dropout):
+                    return run_ours(enc, data, args, out)
+
+            sides["xlt engine, HF forward, native dropout"] = hf_forward
+            sides["xlt engine, HF forward, keep-mask dropout"] = lambda out: hf_forward(out, keep_mask_dropout=True)
         runs = alternate(sides, args.repeats, Path(tmp))
     device = "cuda" if torch.cuda.is_available() else f"cpu ({args.threads} threads)"
     ours = min(runs["xlt engine"], key=lambda x: x["seconds"])

@@ -61,3 +61,95 @@ def test_mlm_head_on_masked_positions_only_equals_the_full_head():
         torch.testing.assert_close(a.grad, b.grad, rtol=1e-4, atol=1e-5, msg=name)
     # without labels (evaluation, or a layout it cannot split) the whole head runs
     assert sparse({"input_ids": ids, "attention_mask": attention})["logits"].shape == (4, 12, 50)
+
+
+def _tiny_encoder(model_type: str, dropout: float):
+    """A randomly initialised BERT or XLM-R base model (no weights needed to compare forwards)."""
+    from transformers import BertConfig, BertModel, XLMRobertaConfig, XLMRobertaModel
+
+    torch.manual_seed(0)
+    cls_cfg, cls_model = (BertConfig, BertModel) if model_type == "bert" else (XLMRobertaConfig, XLMRobertaModel)
+    cfg = cls_cfg(vocab_size=60, hidden_size=16, num_hidden_layers=2, num_attention_heads=4, intermediate_size=32,
+                  max_position_embeddings=40, pad_token_id=1, hidden_dropout_prob=dropout,
+                  attention_probs_dropout_prob=dropout)
+    return cls_model(cfg, add_pooling_layer=False)
+
+
+def _batch():
+    g = torch.Generator().manual_seed(3)
+    ids = torch.randint(5, 60, (4, 9), generator=g)
+    mask = torch.ones(4, 9, dtype=torch.long)
+    mask[1, 6:] = 0
+    mask[3, 2:] = 0
+    ids[mask == 0] = 1
+    return ids, mask
+
+
+def test_lean_training_forward_equals_the_hugging_face_forward_with_dropout_off():
+    """Same maths (fused q/k/v included), every hidden state, BERT and XLM-R (whose position
+    ids start after the padding id), a batch with and one without padding; gradients too."""
+    from xlt.engine.fastpath import lean_forward, lean_supported
+
+    for model_type in ("bert", "xlm-roberta"):
+        enc = _tiny_encoder(model_type, dropout=0.0)
+        assert lean_supported(enc)
+        for ids, mask in (_batch(), (_batch()[0][:1, :5], torch.ones(1, 5, dtype=torch.long))):
+            enc.train()
+            ref = enc(input_ids=ids, attention_mask=mask, output_hidden_states=True)
+            ref_grads = torch.autograd.grad(ref.last_hidden_state[mask.bool()].sum(), list(enc.parameters()))
+            last, states = lean_forward(enc, ids, mask, output_hidden_states=True)
+            grads = torch.autograd.grad(last[mask.bool()].sum(), list(enc.parameters()))
+            real = mask.bool()
+            assert len(states) == len(ref.hidden_states) == 3
+            for a, b in zip(states, ref.hidden_states):
+                torch.testing.assert_close(a[real], b[real], rtol=1e-5, atol=1e-6)
+            for a, b in zip(grads, ref_grads):
+                torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
+
+
+def test_lean_forward_runs_only_in_training_and_only_for_plain_encoders():
+    from xlt.engine import fastpath
+
+    enc = _tiny_encoder("bert", dropout=0.1)
+    ids, mask = _batch()
+    enc.eval()
+    assert torch.equal(fastpath.encode(enc, ids, mask)[0], enc(input_ids=ids, attention_mask=mask).last_hidden_state)
+    enc.config.is_decoder = True
+    assert not fastpath.lean_supported(enc)
+
+
+def test_keep_mask_dropout_keeps_the_rate_scales_and_is_seeded():
+    from xlt.engine.fastpath import Dropout, dropout, use_keep_mask_dropout
+
+    x = torch.ones(200, 500, requires_grad=True)
+    torch.manual_seed(5)
+    y = dropout(x, 0.1, True)
+    kept = y != 0
+    assert abs(kept.float().mean().item() - 0.9) < 0.005  # 100k draws: 5 std from 0.9
+    torch.testing.assert_close(y[kept], torch.full_like(y[kept], 1 / 0.9))
+    y.sum().backward()
+    assert torch.equal(x.grad != 0, kept)  # the gradient goes through the kept elements only, scaled alike
+    torch.testing.assert_close(x.grad[kept], torch.full_like(y[kept], 1 / 0.9))
+    torch.manual_seed(5)
+    assert torch.equal(dropout(x, 0.1, True), y)
+    assert dropout(x, 0.1, False) is x
+    enc = use_keep_mask_dropout(_tiny_encoder("bert", dropout=0.1))
+    drops = [m for m in enc.modules() if isinstance(m, torch.nn.Dropout)]
+    assert drops and all(type(m) is Dropout and m.p == 0.1 for m in drops)
+
+
+def test_lean_attention_dropout_is_sdpa_maths_with_the_keep_mask():
+    """The CPU attention with dropout: at a vanishing rate it is SDPA's output (masking
+    included); at p it zeroes whole attention weights, never a padded key's."""
+    from xlt.engine.fastpath import _attention
+
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(2, 3, 5, 4, generator=g) for _ in range(3))
+    keep_key = torch.tensor([[True] * 5, [True, True, True, False, False]])[:, None, None, :]
+    ref = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=keep_key)
+    torch.testing.assert_close(_attention(q, k, v, keep_key, 1e-12, True), ref)
+    torch.testing.assert_close(_attention(q, k, v, keep_key, 0.3, False), ref)
+    torch.manual_seed(1)
+    ones = torch.eye(5).expand(2, 3, 5, 5)  # v = identity: the output is the (dropped) weights themselves
+    w = _attention(q, k, ones, keep_key, 0.3, True)
+    assert (w[1, :, :, 3:] == 0).all() and (w == 0).any()

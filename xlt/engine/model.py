@@ -17,6 +17,7 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 
 from xlt.engine.extras import build_extra
+from xlt.engine.fastpath import encode, use_keep_mask_dropout
 from xlt.engine.kinds import kind_of
 from xlt.errors import XltError
 from xlt.io import atomic_dir, read_json, verify_weights, weights_digest, write_json
@@ -74,6 +75,7 @@ class TaskModel(nn.Module):
             {name: kind_of(get_task(name)).build_head(get_task(name), hidden, spec.dropout)
              for name in [spec.task, *spec.aux_tasks]}
         )
+        use_keep_mask_dropout(self)
 
     @property
     def head(self) -> nn.Module:
@@ -81,12 +83,9 @@ class TaskModel(nn.Module):
 
     def features(self, batch: dict) -> torch.Tensor:
         """The encoder's output after the extras: what every head reads."""
-        inputs = {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]}
-        if "token_type_ids" in batch:
-            inputs["token_type_ids"] = batch["token_type_ids"]
         need_all = any(e.needs_hidden_states for e in self.extras)
-        out = self.encoder(**inputs, output_hidden_states=need_all)
-        h, states = out.last_hidden_state, (out.hidden_states if need_all else None)
+        h, states = encode(self.encoder, batch["input_ids"], batch["attention_mask"], batch.get("token_type_ids"),
+                           output_hidden_states=need_all)
         for extra in self.extras:
             h = extra(h, states, batch)
         return h

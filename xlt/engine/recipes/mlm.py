@@ -12,6 +12,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from xlt.engine.fastpath import encode, use_keep_mask_dropout
 from xlt.engine.kinds import IGNORE, kind_of
 from xlt.engine.loop import Loop
 from xlt.engine.objectives import Objective, Term, mask_tokens
@@ -94,7 +95,7 @@ class MLMModel(nn.Module):
 
     def __init__(self, hf_model: nn.Module):
         super().__init__()
-        self.mlm = hf_model
+        self.mlm = use_keep_mask_dropout(hf_model)
         base = hf_model.base_model
         heads = [name for name, m in hf_model.named_children() if m is not base]
         self._head_name = heads[0] if len(heads) == 1 else None  # a name: registering it twice would save it twice
@@ -103,7 +104,7 @@ class MLMModel(nn.Module):
         labels = batch.get("mlm_labels")
         if labels is None or self._head_name is None:
             return {"logits": self.mlm(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits}
-        hidden = self.mlm.base_model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])[0]
+        hidden = encode(self.mlm.base_model, batch["input_ids"], batch["attention_mask"])[0]
         chosen = labels != IGNORE
         return {"logits": getattr(self.mlm, self._head_name)(hidden[chosen]), "mlm_targets": labels[chosen]}
 
