@@ -9,9 +9,10 @@ less work per step on a CPU (measured in benchmarks/train_throughput.py --ablati
   `bernoulli_`, behind `nn.Dropout` and SDPA's CPU dropout, costs twice as much per element
   on a CPU and was a sixth of a tiny-model step. On CUDA the native fused kernels are used;
 - no per-call mask building, output dataclasses or hook dispatch.
-The encoder's modules and parameter names are untouched, so saving, loading and every
-evaluation (which always runs the Hugging Face forward, in fp32) are as before; a test
-checks that both forwards agree with dropout off.
+The encoder's weights, parameter names and module tree are untouched (only each dropout
+module's class changes), so saving, loading and every evaluation (which always runs the
+Hugging Face forward, in fp32) are as before; a test checks that both forwards agree with
+dropout off.
 """
 
 from __future__ import annotations
