@@ -39,9 +39,10 @@ class ModelSpec:
         return cls(**d)
 
 
-def load_encoder(name_or_path: str, revision: str | None = None, dropout: float | None = None):
-    """Load an encoder and its tokenizer from the Hub or a local directory."""
-    from transformers import AutoModel, AutoTokenizer
+def load_encoder_weights(name_or_path: str, revision: str | None = None, dropout: float | None = None):
+    """An encoder (its base model, no pooler) from the Hub or a local directory, whose
+    safetensors files are checked first; pickled weights are never loaded."""
+    from transformers import AutoModel
 
     kwargs = {"revision": revision} if revision else {}
     if Path(name_or_path).is_dir():
@@ -49,15 +50,26 @@ def load_encoder(name_or_path: str, revision: str | None = None, dropout: float 
     if dropout is not None:
         kwargs.update(hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout)
     try:
-        tokenizer = AutoTokenizer.from_pretrained(name_or_path, **({"revision": revision} if revision else {}))
         # safetensors only: a pickled pytorch_model.bin can run code when loaded.
-        encoder = AutoModel.from_pretrained(name_or_path, add_pooling_layer=False, use_safetensors=True, **kwargs)
+        return AutoModel.from_pretrained(name_or_path, add_pooling_layer=False, use_safetensors=True, **kwargs)
     except (OSError, ValueError) as e:
-        raise XltError(
-            f"cannot load encoder {name_or_path!r}"
-            + (f" at revision {revision}" if revision else "")
-            + f": {e.__class__.__name__}: {str(e).splitlines()[0]}"
-        ) from None
+        raise _cannot_load(name_or_path, revision, e) from None
+
+
+def _cannot_load(name_or_path: str, revision: str | None, e: Exception) -> XltError:
+    return XltError(f"cannot load encoder {name_or_path!r}" + (f" at revision {revision}" if revision else "")
+                    + f": {e.__class__.__name__}: {str(e).splitlines()[0]}")
+
+
+def load_encoder(name_or_path: str, revision: str | None = None, dropout: float | None = None):
+    """Load an encoder and its tokenizer from the Hub or a local directory."""
+    from transformers import AutoTokenizer
+
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(name_or_path, **({"revision": revision} if revision else {}))
+    except (OSError, ValueError) as e:
+        raise _cannot_load(name_or_path, revision, e) from None
+    encoder = load_encoder_weights(name_or_path, revision, dropout)
     if not getattr(tokenizer, "is_fast", False):
         raise XltError(f"encoder {name_or_path!r}: a fast tokenizer is needed (word alignment, offsets)")
     return encoder, tokenizer

@@ -48,15 +48,9 @@ def head_updates(pretrained: dict[str, torch.Tensor], finetuned: dict[str, torch
 
 def encoder_state(path: str, revision: str | None = None) -> tuple[dict[str, torch.Tensor], int, int]:
     """An encoder's weights (base-model names) and its layers and heads."""
-    from transformers import AutoModel
+    from xlt.engine.model import load_encoder_weights
 
-    from xlt.errors import XltError
-
-    kw = {"revision": revision} if revision else {}
-    try:
-        enc = AutoModel.from_pretrained(path, add_pooling_layer=False, use_safetensors=True, **kw)
-    except (OSError, ValueError) as e:
-        raise XltError(f"cannot load encoder {path!r}: {e.__class__.__name__}: {str(e).splitlines()[0]}") from None
+    enc = load_encoder_weights(path, revision)
     return enc.state_dict(), enc.config.num_hidden_layers, enc.config.num_attention_heads
 
 

@@ -103,13 +103,9 @@ def load_scorer(pretrained: str, finetuned_encoder: str | None = None, revision:
 def put_encoder(hf, finetuned_encoder: str, pretrained: str) -> None:
     """Replace every weight of the MLM model's base encoder by the fine-tuned encoder's (its
     prediction head stays the pretrained one)."""
-    from transformers import AutoModel
+    from xlt.engine.model import load_encoder_weights
 
-    try:
-        enc = AutoModel.from_pretrained(finetuned_encoder, add_pooling_layer=False, use_safetensors=True)
-    except (OSError, ValueError) as e:
-        raise XltError(f"PPPL: cannot load encoder {finetuned_encoder!r}: {e.__class__.__name__}: "
-                       f"{str(e).splitlines()[0]}") from None
+    enc = load_encoder_weights(finetuned_encoder)
     missing, unexpected = hf.base_model.load_state_dict(enc.state_dict(), strict=False)
     if missing or unexpected:
         raise XltError(f"PPPL: {finetuned_encoder} does not fit the encoder of {pretrained} "
