@@ -126,10 +126,17 @@ def test_keep_mask_dropout_keeps_the_rate_scales_and_is_seeded():
     y = dropout(x, 0.1, True)
     kept = y != 0
     assert abs(kept.float().mean().item() - 0.9) < 0.005  # 100k draws: 5 std from 0.9
-    torch.testing.assert_close(y[kept], torch.full_like(y[kept], 1 / 0.9))
+    p_used = round(0.1 * 2**15) / 2**15  # p on the mask's 15-bit grid
+    assert abs(p_used - 0.1) <= 2**-16
+    torch.testing.assert_close(y[kept], torch.full_like(y[kept], 1 / (1 - p_used)))
     y.sum().backward()
     assert torch.equal(x.grad != 0, kept)  # the gradient goes through the kept elements only, scaled alike
-    torch.testing.assert_close(x.grad[kept], torch.full_like(y[kept], 1 / 0.9))
+    torch.testing.assert_close(x.grad[kept], torch.full_like(y[kept], 1 / (1 - p_used)))
+    for p, n in ((0.5, 7), (0.3, 1), (1.0, 4)):  # odd sizes (two elements per draw), p = 1 drops all
+        z = dropout(torch.ones(n, 3), p, True)
+        assert z.shape == (n, 3) and ((z == 0) | (z > 1)).all() and (p < 1 or (z == 0).all())
+    halves = dropout(torch.ones(400_000), 0.5, True) != 0  # both 15-bit halves of each draw are fair
+    assert abs(halves[0::2].float().mean().item() - 0.5) < 0.005 and abs(halves[1::2].float().mean().item() - 0.5) < 0.005
     torch.manual_seed(5)
     assert torch.equal(dropout(x, 0.1, True), y)
     assert dropout(x, 0.1, False) is x
@@ -153,3 +160,20 @@ def test_lean_attention_dropout_is_sdpa_maths_with_the_keep_mask():
     ones = torch.eye(5).expand(2, 3, 5, 5)  # v = identity: the output is the (dropped) weights themselves
     w = _attention(q, k, ones, keep_key, 0.3, True)
     assert (w[1, :, :, 3:] == 0).all() and (w == 0).any()
+
+
+def test_clip_grad_norm_is_torchs_bit_for_bit_above_and_below_the_limit():
+    from xlt.engine.runtime import clip_grad_norm
+
+    for scale in (10.0, 0.01):  # clipped, and left alone
+        g = torch.Generator().manual_seed(3)
+        ours = [torch.nn.Parameter(torch.zeros(s)) for s in ((4, 5), (7,), (3, 2))]
+        ref = [torch.nn.Parameter(torch.zeros(s)) for s in ((4, 5), (7,), (3, 2))]
+        for a, b in zip(ours, ref):
+            a.grad = torch.randn(a.shape, generator=g) * scale
+            b.grad = a.grad.clone()
+        ours.append(torch.nn.Parameter(torch.zeros(2)))  # no gradient: skipped by both
+        total = clip_grad_norm(ours, 1.0)
+        assert torch.equal(total, torch.nn.utils.clip_grad_norm_(ref, 1.0))
+        assert all(torch.equal(a.grad, b.grad) for a, b in zip(ours, ref))
+        assert (total > 1.0) == (scale == 10.0)

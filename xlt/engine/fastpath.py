@@ -4,11 +4,14 @@ Training steps run the same weights and the same maths as the Hugging Face forwa
 less work per step on a CPU (measured in benchmarks/train_throughput.py --ablations):
 - query, key and value are one matrix product (their weights concatenated each step)
   instead of three, in the backward pass too;
-- dropout makes its scaled keep-mask from `torch.rand` with three in-place vectorised ops
-  (`use_keep_mask_dropout` puts it in every `nn.Dropout`'s place, attention dropout here):
-  `bernoulli_`, behind `nn.Dropout` and SDPA's CPU dropout, costs twice as much per element
-  on a CPU and was a sixth of a tiny-model step. On CUDA the native fused kernels are used;
-- no per-call mask building, output dataclasses or hook dispatch.
+- dropout multiplies by a scaled keep-mask made from half as many random draws as
+  `torch.rand` would take, in vectorised in-place integer ops (`use_keep_mask_dropout`
+  puts it in every `nn.Dropout`'s place, attention dropout here): `bernoulli_`, behind
+  `nn.Dropout` and SDPA's CPU dropout, costs 2.5x as much per element and was a sixth of a
+  tiny-model step. On CUDA the native fused kernels are used;
+- the attention weights' softmax runs in fp32 over rows of at least 16 keys (a CPU softmax
+  is ~10x slower per element on shorter rows, and on bf16 rows under 32);
+- no per-call mask building, output dataclasses, module calls or hook dispatch.
 The encoder's weights, parameter names and module tree are untouched (only each dropout
 module's class changes), so saving, loading and every evaluation (which always runs the
 Hugging Face forward, in fp32) are as before; a test checks that both forwards agree with
@@ -23,31 +26,35 @@ import torch.nn.functional as F
 LEAN_MODEL_TYPES = ("bert", "roberta", "xlm-roberta")
 
 
-class _KeepMaskDropout(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x: torch.Tensor, p: float) -> torch.Tensor:
-        # floor(u + 1 - p) is 1 exactly when u >= p (u uniform in [0, 1)), then scaled: all
-        # same-dtype in-place ops, which vectorise (a bool mask's conversions do not)
-        m = torch.rand(x.shape, device=x.device).add_(1.0 - p).floor_().mul_(1.0 / (1.0 - p))
-        m = m.to(x.dtype)
-        ctx.save_for_backward(m)
-        return x * m
+KEEP_MASK_BITS = 15  # random bits per element: p is rounded to a multiple of 2**-15
 
-    @staticmethod
-    def backward(ctx, grad: torch.Tensor):
-        (m,) = ctx.saved_tensors
-        return grad * m, None
+
+def keep_mask(x: torch.Tensor, p: float) -> torch.Tensor:
+    """Each element 1 / (1 - p') with probability 1 - p', else 0, in `x`'s shape and dtype,
+    where p' is p rounded to a multiple of 2**-15 (|p' - p| <= 1.6e-5)."""
+    levels = 1 << KEEP_MASK_BITS
+    cut = round(p * levels)
+    if cut >= levels:
+        return torch.zeros_like(x)
+    n = x.numel()
+    # The CPU generator's draws are the cost (torch.rand makes one per element): each 31-bit
+    # draw here gives two elements a uniform 15-bit integer, kept when >= cut. All int16
+    # ops are in place and vectorise.
+    r = torch.empty((n + 1) // 2, dtype=torch.int32, device=x.device).random_(0, 1 << 31).view(torch.int16)[:n]
+    return r.bitwise_and_(levels - 1).ge_(cut).view(x.shape).to(x.dtype).mul_(levels / (levels - cut))
 
 
 def dropout(x: torch.Tensor, p: float, training: bool) -> torch.Tensor:
-    """Inverted dropout: on a CPU with a `torch.rand` keep-mask, elsewhere the native kernel.
-    Same distribution either way (each element kept with probability 1 - p, scaled by
-    1 / (1 - p)); seeded runs stay bit-identical."""
+    """Inverted dropout: on a CPU with `keep_mask`, elsewhere the native kernel. Each element
+    is kept with probability 1 - p (on a CPU p to 2**-15) and scaled by the inverse of it;
+    seeded runs stay bit-identical."""
     if not training or p == 0.0:
         return x
     if x.device.type != "cpu":
         return F.dropout(x, p, True)
-    return _KeepMaskDropout.apply(x, p)
+    # a plain product: autograd keeps the mask for the backward pass (grad * mask), with no
+    # Python in the backward as a custom autograd.Function would have
+    return x * keep_mask(x, p)
 
 
 class Dropout(torch.nn.Dropout):
@@ -82,14 +89,49 @@ def lean_supported(encoder: torch.nn.Module) -> bool:
     )
 
 
-def _attention(q, k, v, keep_key: torch.Tensor | None, p: float, training: bool) -> torch.Tensor:
+# Softmax on a CPU is ~10x slower per element when its rows are short: fp32 rows under 16
+# values, bf16 rows under 32 (measured: benchmarks/README.md). Attention rows are as long as
+# the batch's longest sentence, often shorter; so the weights are computed in fp32 with rows
+# padded to 16 (the padding takes exactly zero weight).
+_SOFTMAX_MIN_ROW = 16
+
+
+def key_bias(keep_key: torch.Tensor | None) -> torch.Tensor | None:
+    """The additive fp32 attention bias for a [batch, 1, 1, keys] keep mask: 0 or the most
+    negative float (exp gives exactly 0)."""
+    if keep_key is None:
+        return None
+    return torch.zeros(keep_key.shape, device=keep_key.device).masked_fill_(~keep_key, torch.finfo(torch.float32).min)
+
+
+def _attention(q, k, v, keep_key: torch.Tensor | None, p: float, training: bool,
+               bias: torch.Tensor | None = None) -> torch.Tensor:
+    """Scaled dot-product attention over [batch, heads, n, d] inputs; `bias` is
+    `key_bias(keep_key)` when the caller has it already."""
     if q.device.type != "cpu" or not training or p == 0.0:
         return F.scaled_dot_product_attention(q, k, v, attn_mask=keep_key, dropout_p=p if training else 0.0)
-    # SDPA's own CPU path with dropout is this same maths with bernoulli_ masks
-    scores = torch.matmul(q, k.transpose(-1, -2)) * (q.shape[-1] ** -0.5)
+    # SDPA's own CPU path with dropout is this same maths, with bernoulli_ masks and the
+    # softmax in the input's dtype
+    b, h, n, d = q.shape
+    m = k.shape[2]
+    scores = torch.bmm(q.reshape(b * h, n, d), k.reshape(b * h, m, d).transpose(1, 2)).view(b, h, n, m).float().mul_(d ** -0.5)
     if keep_key is not None:
-        scores = scores.masked_fill(~keep_key, torch.finfo(scores.dtype).min)
-    return torch.matmul(dropout(scores.softmax(-1), p, True), v)
+        scores = scores.add_(key_bias(keep_key) if bias is None else bias)
+    if m < _SOFTMAX_MIN_ROW:
+        weights = F.pad(scores, (0, _SOFTMAX_MIN_ROW - m), value=torch.finfo(torch.float32).min).softmax(-1)[..., :m]
+    else:
+        weights = scores.softmax(-1)
+    weights = dropout(weights.to(v.dtype), p, True)
+    dv = v.shape[-1]
+    return torch.bmm(weights.reshape(b * h, n, m), v.reshape(b * h, m, dv)).view(b, h, n, dv)
+
+
+def _add_norm(block, x: torch.Tensor, residual: torch.Tensor, training: bool) -> torch.Tensor:
+    """LayerNorm(dropout(dense(x)) + residual) of a BERT output block, in functional calls
+    (a module call costs more than these small ops on a CPU)."""
+    ln = block.LayerNorm
+    y = dropout(F.linear(x, block.dense.weight, block.dense.bias), block.dropout.p, training) + residual
+    return F.layer_norm(y, ln.normalized_shape, ln.weight, ln.bias, ln.eps)
 
 
 def lean_forward(encoder, input_ids: torch.Tensor, attention_mask: torch.Tensor,
@@ -101,6 +143,7 @@ def lean_forward(encoder, input_ids: torch.Tensor, attention_mask: torch.Tensor,
     emb = encoder.embeddings
     h = emb(input_ids=input_ids, token_type_ids=token_type_ids) if token_type_ids is not None else emb(input_ids=input_ids)
     keep_key = None if bool(attention_mask.all()) else attention_mask.bool()[:, None, None, :]
+    attn_bias = key_bias(keep_key) if training else None
     states = [h] if output_hidden_states else None
     for layer in encoder.encoder.layer:
         sa = layer.attention.self
@@ -108,11 +151,10 @@ def lean_forward(encoder, input_ids: torch.Tensor, attention_mask: torch.Tensor,
         w = torch.cat([sa.query.weight, sa.key.weight, sa.value.weight])
         bias = torch.cat([sa.query.bias, sa.key.bias, sa.value.bias])
         q, k, v = F.linear(h, w, bias).view(b, n, 3, heads, d).permute(2, 0, 3, 1, 4).unbind(0)
-        ctx = _attention(q, k, v, keep_key, sa.dropout.p, training).transpose(1, 2).reshape(b, n, heads * d)
-        out = layer.attention.output
-        h = out.LayerNorm(out.dropout(out.dense(ctx)) + h)
-        ffn = layer.output
-        h = ffn.LayerNorm(ffn.dropout(ffn.dense(layer.intermediate(h))) + h)
+        ctx = _attention(q, k, v, keep_key, sa.dropout.p, training, attn_bias).transpose(1, 2).reshape(b, n, heads * d)
+        h = _add_norm(layer.attention.output, ctx, h, training)
+        mid = layer.intermediate
+        h = _add_norm(layer.output, mid.intermediate_act_fn(F.linear(h, mid.dense.weight, mid.dense.bias)), h, training)
         if states is not None:
             states.append(h)
     return h, (tuple(states) if states is not None else None)

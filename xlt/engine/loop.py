@@ -22,7 +22,7 @@ import torch
 
 from xlt.engine.objectives import Objective
 from xlt.engine.predict import to_device
-from xlt.engine.runtime import Checkpointer, Dist, GraceSignal, Preempted, autocast
+from xlt.engine.runtime import Checkpointer, Dist, GraceSignal, Preempted, autocast, clip_grad_norm
 from xlt.engine.streams import Stream
 from xlt.errors import XltError
 
@@ -128,7 +128,7 @@ class Loop:
                         )
                     loss.backward()
                     if self.max_grad_norm:
-                        torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.max_grad_norm)
+                        clip_grad_norm(self.model.parameters(), self.max_grad_norm)
                     self.optimizer.step()
                     self.scheduler.step()
                     self.optimizer.zero_grad(set_to_none=True)

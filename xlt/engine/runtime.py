@@ -191,6 +191,21 @@ def build_optimizer(model: torch.nn.Module, lr: float, weight_decay: float, beta
     return torch.optim.AdamW(groups, lr=lr, betas=tuple(betas), eps=eps, fused=fused)
 
 
+def clip_grad_norm(parameters, max_norm: float) -> torch.Tensor:
+    """`torch.nn.utils.clip_grad_norm_`, bit for bit, without its multiply by exactly 1.0
+    when the norm is under `max_norm` on a CPU (there reading the norm costs nothing, and the
+    per-tensor multiply was 1.5% of a tiny-model step). Returns the total norm."""
+    grads = [p.grad for p in parameters if p.grad is not None]
+    total = torch.nn.utils.get_total_norm(grads)
+    if grads and grads[0].device.type == "cpu":
+        coef = max_norm / (total + 1e-6)  # the factor clip_grads_with_norm_ clamps to <= 1
+        if coef.item() < 1.0:
+            torch._foreach_mul_(grads, coef)
+    else:
+        torch.nn.utils.clip_grads_with_norm_(grads, max_norm, total)
+    return total
+
+
 def warmup_factor(step: int, total: int, warmup: int, schedule: str) -> float:
     """The lr multiplier before optimizer step `step` (0-based): linear warmup from 0, then
     linear decay to 0 ("linear") or flat ("constant") — the Hugging Face schedules."""
