@@ -177,3 +177,38 @@ def test_clip_grad_norm_is_torchs_bit_for_bit_above_and_below_the_limit():
         assert torch.equal(total, torch.nn.utils.clip_grad_norm_(ref, 1.0))
         assert all(torch.equal(a.grad, b.grad) for a, b in zip(ours, ref))
         assert (total > 1.0) == (scale == 10.0)
+
+
+def test_cpu_fused_adamw_is_torchs_fused_adamw_bit_for_bit_and_resumes():
+    """Same update as torch's fused AdamW, a parameter without a gradient on some steps
+    included (AdamW skips it and its step counter), and through a state_dict round trip."""
+    import io
+
+    from xlt.engine.runtime import CpuFusedAdamW
+
+    def run(make, resume_at=None):
+        model = _toy_model(0)
+        groups = lambda: [{"params": [model[0].weight, model[2].weight], "weight_decay": 0.01},  # noqa: E731
+                          {"params": [model[0].bias, model[1].weight, model[1].bias, model[2].bias], "weight_decay": 0.0}]
+        opt = make(groups())
+        x, y = torch.randn(32, 8, generator=torch.Generator().manual_seed(1)), torch.arange(32) % 3
+        for step in range(6):
+            if step == resume_at:
+                blob = io.BytesIO()
+                torch.save(opt.state_dict(), blob)
+                opt = make(groups())
+                opt.load_state_dict(torch.load(io.BytesIO(blob.getvalue()), weights_only=True))
+            torch.nn.functional.cross_entropy(model(x), y).backward()
+            if step % 2:
+                model[2].bias.grad = None  # left out of this step
+            opt.step()
+            opt.zero_grad()
+        return model, opt
+
+    ref_model, ref = run(lambda g: torch.optim.AdamW(g, lr=1e-2, fused=True))
+    for resume_at in (None, 3):
+        model, opt = run(lambda g: CpuFusedAdamW(g, lr=1e-2), resume_at)
+        assert all(torch.equal(a, b) for a, b in zip(model.parameters(), ref_model.parameters()))
+        steps = [opt.state[p]["step"].item() for p in model.parameters()]
+        assert steps == [ref.state[p]["step"].item() for p in ref_model.parameters()] and steps[-1] == 3.0
+    assert isinstance(build_optimizer(model, 1e-2, 0.01, device=torch.device("cpu")), CpuFusedAdamW)

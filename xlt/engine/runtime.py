@@ -171,6 +171,63 @@ def state_copy(module: torch.nn.Module) -> dict:
     return {k: v.detach().cpu().clone().contiguous() for k, v in module.state_dict().items()}
 
 
+class CpuFusedAdamW(torch.optim.AdamW):
+    """`torch.optim.AdamW(fused=True)` on a CPU, bit for bit and with the same state_dict, in
+    fewer ops: every parameter's step counter is a view of one tensor per group, advanced by
+    one op. torch advances the counters one tensor at a time on a CPU, which was a third of
+    the optimizer step on the tiny model (the update itself is torch's fused kernel)."""
+
+    def __init__(self, params, **kw):
+        super().__init__(params, fused=True, **kw)
+        self._counters: dict[int, torch.Tensor] = {}
+
+    def load_state_dict(self, state_dict) -> None:
+        super().load_state_dict(state_dict)
+        self._counters = {}  # the loaded counters are separate tensors: gather them again
+
+    def _group_counters(self, i: int, params: list) -> torch.Tensor:
+        counters = self._counters.get(i)
+        if counters is None:
+            counters = torch.tensor([float(self.state[p]["step"]) if "step" in self.state[p] else 0.0 for p in params])
+            for j, p in enumerate(params):
+                if "step" in self.state[p]:
+                    self.state[p]["step"] = counters[j]
+            self._counters[i] = counters
+        return counters
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        if any(g["amsgrad"] or g["maximize"] or g["differentiable"] or g["capturable"] for g in self.param_groups):
+            return super().step(closure)
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        for i, group in enumerate(self.param_groups):
+            params = group["params"]
+            live = [j for j, p in enumerate(params) if p.grad is not None]  # AdamW skips the rest
+            if not live:
+                continue
+            counters = self._group_counters(i, params)
+            for j in live:
+                state = self.state[params[j]]
+                if "step" not in state:
+                    p = params[j]
+                    state.update(step=counters[j], exp_avg=torch.zeros_like(p, memory_format=torch.preserve_format),
+                                 exp_avg_sq=torch.zeros_like(p, memory_format=torch.preserve_format))
+            if len(live) == len(params):
+                counters.add_(1)
+            else:
+                counters.index_add_(0, torch.tensor(live), torch.ones(len(live)))
+            ps = [params[j] for j in live]
+            states = [self.state[p] for p in ps]
+            beta1, beta2 = group["betas"]
+            torch._fused_adamw_(ps, [p.grad for p in ps], [s["exp_avg"] for s in states], [s["exp_avg_sq"] for s in states],
+                                [], [s["step"] for s in states], amsgrad=False, lr=group["lr"], beta1=beta1, beta2=beta2,
+                                weight_decay=group["weight_decay"], eps=group["eps"], maximize=False)
+        return loss
+
+
 def build_optimizer(model: torch.nn.Module, lr: float, weight_decay: float, betas=(0.9, 0.999), eps: float = 1e-8,
                     device: torch.device | None = None) -> torch.optim.Optimizer:
     """AdamW with decoupled decay on matrices only (not on biases and LayerNorm weights).
@@ -178,7 +235,8 @@ def build_optimizer(model: torch.nn.Module, lr: float, weight_decay: float, beta
     The fused kernel (CUDA and CPU alike) updates every parameter in one pass instead of a
     dozen elementwise ops per tensor: on the tiny CPU model it was a quarter of a step.
     It is deterministic, so CPU runs stay bit-identical; it needs floating-point params on
-    one of those two devices, else the per-tensor implementation is used."""
+    one of those two devices, else the per-tensor implementation is used. On a CPU it runs
+    through `CpuFusedAdamW` (the same update, fewer ops)."""
     decay, no_decay = [], []
     for name, p in model.named_parameters():
         if not p.requires_grad:
@@ -188,6 +246,8 @@ def build_optimizer(model: torch.nn.Module, lr: float, weight_decay: float, beta
     params = decay + no_decay
     fused = (device is None or device.type in ("cuda", "cpu")) and all(
         p.is_floating_point() and p.device.type in ("cuda", "cpu") for p in params)
+    if fused and params and all(p.device.type == "cpu" for p in params):
+        return CpuFusedAdamW(groups, lr=lr, betas=tuple(betas), eps=eps)
     return torch.optim.AdamW(groups, lr=lr, betas=tuple(betas), eps=eps, fused=fused)
 
 
