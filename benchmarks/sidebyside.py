@@ -171,3 +171,22 @@ def without_lean_forward(keep_mask_dropout: bool = False):
     finally:
         fastpath.lean_supported, fastpath.dropout = saved
 
+
+
+@contextlib.contextmanager
+def softmax_as_it_comes():
+    """Ablation: the lean forward's attention softmax in the scores' own dtype (bf16 under
+    autocast) over unpadded rows, as SDPA's CPU maths does it."""
+    from xlt.engine import fastpath
+
+    saved = fastpath.attention_weights
+
+    def plain(scores, scale, bias):
+        scores = scores * scale
+        return (scores if bias is None else scores + bias.to(scores.dtype)).softmax(-1)
+
+    fastpath.attention_weights = plain
+    try:
+        yield
+    finally:
+        fastpath.attention_weights = saved

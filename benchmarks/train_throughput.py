@@ -21,7 +21,7 @@ from pathlib import Path
 import torch
 
 from sidebyside import (alternate, build_world_and_encoder, hf_sides, hf_trainer_args, make_parser, per_tensor_adamw, report,
-                        without_lean_forward)
+                        softmax_as_it_comes, without_lean_forward)
 
 from xlt.cli import quiet_libraries
 
@@ -149,6 +149,12 @@ def main():
 
             sides["xlt engine, HF forward, native dropout"] = hf_forward
             sides["xlt engine, HF forward, keep-mask dropout"] = lambda out: hf_forward(out, keep_mask_dropout=True)
+
+            def short_row_softmax(out):
+                with softmax_as_it_comes():
+                    return run_ours(enc, data, args, out)
+
+            sides["xlt engine, softmax in bf16 on unpadded rows"] = short_row_softmax
         runs = alternate(sides, args.repeats, Path(tmp))
     device = "cuda" if torch.cuda.is_available() else f"cpu ({args.threads} threads)"
     ours = min(runs["xlt engine"], key=lambda x: x["seconds"])

@@ -212,3 +212,20 @@ def test_cpu_fused_adamw_is_torchs_fused_adamw_bit_for_bit_and_resumes():
         steps = [opt.state[p]["step"].item() for p in model.parameters()]
         assert steps == [ref.state[p]["step"].item() for p in ref_model.parameters()] and steps[-1] == 3.0
     assert isinstance(build_optimizer(model, 1e-2, 0.01, device=torch.device("cpu")), CpuFusedAdamW)
+
+
+def test_attention_weights_padded_rows_are_the_plain_softmax():
+    """Rows under 16 keys are padded with weight exactly 0: the same softmax as unpadded, in
+    fp32 whatever the scores' dtype, with masked keys at 0."""
+    from xlt.engine.fastpath import attention_weights, key_bias
+
+    g = torch.Generator().manual_seed(2)
+    for keys in (3, 15, 16, 40):
+        scores = torch.randn(2, 4, 5, keys, generator=g)
+        keep = torch.ones(2, 1, 1, keys, dtype=torch.bool)
+        keep[1, ..., -2:] = False
+        w = attention_weights(scores.bfloat16(), 0.5, key_bias(keep))
+        ref = (scores.bfloat16().float() * 0.5).masked_fill(~keep, float("-inf")).softmax(-1)
+        assert w.dtype == torch.float32 and w.shape == scores.shape
+        torch.testing.assert_close(w, ref)
+        assert (w[1, ..., -2:] == 0).all()

@@ -104,6 +104,18 @@ def key_bias(keep_key: torch.Tensor | None) -> torch.Tensor | None:
     return torch.zeros(keep_key.shape, device=keep_key.device).masked_fill_(~keep_key, torch.finfo(torch.float32).min)
 
 
+def attention_weights(scores: torch.Tensor, scale: float, bias: torch.Tensor | None) -> torch.Tensor:
+    """softmax(scores * scale + bias) over the keys, in fp32 over rows padded to at least
+    `_SOFTMAX_MIN_ROW` keys."""
+    scores = scores.float().mul_(scale)
+    if bias is not None:
+        scores = scores.add_(bias)
+    m = scores.shape[-1]
+    if m >= _SOFTMAX_MIN_ROW:
+        return scores.softmax(-1)
+    return F.pad(scores, (0, _SOFTMAX_MIN_ROW - m), value=torch.finfo(torch.float32).min).softmax(-1)[..., :m]
+
+
 def _attention(q, k, v, keep_key: torch.Tensor | None, p: float, training: bool,
                bias: torch.Tensor | None = None) -> torch.Tensor:
     """Scaled dot-product attention over [batch, heads, n, d] inputs; `bias` is
@@ -114,14 +126,10 @@ def _attention(q, k, v, keep_key: torch.Tensor | None, p: float, training: bool,
     # softmax in the input's dtype
     b, h, n, d = q.shape
     m = k.shape[2]
-    scores = torch.bmm(q.reshape(b * h, n, d), k.reshape(b * h, m, d).transpose(1, 2)).view(b, h, n, m).float().mul_(d ** -0.5)
-    if keep_key is not None:
-        scores = scores.add_(key_bias(keep_key) if bias is None else bias)
-    if m < _SOFTMAX_MIN_ROW:
-        weights = F.pad(scores, (0, _SOFTMAX_MIN_ROW - m), value=torch.finfo(torch.float32).min).softmax(-1)[..., :m]
-    else:
-        weights = scores.softmax(-1)
-    weights = dropout(weights.to(v.dtype), p, True)
+    scores = torch.bmm(q.reshape(b * h, n, d), k.reshape(b * h, m, d).transpose(1, 2)).view(b, h, n, m)
+    if keep_key is not None and bias is None:
+        bias = key_bias(keep_key)
+    weights = dropout(attention_weights(scores, d ** -0.5, bias if keep_key is not None else None).to(v.dtype), p, True)
     dv = v.shape[-1]
     return torch.bmm(weights.reshape(b * h, n, m), v.reshape(b * h, m, dv)).view(b, h, n, dv)
 
