@@ -241,9 +241,10 @@ def pawsx_pairs(world, split: str) -> list[tuple[Clause, Clause, int]]:
     "the second sentence gained a passive or a fronted adjunct => paraphrase" and got most
     paraphrases that undo one (the source clause was passive or fronted) wrong. No
     non-paraphrase is also reordered: those traps (15% of non-paraphrases, earlier 40%) were
-    never learnt in the crossmulti budget (0-38% right in every model, cross and multi) and their share of the
-    training set decided how far a seed got past the shortcut "reordered => paraphrase"
-    (EN test F1 near 80 or near 88; docs/world.md, "Seed spread in crossmulti Table 2")."""
+    never learnt in the crossmulti budget (0-38% right in every model, cross and multi), and
+    their share of the training set decided how far a seed got past the shortcut "reordered
+    => paraphrase" (EN test F1 near 80 or near 88; docs/world.md, "PAWS-X: what the ~80
+    plateau was")."""
     rng = rng_for(world, "pawsx", split)
     sampler = world.sampler
     out = []
