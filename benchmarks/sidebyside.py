@@ -172,7 +172,6 @@ def without_lean_forward(keep_mask_dropout: bool = False):
         fastpath.lean_supported, fastpath.dropout = saved
 
 
-
 @contextlib.contextmanager
 def softmax_as_it_comes():
     """Ablation: the lean forward's attention softmax in the scores' own dtype (bf16 under
