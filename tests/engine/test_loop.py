@@ -77,6 +77,34 @@ def test_an_auxiliary_stream_with_zero_weight_changes_nothing(tiny_encoder, toy_
     assert not all(torch.equal(wp[k], wh[k]) for k in wp)
 
 
+@pytest.mark.parametrize("cadence, clock_step, expect", [
+    ({"checkpoint_every": None, "checkpoint_minutes": 10.0}, 0.0, "epochs"),  # a frozen clock: epoch ends only
+    ({"checkpoint_every": None, "checkpoint_minutes": 10.0}, 11 * 60.0, "every step"),  # 11 minutes a step
+    ({"checkpoint_every": 2, "checkpoint_minutes": None}, 11 * 60.0, "every 2"),  # the clock is off
+])
+def test_checkpoints_follow_the_clock_and_the_step_count(tiny_encoder, toy_data, tmp_path, monkeypatch, cadence,
+                                                          clock_step, expect):
+    import itertools
+
+    import xlt.engine.loop as loop_mod
+    from xlt.engine.recipes.finetune import train
+
+    ticks = itertools.count()
+    monkeypatch.setattr(loop_mod.time, "monotonic", lambda: next(ticks) * clock_step)
+    saved = []
+    real_save = Checkpointer.save
+    monkeypatch.setattr(Checkpointer, "save", lambda self, m, o, s, state, *a: (saved.append(state["global_step"]),
+                                                                                real_save(self, m, o, s, state, *a)))
+    cfg = TrainConfig.from_dict({**HP, **cadence, "task": "pos", "encoder": str(tiny_encoder), "seed": 2})
+    summary = train(cfg, [toy_data / "pos" / "en" / "train.jsonl"], [toy_data / "pos" / "en" / "dev.jsonl"],
+                    tmp_path / "m", tmp_path / "c")
+    ends = [h["step"] for h in summary["history"]]
+    steps = range(1, summary["global_steps"] + 1)
+    want = {"epochs": ends, "every step": list(steps),
+            "every 2": sorted({s for s in steps if s % 2 == 0} | set(ends))}[expect]
+    assert sorted(set(saved)) == want and ends[-1] > 2
+
+
 def test_a_damaged_checkpoint_is_never_loaded(tmp_path):
     model = torch.nn.Linear(3, 2)
     opt = torch.optim.AdamW(model.parameters())

@@ -135,14 +135,34 @@ def test_keep_mask_dropout_keeps_the_rate_scales_and_is_seeded():
     for p, n in ((0.5, 7), (0.3, 1), (1.0, 4)):  # odd sizes (two elements per draw), p = 1 drops all
         z = dropout(torch.ones(n, 3), p, True)
         assert z.shape == (n, 3) and ((z == 0) | (z > 1)).all() and (p < 1 or (z == 0).all())
-    halves = dropout(torch.ones(400_000), 0.5, True) != 0  # both 15-bit halves of each draw are fair
-    assert abs(halves[0::2].float().mean().item() - 0.5) < 0.005 and abs(halves[1::2].float().mean().item() - 0.5) < 0.005
+    for p in (0.5, 0.1, 0.9):  # both 15-bit halves of each draw are fair, at the top bit and below it
+        halves = (dropout(torch.ones(400_000), p, True) != 0).float()
+        assert abs(halves[0::2].mean().item() - (1 - p)) < 0.005 and abs(halves[1::2].mean().item() - (1 - p)) < 0.005
     torch.manual_seed(5)
     assert torch.equal(dropout(x, 0.1, True), y)
     assert dropout(x, 0.1, False) is x
     enc = use_keep_mask_dropout(_tiny_encoder("bert", dropout=0.1))
     drops = [m for m in enc.modules() if isinstance(m, torch.nn.Dropout)]
     assert drops and all(type(m) is Dropout and m.p == 0.1 for m in drops)
+
+
+def test_bf16_keep_mask_is_the_cast_and_scaled_mask_bit_for_bit():
+    """In bf16 the mask is built from the bit pattern of bf16(scale): the same values as
+    casting the 0/1 mask and multiplying by the scale, from the same draws."""
+    from xlt.engine.fastpath import keep_mask
+
+    for p in (0.1, 0.3, 0.5):
+        x = torch.ones(3, 7, 33, dtype=torch.bfloat16)  # odd size: two elements per draw
+        torch.manual_seed(11)
+        got = keep_mask(x, p)
+        torch.manual_seed(11)
+        want = keep_mask(x.float(), p).to(torch.bfloat16)  # the fp32 path: cast, then scale
+        cut = round(p * 2**15)
+        torch.manual_seed(11)
+        bits = torch.empty((x.numel() + 1) // 2, dtype=torch.int32).random_().view(torch.int16)[: x.numel()]
+        ref = ((bits & 0x7FFF) >= cut).view(x.shape).to(torch.bfloat16) * (2**15 / (2**15 - cut))
+        assert got.dtype == torch.bfloat16 and torch.equal(got, ref) and torch.equal(got, want)
+        assert set(got.unique().tolist()) == {0.0, float(torch.tensor(2**15 / (2**15 - cut)).bfloat16())}
 
 
 def test_lean_attention_dropout_is_sdpa_maths_with_the_keep_mask():

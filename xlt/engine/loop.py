@@ -44,7 +44,8 @@ class Loop:
         epochs: int | None = None,
         max_steps: int | None = None,
         max_grad_norm: float = 1.0,
-        checkpoint_every: int = 100,
+        checkpoint_every: int | None = None,
+        checkpoint_minutes: float | None = 10.0,
         on_epoch_end: Callable[[dict, int], None] | None = None,
         desc: str = "train",
         progress: bool = True,
@@ -61,6 +62,18 @@ class Loop:
         self.__dict__.update(locals())
         del self.__dict__["self"]
         self.timers = {"evaluating": 0.0, "checkpointing": 0.0}
+        self._last_save = time.monotonic()
+
+    def _checkpoint_due(self, state: dict, steps_here: int) -> bool:
+        if not steps_here:
+            return False
+        if self.checkpoint_every and state["global_step"] % self.checkpoint_every == 0:
+            return True
+        if not self.checkpoint_minutes:
+            return False
+        late = time.monotonic() - self._last_save >= 60.0 * self.checkpoint_minutes
+        # every rank takes part in a save: rank 0's clock decides for all
+        return self.dist.any(self.dist.main and late) if self.dist.world > 1 else late
 
     def total_steps(self) -> int:
         return self.max_steps if self.max_steps is not None else self.epochs * self.streams[self.primary].per_epoch()
@@ -78,6 +91,7 @@ class Loop:
             self.checkpointer.save(self.raw_model, self.optimizer, self.scheduler, state, rng_states)
         self.dist.barrier()
         self.timers["checkpointing"] += time.perf_counter() - t
+        self._last_save = time.monotonic()
 
     def resume_or_start(self) -> dict:
         state = {"global_step": 0, "cursors": {}, "history": [], "losses": [], "resumed_from": [], "best": None,
@@ -152,7 +166,7 @@ class Loop:
                     continue
                 interrupted = self.dist.any(grace.received is not None) or (
                     self.stop_after_steps is not None and steps_here >= self.stop_after_steps)
-                if interrupted or (steps_here and state["global_step"] % self.checkpoint_every == 0):
+                if interrupted or self._checkpoint_due(state, steps_here):
                     self._save(state)
                 if interrupted:
                     why = f"signal {grace.received}" if grace.received is not None else f"stop_after_steps={self.stop_after_steps}"

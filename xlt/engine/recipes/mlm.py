@@ -70,7 +70,8 @@ class MLMConfig:
     max_length: int = 64
     mask_prob: float = 0.15  # of tokens chosen; of those 80% [MASK], 10% random, 10% kept
     seed: int = 1
-    checkpoint_every: int = 200
+    checkpoint_minutes: float = 10.0  # resumable checkpoints: by wall clock (see TrainConfig)
+    checkpoint_every: int | None = None  # and, if set, every N optimizer steps
     max_grad_norm: float = 1.0
     device: str = "auto"
     precision: str = "auto"  # training steps: "auto" (bf16 where the device has bf16 units), "bf16", "fp32"
@@ -178,7 +179,7 @@ def train_mlm(
     ckpt = Checkpointer(checkpoint_dir)
     loop = Loop(model=ddp_model, raw_model=model, optimizer=optimizer, scheduler=scheduler, streams={"mlm": stream},
                 primary="mlm", objective=Objective([term]), device=device, dist=dist, checkpointer=ckpt,
-                max_steps=cfg.steps, max_grad_norm=cfg.max_grad_norm, checkpoint_every=cfg.checkpoint_every,
+                max_steps=cfg.steps, max_grad_norm=cfg.max_grad_norm, checkpoint_every=cfg.checkpoint_every, checkpoint_minutes=cfg.checkpoint_minutes,
                 desc="mlm", progress=progress, kill_after_steps=kill_after_steps, stop_after_steps=stop_after_steps,
                 precision=precision)
     state = loop.run()
