@@ -165,14 +165,29 @@ def _add_norm(block, x: torch.Tensor, residual: torch.Tensor, training: bool) ->
     return F.layer_norm(y, ln.normalized_shape, ln.weight, ln.bias, ln.eps)
 
 
+def _embed(encoder, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None, training: bool) -> torch.Tensor:
+    """The embedding block. BERT without token types: word embedding + (type 0 + position)
+    in one broadcast add of a [length, hidden] table (the Hugging Face module gathers a
+    token-type and a position row per token and adds them one by one); otherwise (XLM-R's
+    positions count from the padding id, explicit token types) the module itself."""
+    emb = encoder.embeddings
+    if token_type_ids is not None or encoder.config.model_type != "bert" or not hasattr(emb, "token_type_ids"):
+        kw = {"token_type_ids": token_type_ids} if token_type_ids is not None else {}
+        return emb(input_ids=input_ids, **kw)
+    n = input_ids.shape[1]
+    table = emb.token_type_embeddings.weight[0] + emb.position_embeddings.weight[:n]
+    h = F.embedding(input_ids, emb.word_embeddings.weight) + table
+    ln = emb.LayerNorm
+    return dropout(F.layer_norm(h, ln.normalized_shape, ln.weight, ln.bias, ln.eps), emb.dropout.p, training)
+
+
 def lean_forward(encoder, input_ids: torch.Tensor, attention_mask: torch.Tensor,
                  token_type_ids: torch.Tensor | None = None,
                  output_hidden_states: bool = False) -> tuple[torch.Tensor, tuple | None]:
     """(last hidden state, all hidden states or None), as `encoder(...)` would return them."""
     b, n = input_ids.shape
     training = encoder.training
-    emb = encoder.embeddings
-    h = emb(input_ids=input_ids, token_type_ids=token_type_ids) if token_type_ids is not None else emb(input_ids=input_ids)
+    h = _embed(encoder, input_ids, token_type_ids, training)
     keep_key = None if bool(attention_mask.all()) else attention_mask.bool()[:, None, None, :]
     attn_bias = key_bias(keep_key) if training else None
     states = [h] if output_hidden_states else None

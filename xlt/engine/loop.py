@@ -119,6 +119,7 @@ class Loop:
             bar = tqdm(total=self.total_steps(), initial=state["global_step"], desc=self.desc, unit="step",
                        mininterval=1.0 if sys.stderr.isatty() else 30.0, file=sys.stderr)
         self.model.train()
+        params = list(self.model.parameters())  # once: walking the module tree each step cost ~0.1 ms
         with GraceSignal() as grace:
             while not self._done(state):
                 if self.max_steps is not None and primary.epoch_done():
@@ -142,7 +143,7 @@ class Loop:
                         )
                     loss.backward()
                     if self.max_grad_norm:
-                        clip_grad_norm(self.model.parameters(), self.max_grad_norm)
+                        clip_grad_norm(params, self.max_grad_norm)
                     self.optimizer.step()
                     self.scheduler.step()
                     self.optimizer.zero_grad(set_to_none=True)
