@@ -118,8 +118,8 @@ def train(
 
     loop = Loop(model=ddp_model, raw_model=model, optimizer=optimizer, scheduler=scheduler, streams=streams,
                 primary=task.name, objective=Objective(terms), device=device, dist=dist, checkpointer=ckpt,
-                epochs=cfg.epochs, max_grad_norm=cfg.max_grad_norm, checkpoint_every=cfg.checkpoint_every, checkpoint_minutes=cfg.checkpoint_minutes,
-                on_epoch_end=select, desc=f"{task.name} seed{cfg.seed}", progress=cfg.progress,
+                epochs=cfg.epochs, max_grad_norm=cfg.max_grad_norm, checkpoint_every=cfg.checkpoint_every,
+                checkpoint_minutes=cfg.checkpoint_minutes, on_epoch_end=select, desc=f"{task.name} seed{cfg.seed}", progress=cfg.progress,
                 stop_after_steps=stop_after_steps, kill_after_steps=kill_after_steps, precision=precision)
     state = loop.run()
 

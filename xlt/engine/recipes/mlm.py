@@ -179,8 +179,8 @@ def train_mlm(
     ckpt = Checkpointer(checkpoint_dir)
     loop = Loop(model=ddp_model, raw_model=model, optimizer=optimizer, scheduler=scheduler, streams={"mlm": stream},
                 primary="mlm", objective=Objective([term]), device=device, dist=dist, checkpointer=ckpt,
-                max_steps=cfg.steps, max_grad_norm=cfg.max_grad_norm, checkpoint_every=cfg.checkpoint_every, checkpoint_minutes=cfg.checkpoint_minutes,
-                desc="mlm", progress=progress, kill_after_steps=kill_after_steps, stop_after_steps=stop_after_steps,
+                max_steps=cfg.steps, max_grad_norm=cfg.max_grad_norm, checkpoint_every=cfg.checkpoint_every,
+                checkpoint_minutes=cfg.checkpoint_minutes, desc="mlm", progress=progress, kill_after_steps=kill_after_steps, stop_after_steps=stop_after_steps,
                 precision=precision)
     state = loop.run()
     summary = {"steps": state["global_step"], "losses": state["losses"], "resumed_from": state["resumed_from"],
