@@ -49,7 +49,7 @@ PRELOAD_ATTRS = ("BertModel", "BertForMaskedLM", "BertTokenizerFast", "AutoToken
 # in its own process.
 IMPORT_TIME_ENV = ("OMP_", "MKL_", "KMP_", "OPENBLAS_", "GOMP_", "TORCH", "PYTORCH_", "CUDA_", "NVIDIA_", "HF_",
                    "HUGGINGFACE_", "TRANSFORMERS_", "TOKENIZERS_", "PYTHON", "LD_", "MPLBACKEND", "HOME",
-                   "XDG_CACHE_HOME", "RAYON_")
+                   "XDG_CACHE_HOME", "RAYON_", "ONEDNN_", "DNNL_", "XLT_AMX")
 
 
 # Thread counts Snakemake sets per job (its `threads`): applied in the forked job instead.
