@@ -41,6 +41,14 @@ def base():
         (lambda c: c["hparams"]["crossmulti"].update(dropot=0.2), r"hparams\.crossmulti: unknown key.*Did you mean 'dropout'\?"),
         (lambda c: c["hparams"]["crossmulti"].update(dropout="high"), r"hparams\.crossmulti\.dropout: 'high' should be of type number"),
         (lambda c: c["hparams"]["crossmulti"].update(lr=float("nan")), r"config key hparams\.crossmulti\.lr: nan is not a finite number"),
+        (lambda c: c["hparams"]["crossmulti"].update(per_task={"paws": {"lr": 1e-5}}),
+         r"config key hparams\.crossmulti\.per_task\.paws: unknown task 'paws'; allowed: pos, ner, pawsx"),
+        (lambda c: c["hparams"]["crossmulti"].update(per_task={"pawsx": {"lr": -1}}),
+         r"hparams\.crossmulti\.per_task\.pawsx\.lr: -1 is less than or equal to the minimum of 0"),
+        (lambda c: c["hparams"]["crossmulti"].update(per_task={"pawsx": {"learning_rate": 1e-5}}),
+         r"hparams\.crossmulti\.per_task\.pawsx: unknown key\(s\) \['learning_rate'\]"),
+        (lambda c: c["hparams"]["crossmulti"].update(per_task={"pawsx": {"per_task": {}}}),
+         r"config key hparams\.crossmulti\.per_task\.pawsx: unknown training option\(s\) \['per_task'\]"),
         (lambda c: c["papers"]["underspec"]["grid"]["alpha_1d"]["extra"].append(float("inf")),
          r"config key papers\.underspec\.grid\.alpha_1d\.extra\[12\]: inf is not a finite number"),
         (lambda c: c["data"].update(xnli={"train_sourse": "x"}), r"data\.xnli: unknown key.*Did you mean 'train_source'\?"),
@@ -115,7 +123,7 @@ def test_schema_declares_every_training_option_and_only_those():
     schema = yaml.safe_load((REPO / "schemas" / "config.schema.yaml").read_text())
     declared = set(schema["properties"]["hparams"]["additionalProperties"]["properties"])
     per_run = {"task", "encoder", "encoder_revision", "seed"}
-    assert declared == {f.name for f in dataclasses.fields(TrainConfig)} - per_run
+    assert declared - {"per_task"} == {f.name for f in dataclasses.fields(TrainConfig)} - per_run
 
 
 def test_schema_declares_the_encoder_build_blocks():

@@ -53,6 +53,17 @@ def test_model_selection_uses_the_metric_the_paper_reports():
     assert T.hparams(cfg, "en.crossmulti", "pos")["select_metric"] == "accuracy"
 
 
+def test_a_task_s_own_settings_override_its_profile_for_that_task_only():
+    cfg = base()
+    cfg["hparams"]["crossmulti"]["per_task"] = {"pawsx": {"lr": 5e-4, "epochs": 10}, "pos": {"batch_size": 16}}
+    pawsx = T.hparams(cfg, "de+en+es+fr.crossmulti", "pawsx")
+    assert (pawsx["lr"], pawsx["epochs"], pawsx["batch_size"]) == (5e-4, 10, 32)
+    assert T.hparams(cfg, "en.crossmulti", "pos.es_ancora")["batch_size"] == 16  # the task of a UD selection
+    ner = T.hparams(cfg, "en.crossmulti", "ner")
+    assert (ner["lr"], ner["epochs"]) == (1e-5, 5) and "per_task" not in ner
+    assert "per_task" not in T.hparams(cfg, "en.crossmulti")  # never handed to TrainConfig
+
+
 def test_task_languages():
     cfg = base()
     # NER is shared: crossmulti's four, then XTREME's 40 (dlfa), which hold underspec's nine

@@ -142,7 +142,13 @@ def _check_references(config: dict) -> None:
             raise XltError(f"config key encoders.{name}.path: {spec['path']} is not a Hugging Face model directory "
                            "(no config.json there)")
     for name, profile in config.get("hparams", {}).items():
-        TrainConfig.from_dict({"task": "pos", "encoder": "", **profile}, where=f"config key hparams.{name}")
+        base = {k: v for k, v in profile.items() if k != "per_task"}
+        TrainConfig.from_dict({"task": "pos", "encoder": "", **base}, where=f"config key hparams.{name}")
+        for task, own in (profile.get("per_task") or {}).items():
+            where = f"config key hparams.{name}.per_task.{task}"
+            if task not in TASKS:
+                raise XltError(f"{where}: unknown task {task!r}; allowed: {', '.join(TASKS)}")
+            TrainConfig.from_dict({"task": task, "encoder": "", **base, **own}, where=where)
     sets = (config.get("data", {}).get("ud") or {}).get("sets") or {}
     for slug, paper in config.get("papers", {}).items():
         if slug in PAPERS and PAPERS[slug].check:  # a block not of the one-encoder shape (xlt.papers)

@@ -187,15 +187,19 @@ def encoder_revision_arg(cfg: dict, name: str, init: str = PRETRAINED) -> str:
 
 
 def hparams(cfg: dict, recipe: str, dataset: str | None = None) -> dict:
-    """The recipe's hparams profile. Model selection uses the metric the paper of the same
-    name reports for the task (`papers.<profile>.metric.<task>`) unless the profile sets
-    `select_metric`: a model is chosen by the number its table prints."""
+    """The recipe's hparams profile, with the task's own settings (`per_task.<task>`) over it
+    when `dataset` is given. Model selection uses the metric the paper of the same name reports
+    for the task (`papers.<profile>.metric.<task>`) unless the profile sets `select_metric`: a
+    model is chosen by the number its table prints."""
     name = Recipe.parse(recipe).hparams
     # `<profile>-<extra tag>`: the profile with one more extra (dlfa's `underspec-dlfa8`)
     name, _, tag = name.partition("-") if name not in cfg["hparams"] else (name, "", "")
     if name not in cfg["hparams"]:
         raise XltError(f"recipe {recipe!r}: unknown hparams profile {name!r}; allowed: {', '.join(sorted(cfg['hparams']))}")
     hp = dict(cfg["hparams"][name])
+    per_task = hp.pop("per_task", None) or {}
+    if dataset is not None:
+        hp.update(per_task.get(task_of(dataset), {}))
     if tag:
         from xlt.engine.extras import extra_of_tag
 
