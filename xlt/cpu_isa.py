@@ -76,3 +76,12 @@ def guard(environ=os.environ, cpuinfo: str = "/proc/cpuinfo", run_probe=probe) -
         environ[VERDICT] = "ok"
     # another failure (no torch yet, a timeout): say nothing and leave oneDNN's choice alone
     return environ.get(VERDICT)
+
+
+def amx_allowed(environ=os.environ) -> bool:
+    """Whether oneDNN may use AMX in this process: not found to trap, and not capped below it
+    (`ONEDNN_MAX_CPU_ISA=AVX2`, say). Whether the CPU has AMX at all is torch's to say."""
+    if environ.get(VERDICT) == "traps":
+        return False
+    cap = next((environ[v] for v in ISA_VARS if v in environ), "ALL").upper()
+    return cap == "ALL" or "AMX" in cap

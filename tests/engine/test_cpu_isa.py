@@ -59,6 +59,27 @@ def test_only_cpus_that_advertise_amx_are_probed(tmp_path, amx_cpuinfo):
     assert cpu_isa.guard({}, str(plain), run_probe=lambda: -signal.SIGILL) is None
 
 
+def test_auto_precision_picks_bf16_only_where_amx_may_run(monkeypatch):
+    import torch
+
+    from xlt.engine.runtime import resolve_precision
+
+    cpu = torch.device("cpu")
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: True)
+    for env, expect in (({}, "bf16"), ({"ONEDNN_MAX_CPU_ISA": "avx512_core_amx"}, "bf16"),
+                        ({"ONEDNN_MAX_CPU_ISA": "ALL"}, "bf16"), ({"XLT_AMX": "traps"}, "fp32"),
+                        ({"ONEDNN_MAX_CPU_ISA": "AVX512_CORE_BF16"}, "fp32"), ({"DNNL_MAX_CPU_ISA": "AVX2"}, "fp32")):
+        for var in (*cpu_isa.ISA_VARS, cpu_isa.VERDICT):
+            monkeypatch.delenv(var, raising=False)
+        for k, v in env.items():
+            monkeypatch.setenv(k, v)
+        assert resolve_precision("auto", cpu) == expect, env
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: False)  # AVX512-BF16 alone: fp32
+    monkeypatch.delenv("DNNL_MAX_CPU_ISA")
+    assert resolve_precision("auto", cpu) == "fp32"
+    assert resolve_precision("bf16", cpu) == "bf16"  # asked for: given
+
+
 def test_bf16_products_run_after_importing_xlt_on_this_machine():
     """The real thing: a process that imports xlt, then runs bf16 products of the size that
     reaches oneDNN's AMX kernels, exits cleanly (it died of SIGILL on a VM whose AMX traps)."""

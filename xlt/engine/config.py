@@ -38,7 +38,7 @@ class TrainConfig:
     checkpoint_every: int | None = None
     max_train_examples: int | None = None  # cap on training examples per file (None = all)
     device: str = "auto"  # "auto" (CUDA when present), "cpu", "cuda"
-    precision: str = "auto"  # training steps: "auto" (bf16 where the device has bf16 units), "bf16", "fp32"
+    precision: str = "auto"  # training steps: "auto" (bf16 where the device has fast bf16 units), "bf16", "fp32"
     progress: bool = True  # tqdm bar with rate and ETA
     extras: list = field(default_factory=list)  # modules between encoder and head: [{"name", **params}]
 

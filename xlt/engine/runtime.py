@@ -133,18 +133,21 @@ PRECISIONS = ("auto", "bf16", "fp32")
 
 
 def native_bf16(device: torch.device) -> bool:
-    """Whether `device` multiplies bf16 matrices in hardware: CUDA with bf16 support, or a CPU
-    with AMX tiles or AVX512-BF16. Elsewhere bf16 is emulated on a CPU and slower than fp32."""
+    """Whether `device` multiplies bf16 matrices faster than fp32: CUDA with bf16 support, or a
+    CPU whose AMX tiles oneDNN may use (`xlt.cpu_isa`). AVX512-BF16 alone is not enough: with
+    AMX capped off, a tiny-model training step took 1.4x the fp32 time in bf16."""
     if device.type == "cuda":
         return torch.cuda.is_bf16_supported()
     if device.type == "cpu":
-        return bool(torch.cpu._is_amx_tile_supported() or torch.cpu._is_avx512_bf16_supported())
+        from xlt.cpu_isa import amx_allowed
+
+        return bool(torch.cpu._is_amx_tile_supported()) and amx_allowed()
     return False
 
 
 def resolve_precision(precision: str, device: torch.device) -> str:
     """The training precision a run uses, "bf16" or "fp32". "auto": bf16 autocast where the
-    device has native bf16 matrix units (on the tiny CPU model with AMX a step took 0.65x the
+    device has fast bf16 matrix units (on the tiny CPU model with AMX a step took 0.65x the
     fp32 time), fp32 elsewhere. Recorded in every model's metadata: two CPUs that differ here
     give different (each bit-reproducible) runs."""
     if precision not in PRECISIONS:
