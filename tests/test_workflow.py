@@ -19,7 +19,7 @@ SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snake
 # The tiny preset, smaller still: the same DAG and code paths in about a minute.
 SHRINK = {
     "world": {"sizes": {"train": 120, "dev": 40, "test": 40, "qa": {"train": 60}, "bitext": {"train": 60},
-                        "pawsx": {"dev": 40, "test": 40}, "marc": {"train": 1000, "dev": 40, "test": 40}}},
+                        "pawsx": {"train": 1000, "dev": 40, "test": 40}, "marc": {"train": 1000, "dev": 40, "test": 40}}},
     "encoders": {"tiny": {"build": {"vocab_size": 600, "pretrain_sentences": 300,
                                     "shape": {"layers": 2, "hidden": 32, "heads": 2, "intermediate": 64, "max_positions": 128},
                                     "mlm": {"steps": 30, "batch_size": 32, "lr": 5.0e-4, "max_length": 64, "seed": 1}}}},
