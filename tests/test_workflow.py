@@ -167,7 +167,9 @@ def test_tiny_all_tables_dag_has_the_data_size_tables_and_no_download(tmp_path):
     counts = job_counts(out)
     # three data-size tables, crossmulti tables 2-6, dlfa Tables II-VII
     assert counts["paper_table"] == 3 + 5 + 6 and "download" not in counts
-    assert counts["crossmulti_probe_model"] == 8 * 3 and counts["crossmulti_pppl"] == 4 and counts["adapt_mlm"] == 1
+    seeds = yaml.safe_load((REPO / "presets" / "tiny.yaml").read_text())["papers"]["crossmulti"]["analysis"]["seeds"]
+    # one probe job per fine-tuned model: 4 tasks × cross / multi × the analysed seeds
+    assert counts["crossmulti_probe_model"] == 8 * len(seeds) and counts["crossmulti_pppl"] == 4 and counts["adapt_mlm"] == 1
     assert "results/models/tiny/mlm-ner-crossmulti/ner/en.crossmulti.crossmulti_fa/seed1" in out
     for paper in ("crossmulti", "dlfa", "underspec"):
         assert f"results/tables/{paper}/table1.md" in out
