@@ -10,8 +10,8 @@
   ``-d -o -v`` settings, but it returns only its own symmetrised links (which keep
   one-to-many links): usable, yet *not* the intersection. Deterministic.
 
-Threads: fast_align, eflomal and systran-align parallelise with OpenMP; each run gets
-``OMP_NUM_THREADS=<threads>``.
+Threads: fast_align, eflomal and systran-align parallelise with OpenMP; each runs in a child
+process started with ``OMP_NUM_THREADS=<threads>`` (libgomp reads it once, when it loads).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import importlib.util
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -168,19 +169,32 @@ class SystranAlign(Backend):
         return dict(FAST_ALIGN_SETTINGS)
 
     def align(self, pool: Path, work: Path, threads: int) -> dict[str, Path]:
-        # libgomp reads OMP_NUM_THREADS when it loads: set it before the first import
-        os.environ["OMP_NUM_THREADS"] = str(max(1, int(threads)))
-        import systran_align
-
-        joint, fwd, bwd = work / "joint.txt", work / "forward.params", work / "backward.params"
-        write_joint(pool, joint)
-        systran_align.generate_alignment_probabilities(str(joint), str(fwd), str(bwd), **FAST_ALIGN_SETTINGS)
-        aligner = systran_align.Aligner(str(fwd), str(bwd))
+        # fast_align's EM sums its counts in OpenMP loops, and the wheel's libgomp fixes its
+        # thread count when it loads: in a long-lived process that already imported it (a test
+        # session, the zygote) the count is whatever the first caller had, and the run was not
+        # bit-identical. A fresh interpreter per run starts from nothing but `threads`.
         out = {"symmetrised": work / "symmetrised.pharaoh"}
-        write_pharaoh(out["symmetrised"], _batched_links(aligner, pool, self.BATCH))
-        for p in (joint, fwd, bwd):
-            p.unlink()
+        cmd = [sys.executable, "-c", "import sys; from xlt.align.backends import systran_align_child as m; m(*sys.argv[1:])",
+               str(pool), str(work), str(out["symmetrised"])]  # fmt: skip
+        run = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=_omp_env(threads))
+        if run.returncode != 0:
+            tail = run.stderr.decode(errors="replace").strip().splitlines()[-3:]
+            raise XltError(f"systran-align failed on {pool} (exit {run.returncode}): {' | '.join(tail)}")
         return out
+
+
+def systran_align_child(pool: str, work: str, out: str) -> None:
+    """systran-align's training and alignment, in the child process `SystranAlign.align` starts."""
+    import systran_align
+
+    pool, work = Path(pool), Path(work)
+    joint, fwd, bwd = work / "joint.txt", work / "forward.params", work / "backward.params"
+    write_joint(pool, joint)
+    systran_align.generate_alignment_probabilities(str(joint), str(fwd), str(bwd), **FAST_ALIGN_SETTINGS)
+    aligner = systran_align.Aligner(str(fwd), str(bwd))
+    write_pharaoh(Path(out), _batched_links(aligner, pool, SystranAlign.BATCH))
+    for p in (joint, fwd, bwd):
+        p.unlink()
 
 
 def _batched_links(aligner, pool: Path, batch: int) -> Iterator[list[tuple[int, int]]]:
