@@ -44,8 +44,11 @@ report: tables
 	$(VENV)/bin/snakemake --configfile=$(PRESET) --report report.html all_tables
 	@echo "Open report.html in a browser; results/tables/index.md lists the same with links."
 
+# Tests run in parallel (pytest-xdist): one worker more than cores, as the SLURM tests mostly wait
+# on the scheduler. PYTEST_ARGS adds options (CI: the slowest tests).
+TEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
 test: install-test
-	$(VENV)/bin/pytest -q
+	$(VENV)/bin/pytest -q -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder $(PYTEST_ARGS)
 
 lint: install-test
 	$(VENV)/bin/snakemake --lint --configfile=$(PRESET)

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import getpass
+import os
 import random
 import socket
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -31,6 +36,49 @@ def _tree(words: list[str]) -> dict:
     upos = [_upos(w) for w in words]
     return {"tokens": words, "upos": upos, "head": list(range(len(words))),
             "deprel": ["root"] + [TOY_RELS[u] for u in upos[1:]]}
+
+
+# --- running in parallel (pytest-xdist, `make test`: -n 3 --dist loadgroup) ----------------------
+# A module-scoped fixture (a whole workflow run, say) is built by the worker that runs its tests;
+# so that it is built once, every test of a module that uses one goes to the same worker. The
+# test SLURM is one per worker (its own name, ports and state dir): each SLURM test module goes to
+# one worker. The long units start first (the SLURM modules, then the workflow runs marked
+# `slow`), so that none of them is the tail.
+
+
+def _shares_a_costly_fixture(item: pytest.Item) -> str | None:
+    if "slurm_cluster" in item.fixturenames:  # a worker's cluster serves the modules it is given
+        return f"slurm:{item.module.__name__.rsplit('.', 1)[-1]}"
+    defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
+    if any(d.scope == "module" for fixturedefs in defs.values() for d in fixturedefs):
+        return item.module.__name__
+    return None
+
+
+def _start_order(item: pytest.Item) -> int:
+    return 0 if "slurm_cluster" in item.fixturenames else 1 if item.get_closest_marker("slow") else 2
+
+
+def pytest_configure(config):
+    # torch sets TORCHINDUCTOR_CACHE_DIR in os.environ the first time some code asks for its cache
+    # (its default, /tmp/torchinductor_<user>): mid-session, so processes started before and after
+    # would differ in it, and a fork server refuses jobs whose import-time environment differs.
+    # Set to the same default from the start, it never changes.
+    os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", os.path.join(tempfile.gettempdir(), f"torchinductor_{getpass.getuser()}"))
+    # The parallel workers start more threads than there are cores: an OpenMP thread that waits
+    # sleeps rather than spins (a job with two threads was several times slower on a busy core).
+    # Where threads wait, not what they compute: results are unchanged.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+
+def pytest_itemcollected(item):
+    # here, not in pytest_collection_modifyitems: xdist reads the groups in that hook, maybe first
+    if group := _shares_a_costly_fixture(item):
+        item.add_marker(pytest.mark.xdist_group(group))
+
+
+def pytest_collection_modifyitems(config, items):
+    items.sort(key=_start_order)  # stable: collection order within each class
 
 
 @pytest.fixture(scope="session")
@@ -85,6 +133,27 @@ def tiny_world(tmp_path_factory):
     raw = tmp_path_factory.mktemp("raw")
     manifest = world.write(raw)
     return world, raw, manifest
+
+
+@pytest.fixture(scope="session")
+def zygote(tmp_path_factory) -> dict:
+    """A fork server (xlt/zygote.py) for this test process's workflow runs: their jobs run as
+    under `make tables`, forked with torch and transformers already imported, instead of paying
+    ~4 s of imports each (~4x less time on a shrunk DAG; outputs identical, tests/test_zygote.py).
+    The value is the environment to run Snakemake with: the server's own (a job whose import-time
+    environment differs from it runs in its own process) and XLT_ZYGOTE, its socket."""
+    path = str(tmp_path_factory.mktemp("zygote") / "socket")
+    # PYTHONPATH: scripts run from a temporary folder import this checkout's xlt
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}, "PYTHONPATH": str(REPO), "XLT_ZYGOTE": path}
+    r, w = os.pipe()
+    server = subprocess.Popen([sys.executable, "-m", "xlt.zygote", "serve", path, "--ready-fd", str(w)],
+                              pass_fds=(w,), cwd=REPO, env=env)
+    os.close(w)
+    with os.fdopen(r) as ready:
+        assert ready.readline().strip() == "ready", "the test session's fork server did not start"
+    yield env
+    server.terminate()
+    server.wait(timeout=60)
 
 
 @pytest.fixture

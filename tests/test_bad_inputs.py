@@ -40,7 +40,9 @@ class Bad:
     fixture: str | None = None  # a fixture copied to {tmp}/model first
 
 
-def run_case(case: Bad, tmp: Path) -> subprocess.CompletedProcess:
+def run_case(case: Bad, tmp: Path, env: dict | None = None) -> subprocess.CompletedProcess:
+    """`env`: the `zygote` fixture's, where the case's workflow script is to be served by the
+    session's fork server (as under `make tables`); by default it runs in its own process."""
     for rel, content in case.files.items():
         path = tmp / rel
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -54,7 +56,7 @@ def run_case(case: Bad, tmp: Path) -> subprocess.CompletedProcess:
     if argv[0].endswith(".py"):
         argv = [sys.executable, str(SCRIPTS / argv[0]), *argv[1:]]
     return subprocess.run(argv, cwd=tmp, capture_output=True, text=True, timeout=300,
-                          env={**_env(), "PYTHONPATH": str(REPO)})
+                          env={**_env(), "PYTHONPATH": str(REPO)} if env is None else env)
 
 
 def _env() -> dict:
@@ -469,8 +471,8 @@ def saved_model(tiny_encoder, tmp_path_factory) -> Path:
 
 
 @pytest.mark.parametrize("case", CORPUS, ids=lambda c: c.id)
-def test_bad_input_is_refused_with_one_line(case: Bad, tmp_path, request):
+def test_bad_input_is_refused_with_one_line(case: Bad, tmp_path, request, zygote):
     if case.fixture == "model":
         shutil.copytree(request.getfixturevalue("saved_model"), tmp_path / "model")
-    run = run_case(case, tmp_path)
+    run = run_case(case, tmp_path, zygote)
     assert_refused(run, case.expect, tmp_path, case.outputs)

@@ -28,16 +28,18 @@ SHRINK = {
 }
 
 
-def snakemake(workdir: Path, *args: str, timeout: int = 900) -> subprocess.CompletedProcess:
+def snakemake(workdir: Path, *args: str, timeout: int = 900, zygote: dict | None = None) -> subprocess.CompletedProcess:
+    """Snakemake on the tiny preset and `workdir/shrink.yaml`; with `zygote` (the fixture's
+    environment) its jobs are served by the session's fork server, as `make tables` runs them."""
     cmd = [*SNAKEMAKE, *args, "--directory", str(workdir), "--configfile", str(REPO / "presets" / "tiny.yaml"), str(workdir / "shrink.yaml")]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=zygote)
 
 
 @pytest.fixture(scope="module")
-def tiny_run(tmp_path_factory):
+def tiny_run(tmp_path_factory, zygote):
     workdir = tmp_path_factory.mktemp("workflow")
     (workdir / "shrink.yaml").write_text(yaml.safe_dump(SHRINK))
-    run = snakemake(workdir, "crossmulti_table2", "--cores", "2")
+    run = snakemake(workdir, "crossmulti_table2", "--cores", "2", zygote=zygote)
     assert run.returncode == 0, run.stderr[-4000:]
     return workdir
 
@@ -80,7 +82,7 @@ def test_a_finished_workflow_has_nothing_left_to_do(tiny_run):
 
 
 @pytest.mark.slow
-def test_malformed_conllu_stops_with_file_and_line_and_no_partial_output(tiny_run, tmp_path):
+def test_malformed_conllu_stops_with_file_and_line_and_no_partial_output(tiny_run, tmp_path, zygote):
     work = tmp_path / "copy"
     shutil.copytree(tiny_run, work, ignore=shutil.ignore_patterns(".snakemake"))
     conllu = work / "results/raw/ud-treebanks-v2.7/UD_German-Tiny/de_tiny-ud-dev.conllu"
@@ -88,7 +90,7 @@ def test_malformed_conllu_stops_with_file_and_line_and_no_partial_output(tiny_ru
     bad = next(i for i, line in enumerate(lines) if line and not line.startswith("#"))
     lines[bad] = "\t".join(lines[bad].split("\t")[:7])  # 7 columns instead of 10
     conllu.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    run = snakemake(work, "--forcerun", "prepare_task", "--cores", "1", "results/data/pos.es_ancora")
+    run = snakemake(work, "--forcerun", "prepare_task", "--cores", "1", "results/data/pos.es_ancora", zygote=zygote)
     assert run.returncode != 0
     log = (work / "logs/data/pos.es_ancora.prepare.log").read_text()
     assert f"error: {conllu.relative_to(work)}:{bad + 1}:" in log or f"{conllu}:{bad + 1}:" in log
@@ -118,10 +120,10 @@ def test_full_scale_dag_adapts_mbert_and_xlmr_by_mlm(tmp_path):
 
 
 @pytest.mark.slow
-def test_tiny_adapted_encoder_is_made_then_fine_tuned(tmp_path):
+def test_tiny_adapted_encoder_is_made_then_fine_tuned(tmp_path, zygote):
     (tmp_path / "shrink.yaml").write_text(yaml.safe_dump({**SHRINK, "adapt": {"mlm": {"steps": 8, "batch_size": 16}}}))
     model = "results/models/tiny/mlm-ner-crossmulti/ner/en.crossmulti/seed1"
-    run = snakemake(tmp_path, model, "--cores", "2")
+    run = snakemake(tmp_path, model, "--cores", "2", zygote=zygote)
     assert run.returncode == 0, run.stderr[-4000:]
     enc = json.loads((tmp_path / "results/encoders/tiny/mlm-ner-crossmulti/xlt_encoder.json").read_text())
     assert enc["steps"] == 8 and enc["init_from"] == "results/encoders/tiny/pretrained"

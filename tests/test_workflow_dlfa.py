@@ -21,10 +21,10 @@ DLFA_SHRINK = {
 
 
 @pytest.fixture(scope="module")
-def dlfa_run(tmp_path_factory):
+def dlfa_run(tmp_path_factory, zygote):
     workdir = tmp_path_factory.mktemp("dlfa")
     (workdir / "shrink.yaml").write_text(yaml.safe_dump(DLFA_SHRINK))
-    run = snakemake(workdir, "dlfa_all", "--cores", "2")
+    run = snakemake(workdir, "dlfa_all", "--cores", "2", zygote=zygote)
     assert run.returncode == 0, run.stderr[-4000:]
     return workdir
 

@@ -130,16 +130,17 @@ def differing_results(first: Path, second: Path) -> list[str]:
 
 
 @pytest.mark.slow
-def test_two_runs_from_scratch_give_byte_identical_table_csvs(tmp_path):
-    """`all_tables` twice, each in an empty directory (CPU, seeded): every table and figure CSV
-    is the same byte for byte, and so is every other result (world, data, tokenizer, weights,
-    alignments, evaluations, figures) but for the timings in its JSON."""
+def test_two_runs_from_scratch_give_byte_identical_table_csvs(tmp_path, zygote):
+    """`all_tables` twice, each in an empty directory (CPU, seeded; jobs served by the session's
+    fork server, as under `make tables`): every table and figure CSV is the same byte for byte,
+    and so is every other result (world, data, tokenizer, weights, alignments, evaluations,
+    figures) but for the timings in its JSON."""
     runs = []
     for name in ("first", "second"):
         work = tmp_path / name
         work.mkdir()
         (work / "shrink.yaml").write_text(yaml.safe_dump(TRIM))
-        run = snakemake(work, "all_tables", "--cores", "2", timeout=1800)
+        run = snakemake(work, "all_tables", "--cores", "2", timeout=1800, zygote=zygote)
         assert run.returncode == 0, run.stderr[-4000:]
         runs.append(_csvs(work))
     first, second = runs

@@ -31,10 +31,10 @@ FIGURES = ["fig2", "fig3", "fig4", "fig5", "fig7", "fig10", "fig2_encoder"]
 
 
 @pytest.fixture(scope="module")
-def underspec_run(tmp_path_factory):
+def underspec_run(tmp_path_factory, zygote):
     workdir = tmp_path_factory.mktemp("underspec")
     (workdir / "shrink.yaml").write_text(yaml.safe_dump(UNDERSPEC_SHRINK))
-    run = snakemake(workdir, "underspec_all", "--cores", "2")
+    run = snakemake(workdir, "underspec_all", "--cores", "2", zygote=zygote)
     assert run.returncode == 0, run.stderr[-4000:]
     return workdir
 

@@ -18,10 +18,10 @@ ALIGN_SHRINK = {
 
 
 @pytest.fixture(scope="module")
-def align_run(tmp_path_factory):
+def align_run(tmp_path_factory, zygote):
     workdir = tmp_path_factory.mktemp("align_workflow")
     (workdir / "shrink.yaml").write_text(yaml.safe_dump(ALIGN_SHRINK))
-    run = snakemake(workdir, "align_all", "--cores", "2")
+    run = snakemake(workdir, "align_all", "--cores", "2", zygote=zygote)
     assert run.returncode == 0, run.stderr[-4000:]
     return workdir
 

@@ -611,9 +611,14 @@ def _start(c: SlurmCluster, left, gpu_dev_dir=None) -> None:
     os.chown(datadir, mysql_pw.pw_uid, mysql_pw.pw_gid)
     sock = base / "run" / "mysqld.sock"
     (base / "run").chmod(0o777)
+    # Its own temporary directory: two clusters side by side (parallel test workers) would clash
+    # on MariaDB's temporary table files in the shared /tmp.
+    tmpdir = base / "mysql-tmp"
+    tmpdir.mkdir(exist_ok=True)
+    os.chown(tmpdir, mysql_pw.pw_uid, mysql_pw.pw_gid)
     r = c.run(
         [_which("mariadb-install-db"), "--no-defaults", f"--datadir={datadir}", "--user=mysql",
-         "--auth-root-authentication-method=socket", "--skip-test-db"],
+         "--auth-root-authentication-method=socket", "--skip-test-db", f"--tmpdir={tmpdir}"],
         timeout=min(120, left()),
     )  # fmt: skip
     if r.returncode != 0:
@@ -621,7 +626,7 @@ def _start(c: SlurmCluster, left, gpu_dev_dir=None) -> None:
     c.timings["mariadb-install-db"] = time.monotonic() - t
     c._spawn(
         "mariadbd",
-        [_which("mariadbd"), "--no-defaults", f"--datadir={datadir}",
+        [_which("mariadbd"), "--no-defaults", f"--datadir={datadir}", f"--tmpdir={tmpdir}",
          f"--socket={sock}", f"--port={c.ports['mysql']}", "--bind-address=127.0.0.1",
          f"--pid-file={base / 'run' / 'mysqld.pid'}", f"--log-error={c.log_dir / 'mariadbd.log'}",
          "--skip-name-resolve", "--skip-log-bin", "--innodb-buffer-pool-size=128M",

@@ -63,7 +63,8 @@ def slurm_cluster():
         spent = cluster.install()
         if spent:
             print(f"\n[slurm_cluster] installed packages in {spent:.1f}s", file=sys.stderr)
-        c = cluster.start()
+        # one cluster per xdist worker (`make test` runs several): its own name, ports and state dir
+        c = cluster.start(cluster_name=cluster.DEFAULT_CLUSTER + os.environ.get("PYTEST_XDIST_WORKER", ""))
     except cluster.ClusterUnavailable as exc:
         pytest.fail(
             f"A real SLURM is needed for these tests and cannot be set up here: {exc}\n"

@@ -4,7 +4,6 @@ slurm/profile.yaml only in cluster settings."""
 from __future__ import annotations
 
 import copy
-import json
 import os
 import signal
 import subprocess
@@ -15,7 +14,6 @@ import pytest
 import yaml
 
 from tests.conftest import REPO
-from tests.slurm.test_slurm_smoke import wait_until
 from tests.test_workflow import SHRINK
 
 pytestmark = pytest.mark.slurm
@@ -93,50 +91,3 @@ def test_tiny_target_runs_through_the_slurm_profile(slurm_cluster, tmp_path):
     assert by_rule["prepare_task"] and not any("--gpus" in c for c in by_rule["prepare_task"])  # CPU job
     assert not by_rule["world"] and not by_rule["encoder_corpus"] and not by_rule["paper_table"]  # local
     assert all(f"-A {slurm_cluster.account}" in c and f"-p {slurm_cluster.partition}" in c for c in sbatch)
-
-
-def test_scancel_mid_training_resumes_and_matches_an_uninterrupted_run(slurm_cluster, tmp_path):
-    workdir = tmp_path / "run"
-    workdir.mkdir()
-    # Long enough to be caught mid-run: ~100 steps with a checkpoint every 5.
-    overrides(workdir, world={"sizes": {"train": 400}}, hparams={"crossmulti": {"epochs": 8, "checkpoint_every": 5}})
-    target = f"results/eval/tiny/pretrained/{POS}/en.crossmulti/seed1/test.crossmulti.json"
-    proc, log = start(slurm_cluster, workdir, ci_profile(tmp_path), target)
-    ckpt = workdir / f"results/checkpoints/models/tiny/pretrained/{POS}/en.crossmulti/seed1/last/state.json"
-    wait_until(ckpt.exists, 600, "the first fine-tuning checkpoint", proc, log.read_text)
-
-    def finetune_job():
-        r = slurm_cluster.run(["squeue", "-h", "-o", "%i|%k"], timeout=30)
-        return next((line.split("|")[0] for line in r.stdout.splitlines() if "rule_finetune" in line), None)
-
-    job = wait_until(finetune_job, 60, "the fine-tuning job in squeue", proc, log.read_text)
-    slurm_cluster.run(["scancel", job], timeout=30, check=True)
-    out = finish(proc, log, slurm_cluster)
-    assert "resuming from step" in (workdir / f"logs/models/tiny/pretrained/{POS}/en.crossmulti/seed1.log").read_text()
-
-    model = workdir / f"results/models/tiny/pretrained/{POS}/en.crossmulti/seed1"
-    meta = json.loads((model / "xlt_model.json").read_text())
-    resumed = meta["train"]
-    assert resumed["resumed_from"] and resumed["steps_this_process"] < resumed["global_steps"], resumed
-    assert out.count("rule_finetune") >= 2  # submitted twice: the cancelled attempt and the retry
-
-    # The same fine-tuning, uninterrupted, on the same encoder and data, outside SLURM.
-    cfg = meta["train_config"]
-    hp = {k: v for k, v in cfg.items() if k not in ("task", "encoder", "encoder_revision", "seed")}
-    scripts = REPO / "workflow_scripts"
-    subprocess.run([sys.executable, scripts / "finetune.py", "--task", "pos", "--encoder", str(workdir / "results/encoders/tiny/pretrained"),
-                    "--data", str(workdir / "results/data" / POS), "--train-langs", "en", "--hparams", json.dumps(hp),
-                    "--seed", "1", "--out", str(tmp_path / "clean"), "--checkpoint-dir", str(tmp_path / "ck"), "--threads", "1"],
-                   check=True, capture_output=True, timeout=600)
-    subprocess.run([sys.executable, scripts / "evaluate.py", "--model", str(tmp_path / "clean"), "--data", str(workdir / "results/data" / POS),
-                    "--split", "test", "--langs", "en", "de", "es", "fr", "--out", str(tmp_path / "clean.json"),
-                    "--predictions", str(tmp_path / "clean.jsonl"), "--threads", "1"], check=True, capture_output=True, timeout=600)
-    clean = json.loads((tmp_path / "clean.json").read_text())
-    slurm = json.loads((workdir / target).read_text())
-    assert slurm["metrics"] == clean["metrics"]
-    clean_train = json.loads((tmp_path / "clean" / "xlt_model.json").read_text())["train"]
-    def scores(history):  # the dev files are named by path, relative in one run, absolute in the other
-        return [(h["epoch"], h["step"], list(h["dev"].values())) for h in history]
-
-    assert scores(clean_train["history"]) == scores(resumed["history"])
-    assert resumed["steps_this_process"] < clean_train["steps_this_process"]
