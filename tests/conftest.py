@@ -38,7 +38,7 @@ def _tree(words: list[str]) -> dict:
             "deprel": ["root"] + [TOY_RELS[u] for u in upos[1:]]}
 
 
-# --- running in parallel (pytest-xdist, `make test`: -n 3 --dist loadgroup) ----------------------
+# --- running in parallel (pytest-xdist; `make test`: cores + 1 workers, --dist loadgroup) ---------
 # A module-scoped fixture (a whole workflow run, say) is built by the worker that runs its tests;
 # so that it is built once, every test of a module that uses one goes to the same worker. The
 # test SLURM is one per worker (its own name, ports and state dir): each SLURM test module goes to
@@ -72,7 +72,8 @@ def pytest_configure(config):
 
 
 def pytest_itemcollected(item):
-    # here, not in pytest_collection_modifyitems: xdist reads the groups in that hook, maybe first
+    # here, not in pytest_collection_modifyitems: xdist tags grouped tests in that hook, and marks
+    # added during collection are there whichever hook runs first (`_fixtureinfo`: pytest's own)
     if group := _shares_a_costly_fixture(item):
         item.add_marker(pytest.mark.xdist_group(group))
 
