@@ -171,8 +171,9 @@ class SystranAlign(Backend):
     def align(self, pool: Path, work: Path, threads: int) -> dict[str, Path]:
         # fast_align's EM sums its counts in OpenMP loops, and the wheel's libgomp fixes its
         # thread count when it loads: in a long-lived process that already imported it (a test
-        # session, the zygote) the count is whatever the first caller had, and the run was not
-        # bit-identical. A fresh interpreter per run starts from nothing but `threads`.
+        # session, the zygote) a run could depend on what that process had done before (the
+        # determinism test failed about one full suite in four, never alone). A fresh
+        # interpreter per run starts from nothing but `threads`.
         out = {"symmetrised": work / "symmetrised.pharaoh"}
         cmd = [sys.executable, "-c", "import sys; from xlt.align.backends import systran_align_child as m; m(*sys.argv[1:])",
                str(pool), str(work), str(out["symmetrised"])]  # fmt: skip
