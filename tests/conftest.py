@@ -6,8 +6,6 @@ import getpass
 import os
 import random
 import socket
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -15,6 +13,7 @@ import pytest
 
 from xlt.cli import quiet_libraries
 from xlt.io import write_jsonl
+from xlt.zygote import start_server
 
 REPO = Path(__file__).resolve().parent.parent
 WORDS = ["lo", "ka", "mi", "ten", "sor", "bal", "ura", "quo", "nen", "pil", "Anna", "Berlin", "42", "."]
@@ -146,12 +145,8 @@ def zygote(tmp_path_factory) -> dict:
     path = str(tmp_path_factory.mktemp("zygote") / "socket")
     # PYTHONPATH: scripts run from a temporary folder import this checkout's xlt
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}, "PYTHONPATH": str(REPO), "XLT_ZYGOTE": path}
-    r, w = os.pipe()
-    server = subprocess.Popen([sys.executable, "-m", "xlt.zygote", "serve", path, "--ready-fd", str(w)],
-                              pass_fds=(w,), cwd=REPO, env=env)
-    os.close(w)
-    with os.fdopen(r) as ready:
-        assert ready.readline().strip() == "ready", "the test session's fork server did not start"
+    server, ready = start_server(path, env=env, cwd=str(REPO))
+    assert ready, "the test session's fork server did not start"
     yield env
     server.terminate()
     server.wait(timeout=60)

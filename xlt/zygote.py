@@ -324,17 +324,22 @@ def _in_foreground() -> bool:
         return False
 
 
+def start_server(path: str, env: dict | None = None, cwd: str | None = None) -> tuple[subprocess.Popen, bool]:
+    """A server on socket `path`, once it has done its imports: the process, and whether it is ready."""
+    r, w = os.pipe()
+    server = subprocess.Popen([sys.executable, "-m", "xlt.zygote", "serve", path, "--ready-fd", str(w)],
+                              pass_fds=(w,), env=env, cwd=cwd)
+    os.close(w)
+    with os.fdopen(r) as ready:
+        return server, ready.readline().strip() == "ready"
+
+
 def run_with_server(command: list[str]) -> int:
     """Start a server, run `command` with XLT_ZYGOTE set, stop the server; the command's status."""
     with tempfile.TemporaryDirectory(prefix="xlt-zygote-") as tmp:
         path = os.path.join(tmp, "socket")
-        r, w = os.pipe()
-        server = subprocess.Popen([sys.executable, "-m", "xlt.zygote", "serve", path, "--ready-fd", str(w)],
-                                  pass_fds=(w,))
-        os.close(w)
         t = time.perf_counter()
-        with os.fdopen(r) as ready:
-            ok = ready.readline().strip() == "ready"
+        server, ok = start_server(path)
         env = dict(os.environ)
         if ok:
             env[ENV_VAR] = path
