@@ -40,7 +40,12 @@ rule build_encoder:
     resources:
         **R.job_resources(config, "build_encoder"),
     params:
-        build=lambda w: as_json(config["encoders"][w.encoder]["build"]),
+        build=lambda w: as_json(
+            {
+                **config["encoders"][w.encoder]["build"],
+                "mlm": T.engine_options(config, config["encoders"][w.encoder]["build"]["mlm"]),
+            }
+        ),
         checkpoints=f"{RESULTS}/checkpoints/encoders/{{encoder}}",
     shell:
         "build_encoder.py --corpus {input.corpus} --build {params.build:q}"
@@ -68,7 +73,7 @@ rule adapt_mlm:
         revision=lambda w: T.encoder_revision_arg(config, w.encoder),
         task=lambda w: T.task_of(T.Init.parse(w.init).dataset),
         langs=lambda w: " ".join(T.adapt_languages(config, w.init)),
-        mlm=lambda w: as_json(config["adapt"]["mlm"]),
+        mlm=lambda w: as_json(T.engine_options(config, config["adapt"]["mlm"])),
         checkpoints=f"{RESULTS}/checkpoints/encoders/{{encoder}}/{{init}}",
     shell:
         "adapt_mlm.py --encoder {params.encoder} {params.revision} --data {input.data}"

@@ -186,6 +186,12 @@ def encoder_revision_arg(cfg: dict, name: str, init: str = PRETRAINED) -> str:
     return f"--revision {rev}" if rev else ""
 
 
+def engine_options(cfg: dict, training: dict) -> dict:
+    """A training block (an hparams profile, an MLM block) with the config's `engine` options
+    (e.g. `fast_path`) under it: the block's own setting wins."""
+    return {**(cfg.get("engine") or {}), **training}
+
+
 def hparams(cfg: dict, recipe: str, dataset: str | None = None) -> dict:
     """The recipe's hparams profile, with the task's own settings (`per_task.<task>`) over it
     when `dataset` is given. Model selection uses the metric the paper of the same name reports
@@ -196,7 +202,7 @@ def hparams(cfg: dict, recipe: str, dataset: str | None = None) -> dict:
     name, _, tag = name.partition("-") if name not in cfg["hparams"] else (name, "", "")
     if name not in cfg["hparams"]:
         raise XltError(f"recipe {recipe!r}: unknown hparams profile {name!r}; allowed: {', '.join(sorted(cfg['hparams']))}")
-    hp = dict(cfg["hparams"][name])
+    hp = engine_options(cfg, cfg["hparams"][name])
     per_task = hp.pop("per_task", None) or {}
     if dataset is not None:
         hp.update(per_task.get(task_of(dataset), {}))

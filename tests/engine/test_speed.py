@@ -89,6 +89,7 @@ def test_lean_training_forward_equals_the_hugging_face_forward_with_dropout_off(
     """Same maths (fused q/k/v included), every hidden state, BERT and XLM-R (whose position
     ids start after the padding id), a batch with and one without padding; gradients too."""
     from xlt.engine.fastpath import lean_forward, lean_supported
+    from xlt.engine.hooks import LayerHooks
 
     for model_type in ("bert", "xlm-roberta"):
         enc = _tiny_encoder(model_type, dropout=0.0)
@@ -97,9 +98,12 @@ def test_lean_training_forward_equals_the_hugging_face_forward_with_dropout_off(
             enc.train()
             ref = enc(input_ids=ids, attention_mask=mask, output_hidden_states=True)
             ref_grads = torch.autograd.grad(ref.last_hidden_state[mask.bool()].sum(), list(enc.parameters()))
-            last, states = lean_forward(enc, ids, mask, output_hidden_states=True)
+            hooks = LayerHooks()
+            recorded = hooks.record(range(3))
+            last = lean_forward(enc, ids, mask, hooks=hooks)
             grads = torch.autograd.grad(last[mask.bool()].sum(), list(enc.parameters()))
             real = mask.bool()
+            states = [recorded[k] for k in sorted(recorded)]
             assert len(states) == len(ref.hidden_states) == 3
             for a, b in zip(states, ref.hidden_states):
                 torch.testing.assert_close(a[real], b[real], rtol=1e-5, atol=1e-6)
@@ -113,7 +117,7 @@ def test_lean_forward_runs_only_in_training_and_only_for_plain_encoders():
     enc = _tiny_encoder("bert", dropout=0.1)
     ids, mask = _batch()
     enc.eval()
-    assert torch.equal(fastpath.encode(enc, ids, mask)[0], enc(input_ids=ids, attention_mask=mask).last_hidden_state)
+    assert torch.equal(fastpath.encode(enc, ids, mask), enc(input_ids=ids, attention_mask=mask).last_hidden_state)
     enc.config.is_decoder = True
     assert not fastpath.lean_supported(enc)
 

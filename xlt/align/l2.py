@@ -52,16 +52,17 @@ def load_encoder(name_or_path: str, revision: str | None = None):
 def word_vectors(model, tokenizer, sentences: list[list[str]], max_length: int, batch_size: int) -> list[np.ndarray]:
     """Per sentence, a (words × hidden) array of subword-averaged last-layer vectors; the rows
     of words cut off by `max_length` are NaN."""
-    import torch
+    import torch  # deferred with the engine: the align stage's other jobs never load torch
+
+    from xlt.engine.fastpath import encode
 
     out = []
     for start in range(0, len(sentences), batch_size):
         batch = sentences[start : start + batch_size]
         enc = tokenizer(batch, is_split_into_words=True, truncation=True, max_length=max_length,
                         padding=True, return_tensors="pt")  # fmt: skip
-        with torch.no_grad():
-            hidden = model(**{k: v for k, v in enc.items() if k in ("input_ids", "attention_mask", "token_type_ids")})
-        hidden = hidden.last_hidden_state.double()
+        with torch.no_grad():  # the engine's forward (the model is in evaluation mode: Hugging Face's)
+            hidden = encode(model, enc["input_ids"], enc["attention_mask"], enc.get("token_type_ids")).double()
         for b, words in enumerate(batch):
             ids = enc.word_ids(b)
             index = torch.tensor([w if w is not None else -1 for w in ids])

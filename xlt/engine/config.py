@@ -8,6 +8,9 @@ from dataclasses import dataclass, field
 from xlt.errors import XltError
 
 
+FAST_PATH = ("auto", "off")  # the lean training forward where it applies, or never
+
+
 @dataclass
 class TrainConfig:
     task: str  # registry name (xlt.registry.TASKS)
@@ -39,6 +42,7 @@ class TrainConfig:
     max_train_examples: int | None = None  # cap on training examples per file (None = all)
     device: str = "auto"  # "auto" (CUDA when present), "cpu", "cuda"
     precision: str = "auto"  # training steps: "auto" (bf16 where the device has fast bf16 units), "bf16", "fp32"
+    fast_path: str = "auto"  # training steps: "auto" (the lean forward, xlt.engine.fastpath, where it applies) or "off" (Hugging Face's)
     progress: bool = True  # tqdm bar with rate and ETA
     extras: list = field(default_factory=list)  # modules between encoder and head: [{"name", **params}]
 
@@ -53,7 +57,7 @@ class TrainConfig:
             d["adam_betas"] = tuple(d["adam_betas"])
         cfg = cls(**d)
         for key, allowed in (("select", ("best", "last")), ("schedule", ("linear", "constant")), ("device", ("auto", "cpu", "cuda")),
-                             ("precision", ("auto", "bf16", "fp32"))):
+                             ("precision", ("auto", "bf16", "fp32")), ("fast_path", FAST_PATH)):
             if getattr(cfg, key) not in allowed:
                 raise XltError(f"{where}: {key}={getattr(cfg, key)!r}; allowed: {', '.join(allowed)}")
         if not 0 < cfg.stride < cfg.max_length // 2:

@@ -1,7 +1,9 @@
 """Extras: modules between the encoder and the head (layer fusion, mixing, interventions).
 
-An extra takes the last hidden states, every layer's hidden states and the batch, and
-returns the features the next extra (or the head) reads. It is declared by name and
+An extra takes the last hidden states, the inner hidden states it asked for (`reads`, recorded
+by layer hooks during the encoder's forward) and the batch, and returns the features the next
+extra (or the head) reads; an extra that acts inside the encoder (xmixup's mixup) gives layer
+hooks of its own (`hooks`). It is declared by name and
 parameters in the model spec, so `load_model` rebuilds it exactly; its weights (and
 buffers: BatchNorm's running statistics) are saved with the head's. A new extra is a class
 here and an entry in EXTRAS (xmixup's mixup comes next).
@@ -14,21 +16,24 @@ import hashlib
 import torch
 from torch import nn
 
+from xlt.engine.hooks import LayerHooks
 from xlt.errors import XltError
 
 
 class Extra(nn.Module):
-    needs_hidden_states = False  # ask the encoder for every layer's output
+    reads: tuple[int, ...] = ()  # hidden states it reads (0 = embeddings … L = the last layer's output)
 
-    def forward(self, h: torch.Tensor, hidden_states: tuple | None, batch: dict) -> torch.Tensor:
+    def hooks(self, batch: dict) -> LayerHooks:
+        """Layer hooks that act inside the encoder for this batch (none by default)."""
+        return LayerHooks()
+
+    def forward(self, h: torch.Tensor, hidden_states: dict[int, torch.Tensor], batch: dict) -> torch.Tensor:
         raise NotImplementedError
 
 
 class ScalarMix(Extra):
     """A learned softmax-weighted sum of all layers (embeddings included), times a learned
     scale (Peters et al. 2018; Tenney et al. 2019's probing). Starts as the plain average."""
-
-    needs_hidden_states = True
 
     def __init__(self, config, layers: list[int] | None = None):
         super().__init__()
@@ -37,6 +42,8 @@ class ScalarMix(Extra):
         bad = [i for i in self.layers if not -n <= i < n]
         if bad or not self.layers:
             raise XltError(f"extra scalar_mix: layers {bad or self.layers} out of range; the encoder has {n} (0 = embeddings)")
+        self.layers = [i % n for i in self.layers]  # -1: the last layer
+        self.reads = tuple(sorted(set(self.layers)))
         self.weights = nn.Parameter(torch.zeros(len(self.layers)))
         self.gamma = nn.Parameter(torch.ones(()))
 
@@ -89,7 +96,6 @@ class DLFA(Extra):
     `branches`: "both", or "global" / "local" only (Table V's ablation). Padding enters
     neither the mean nor any BatchNorm statistics (masked by the attention mask)."""
 
-    needs_hidden_states = True
     READINGS = ("weight", "gated")
     BRANCHES = ("both", "global", "local")
 
@@ -105,6 +111,7 @@ class DLFA(Extra):
         if not isinstance(reduction, int) or reduction < 1:
             raise XltError(f"extra dlfa: reduction={reduction!r} must be a positive integer")
         self.layer, self.reading, self.branches = layer, reading, branches
+        self.reads = (layer,)
         hidden = config.hidden_size
         self.global_branch = AIFBranch(hidden, reduction) if branches != "local" else None
         self.local_branch = AIFBranch(hidden, reduction) if branches != "global" else None

@@ -11,7 +11,8 @@ less work per step on a CPU (measured in benchmarks/train_throughput.py --ablati
   tiny-model step. On CUDA the native fused kernels are used;
 - the attention weights' softmax runs in fp32 over rows of at least 16 keys (a CPU softmax
   is ~10x slower per element on shorter rows, and on bf16 rows under 32);
-- no per-call mask building, output dataclasses, module calls or hook dispatch.
+- no per-call mask building, output dataclasses, module calls or torch hook dispatch (layer
+  hooks, xlt.engine.hooks, are called in the loop itself).
 The encoder's weights, parameter names and module tree are untouched (only each dropout
 module's class changes), so saving, loading and every evaluation (which always runs the
 Hugging Face forward, in fp32) are as before; a test checks that both forwards agree with
@@ -22,6 +23,8 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
+
+from xlt.engine.hooks import LayerHooks, LayerView, apply, installed
 
 LEAN_MODEL_TYPES = ("bert", "roberta", "xlm-roberta")
 
@@ -182,36 +185,46 @@ def _embed(encoder, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None
 
 
 def lean_forward(encoder, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-                 token_type_ids: torch.Tensor | None = None,
-                 output_hidden_states: bool = False) -> tuple[torch.Tensor, tuple | None]:
-    """(last hidden state, all hidden states or None), as `encoder(...)` would return them."""
+                 token_type_ids: torch.Tensor | None = None, hooks: LayerHooks | None = None) -> torch.Tensor:
+    """The last hidden state, as `encoder(...)` would return it; `hooks` (xlt.engine.hooks)
+    read or replace hidden state k before layer k+1 runs, and layer k's attention context
+    before its output projection."""
     b, n = input_ids.shape
     training = encoder.training
+    layers = encoder.encoder.layer
+    hooks = hooks.resolved(len(layers)) if hooks else None
     h = _embed(encoder, input_ids, token_type_ids, training)
+    if hooks and 0 in hooks.hidden:
+        h = apply(hooks.hidden[0], LayerView(0, h, attention_mask, layers[0] if len(layers) else None, encoder))
     keep_key = None if bool(attention_mask.all()) else attention_mask.bool()[:, None, None, :]
     attn_bias = key_bias(keep_key) if training else None
-    states = [h] if output_hidden_states else None
-    for layer in encoder.encoder.layer:
+    for i, layer in enumerate(layers):
         sa = layer.attention.self
         heads, d = sa.num_attention_heads, sa.attention_head_size
         w = torch.cat([sa.query.weight, sa.key.weight, sa.value.weight])
         bias = torch.cat([sa.query.bias, sa.key.bias, sa.value.bias])
         q, k, v = F.linear(h, w, bias).view(b, n, 3, heads, d).permute(2, 0, 3, 1, 4).unbind(0)
         ctx = _attention(q, k, v, keep_key, sa.dropout.p, training, attn_bias).transpose(1, 2).reshape(b, n, heads * d)
+        if hooks and i in hooks.context:
+            ctx = apply(hooks.context[i], LayerView(i, ctx, attention_mask, layer, encoder))
         h = _add_norm(layer.attention.output, ctx, h, training)
         mid = layer.intermediate
         h = _add_norm(layer.output, mid.intermediate_act_fn(F.linear(h, mid.dense.weight, mid.dense.bias)), h, training)
-        if states is not None:
-            states.append(h)
-    return h, (tuple(states) if states is not None else None)
+        if hooks and i + 1 in hooks.hidden:
+            nxt = layers[i + 1] if i + 1 < len(layers) else None
+            h = apply(hooks.hidden[i + 1], LayerView(i + 1, h, attention_mask, nxt, encoder))
+    return h
 
 
 def encode(encoder, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor | None = None,
-           output_hidden_states: bool = False) -> tuple[torch.Tensor, tuple | None]:
-    """The encoder's output: the lean forward in training where supported, else (evaluation,
-    other architectures) the Hugging Face forward."""
-    if encoder.training and lean_supported(encoder):
-        return lean_forward(encoder, input_ids, attention_mask, token_type_ids, output_hidden_states)
+           hooks: LayerHooks | None = None, lean: bool = True) -> torch.Tensor:
+    """The encoder's last hidden state: the lean forward in training where supported and
+    allowed (`lean`: the config's `engine.fast_path`), else (evaluation, other architectures)
+    the Hugging Face forward; `hooks` act inside either (xlt.engine.hooks)."""
+    if lean and encoder.training and lean_supported(encoder):
+        return lean_forward(encoder, input_ids, attention_mask, token_type_ids, hooks)
     kw = {"token_type_ids": token_type_ids} if token_type_ids is not None else {}
-    out = encoder(input_ids=input_ids, attention_mask=attention_mask, output_hidden_states=output_hidden_states, **kw)
-    return out.last_hidden_state, (out.hidden_states if output_hidden_states else None)
+    if not hooks:
+        return encoder(input_ids=input_ids, attention_mask=attention_mask, **kw).last_hidden_state
+    with installed(encoder, hooks, attention_mask):
+        return encoder(input_ids=input_ids, attention_mask=attention_mask, **kw).last_hidden_state

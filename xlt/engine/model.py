@@ -18,6 +18,7 @@ from torch import nn
 
 from xlt.engine.extras import build_extra
 from xlt.engine.fastpath import encode, use_keep_mask_dropout
+from xlt.engine.hooks import LayerHooks
 from xlt.engine.kinds import kind_of
 from xlt.errors import XltError
 from xlt.io import atomic_dir, read_json, verify_weights, weights_digest, write_json
@@ -88,16 +89,21 @@ class TaskModel(nn.Module):
              for name in [spec.task, *spec.aux_tasks]}
         )
         use_keep_mask_dropout(self)
+        self.fast_path = True  # training steps through the lean forward where it applies (engine.fast_path)
 
     @property
     def head(self) -> nn.Module:
         return self.heads[self.task.name]
 
-    def features(self, batch: dict) -> torch.Tensor:
-        """The encoder's output after the extras: what every head reads."""
-        need_all = any(e.needs_hidden_states for e in self.extras)
-        h, states = encode(self.encoder, batch["input_ids"], batch["attention_mask"], batch.get("token_type_ids"),
-                           output_hidden_states=need_all)
+    def features(self, batch: dict, hooks: LayerHooks | None = None) -> torch.Tensor:
+        """The encoder's output after the extras: what every head reads. `hooks` act inside
+        the encoder before the extras' own (e.g. a loss term's recorder)."""
+        hooks = LayerHooks().extend(hooks) if hooks else LayerHooks()
+        for extra in self.extras:
+            hooks.extend(extra.hooks(batch))
+        states = hooks.record(sorted({i for e in self.extras for i in e.reads}))
+        h = encode(self.encoder, batch["input_ids"], batch["attention_mask"], batch.get("token_type_ids"),
+                   hooks=hooks, lean=self.fast_path)
         for extra in self.extras:
             h = extra(h, states, batch)
         return h

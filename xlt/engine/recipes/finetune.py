@@ -78,6 +78,7 @@ def train(
     seed_everything(cfg.seed)
     encoder, tokenizer = load_encoder(cfg.encoder, cfg.encoder_revision, dropout=cfg.dropout)
     model = build_task_model(cfg, encoder, [a["task"] for a in aux]).to(device)
+    model.fast_path = cfg.fast_path != "off"
     if dist.world > 1:
         torch.manual_seed(cfg.seed + 1000 * dist.rank)  # same init everywhere, own dropout per rank
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from xlt.engine.config import FAST_PATH
 from xlt.engine.fastpath import encode, use_keep_mask_dropout
 from xlt.engine.kinds import IGNORE, kind_of
 from xlt.engine.loop import Loop
@@ -75,13 +76,17 @@ class MLMConfig:
     max_grad_norm: float = 1.0
     device: str = "auto"
     precision: str = "auto"  # training steps: "auto" (bf16 where the device has bf16 units), "bf16", "fp32"
+    fast_path: str = "auto"  # training steps: "auto" (the lean forward where it applies) or "off"
 
     @classmethod
     def from_dict(cls, d: dict, where: str) -> "MLMConfig":
         try:
-            return cls(**d)
+            cfg = cls(**d)
         except TypeError as e:
             raise XltError(f"{where}: {e}; allowed: {', '.join(cls.__dataclass_fields__)}") from None
+        if cfg.fast_path not in FAST_PATH:
+            raise XltError(f"{where}: fast_path={cfg.fast_path!r}; allowed: {', '.join(FAST_PATH)}")
+        return cfg
 
 
 class MLMModel(nn.Module):
@@ -100,12 +105,13 @@ class MLMModel(nn.Module):
         base = hf_model.base_model
         heads = [name for name, m in hf_model.named_children() if m is not base]
         self._head_name = heads[0] if len(heads) == 1 else None  # a name: registering it twice would save it twice
+        self.fast_path = True  # training steps through the lean forward where it applies (engine.fast_path)
 
     def forward(self, batch: dict, task: str | None = None) -> dict:
         labels = batch.get("mlm_labels")
         if labels is None or self._head_name is None:
             return {"logits": self.mlm(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits}
-        hidden = encode(self.mlm.base_model, batch["input_ids"], batch["attention_mask"])[0]
+        hidden = encode(self.mlm.base_model, batch["input_ids"], batch["attention_mask"], lean=self.fast_path)
         chosen = labels != IGNORE
         return {"logits": getattr(self.mlm, self._head_name)(hidden[chosen]), "mlm_targets": labels[chosen]}
 
@@ -166,6 +172,7 @@ def train_mlm(
     if tokenizer.mask_token_id is None:
         raise XltError(f"MLM: tokenizer of {source!r} has no mask token")
     model = MLMModel(hf).to(device)
+    model.fast_path = cfg.fast_path != "off"
     kind = kind_of("mlm")
     enc = kind.encode(None, texts, tokenizer, cfg, train=True)
     if not enc.features:

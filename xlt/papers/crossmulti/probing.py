@@ -23,6 +23,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from xlt.engine.fastpath import encode
+from xlt.engine.hooks import LayerHooks
 from xlt.engine.kinds import IGNORE
 
 
@@ -72,19 +74,16 @@ def predict_probes(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.T
 
 
 def capture(encoder, batch: dict) -> tuple[torch.Tensor, torch.Tensor]:
-    """The last hidden states (B, T, H) and every head's context vector (B, T, layers, heads, d)."""
+    """The last hidden states (B, T, H) and every head's context vector (B, T, layers, heads, d),
+    read by the engine's layer hooks (each layer's attention context)."""
     cfg = encoder.config
-    contexts = []
-    hooks = [layer.attention.output.dense.register_forward_pre_hook(lambda m, args: contexts.append(args[0]))
-             for layer in encoder.encoder.layer]
-    try:
-        inputs = {k: batch[k] for k in ("input_ids", "attention_mask", "token_type_ids") if k in batch}
-        last = encoder(**inputs).last_hidden_state
-    finally:
-        for h in hooks:
-            h.remove()
+    hooks, contexts = LayerHooks(), {}
+    for k in range(cfg.num_hidden_layers):
+        hooks.at_context(k, lambda view: contexts.__setitem__(view.index, view.hidden))
+    last = encode(encoder, batch["input_ids"], batch["attention_mask"], batch.get("token_type_ids"), hooks=hooks)
     d = cfg.hidden_size // cfg.num_attention_heads
-    heads = torch.stack([c.reshape(*c.shape[:2], cfg.num_attention_heads, d) for c in contexts], 2)
+    heads = torch.stack([contexts[k].reshape(*contexts[k].shape[:2], cfg.num_attention_heads, d)
+                         for k in range(cfg.num_hidden_layers)], 2)
     return last, heads
 
 
