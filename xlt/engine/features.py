@@ -172,3 +172,60 @@ def encode_qa(records: list[dict], tokenizer, max_length: int, stride: int, trai
             f["start_positions"], f["end_positions"] = s_tok, e_tok
         feats.append(f)
     return Encoded(feats, [len(f["input_ids"]) for f in feats])
+
+
+# Which subwords make a word's vector in an aligned pair (Cao et al. 2020; the adjust paper's
+# Table 6): the first, the last, or the average of all.
+WORD_VECTORS = ("start", "end", "avg")
+
+
+def _word_side(words: list[str], pieces: dict[str, list[int]], cls: int, sep: int, max_length: int,
+               mode: str, specials: bool) -> tuple[dict, int]:
+    """One side of an aligned pair: its subword ids and, per subword, the row of the word vector
+    it enters (-1: none). Rows: [CLS] 0, word k at k+1, [SEP] after the last word kept; the
+    specials enter their rows only when they are aligned too (`specials`). Words past
+    `max_length` subwords are cut. Returns (feature, words kept)."""
+    ids, rows = [cls], [0 if specials else -1]
+    kept = 0
+    for k, w in enumerate(words):
+        sub = pieces[w]
+        if len(ids) + len(sub) + 1 > max_length:
+            break
+        take = {"start": [0], "end": [len(sub) - 1], "avg": range(len(sub))}[mode]
+        r = [-1] * len(sub)
+        for t in take:
+            r[t] = k + 1
+        ids += sub
+        rows += r
+        kept = k + 1
+    ids.append(sep)
+    rows.append(kept + 1 if specials else -1)
+    return {"input_ids": ids, "word_rows": rows}, kept
+
+
+def encode_aligned_pairs(records: list[dict], tokenizer, max_length: int, mode: str = "avg",
+                         specials: bool = True) -> Encoded:
+    """Aligned sentence pairs {"src": words, "tgt": words, "links": [[i, j], …]} as paired
+    features (xlt.engine.streams.PairedStream): each side's subword ids and word rows, and the
+    pair's `links` as [source row, target row] (word i is row i+1), plus [CLS]–[CLS] and
+    [SEP]–[SEP] when `specials`. Each word is tokenised on its own (an empty one as the unknown
+    token), as the authors' code does; links to words cut by `max_length` are dropped."""
+    if mode not in WORD_VECTORS:
+        raise XltError(f"word vectors mode={mode!r}; allowed: {', '.join(WORD_VECTORS)}")
+    cls, sep = _specials(tokenizer)
+    vocab = sorted({w for r in records for side in ("src", "tgt") for w in r[side]})
+    ids = tokenizer(vocab, add_special_tokens=False)["input_ids"] if vocab else []
+    pieces = {w: x or [tokenizer.unk_token_id] for w, x in zip(vocab, ids)}
+    feats = []
+    for n, r in enumerate(records):
+        try:
+            src, n_src = _word_side(r["src"], pieces, cls, sep, max_length, mode, specials)
+            tgt, n_tgt = _word_side(r["tgt"], pieces, cls, sep, max_length, mode, specials)
+            links = [[int(i) + 1, int(j) + 1] for i, j in r["links"] if int(i) < n_src and int(j) < n_tgt]
+        except (KeyError, TypeError, ValueError) as e:
+            raise XltError(f"aligned pair {n + 1}: expected {{'src': [words], 'tgt': [words], 'links': [[i, j], ...]}} "
+                           f"({e.__class__.__name__}: {e})") from None
+        if specials:
+            links += [[0, 0], [n_src + 1, n_tgt + 1]]
+        feats.append({"source": src, "target": tgt, "links": links})
+    return Encoded(feats, [max(len(f["source"]["input_ids"]), len(f["target"]["input_ids"])) for f in feats])

@@ -1,11 +1,12 @@
 """Loss terms, weighted and summed by a recipe.
 
 A term reads the batch of one named stream, runs the model and returns a scalar; the
-objective is Σ weight · term. The functions below are the building blocks the papers need:
-the task's own loss (its kind decides: CE for tagging/classification/QA, the parser's arc +
-relation CE), soft-target CE and KL (xmixup's soft labels and consistency), MSE (xmixup's
-representation loss, adjust's regulariser), the alignment loss (adjust, Cao et al. 2020)
-and MLM (pretraining and domain adaptation).
+objective is Σ weight · term. The building blocks here: the task's own loss (its kind decides:
+CE for tagging/classification/QA, the parser's arc + relation CE), MLM masking (pretraining
+and domain adaptation), and over a paired stream of aligned sentences the alignment and
+anchor terms of cross-lingual adjustment (Cao et al. 2020), the anchor against a frozen
+reference encoder (xlt.engine.reference). xmixup's terms (soft-label CE, KL, MSE of pooled
+representations) come with it.
 """
 
 from __future__ import annotations
@@ -14,26 +15,10 @@ from dataclasses import dataclass
 from typing import Callable
 
 import torch
-import torch.nn.functional as F
 
 from xlt.engine.kinds import IGNORE, kind_of
 from xlt.errors import XltError
 from xlt.registry import get_task
-
-
-def soft_cross_entropy(logits: torch.Tensor, target_probs: torch.Tensor) -> torch.Tensor:
-    """Cross-entropy against a distribution (soft labels), averaged over rows."""
-    return -(target_probs * logits.float().log_softmax(-1)).sum(-1).mean()
-
-
-def kl_divergence(p_logits: torch.Tensor, q_logits: torch.Tensor) -> torch.Tensor:
-    """KL(p ‖ q) between the distributions of two sets of logits, averaged over rows."""
-    p_log, q_log = p_logits.float().log_softmax(-1), q_logits.float().log_softmax(-1)
-    return F.kl_div(q_log, p_log, log_target=True, reduction="batchmean")
-
-
-def mse(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    return F.mse_loss(a.float(), b.float())
 
 
 def alignment_loss(src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
@@ -41,6 +26,66 @@ def alignment_loss(src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
     if src.shape != tgt.shape:
         raise XltError(f"alignment loss: {tuple(src.shape)} vs {tuple(tgt.shape)} aligned vectors")
     return (src.float() - tgt.float()).pow(2).sum(-1).mean()
+
+
+def word_vectors(h: torch.Tensor, word_rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, int]:
+    """Word vectors from subword states h (B, T, H): row r of example b is the mean of the
+    subwords with word_rows[b, t] == r (-1: none; see features.encode_aligned_pairs). Returns
+    the (B·W, H) table, which of its rows have a subword, and W (rows per example)."""
+    b, _, hidden = h.shape
+    w = int(word_rows.max()) + 1 if word_rows.numel() else 1
+    keep = word_rows >= 0
+    flat = (torch.arange(b, device=h.device)[:, None] * w + word_rows)[keep]
+    sums = h.new_zeros(b * w, hidden).index_add(0, flat, h[keep])
+    counts = torch.bincount(flat, minlength=b * w)
+    return sums / counts.clamp(min=1).unsqueeze(1).to(h.dtype), counts > 0, w
+
+
+REPRESENTATIONS = "representations"  # model(batch, task=REPRESENTATIONS): a paired batch's encoder outputs, no head
+
+
+def pair_representations(model, batch: dict) -> tuple[torch.Tensor, torch.Tensor]:
+    """Both sides' last hidden states, through one forward of the model per step whichever
+    terms read them (kept in the batch, which lives for one step)."""
+    if REPRESENTATIONS not in batch:
+        batch[REPRESENTATIONS] = model(batch, task=REPRESENTATIONS)
+    return batch[REPRESENTATIONS]
+
+
+def alignment_term(stream: str = "pairs", weight: float = 1.0) -> "Term":
+    """Cao et al. 2020, Eq. 1's first sum: ‖f(s) − f(t)‖² over the aligned word pairs of a
+    paired stream (features.encode_aligned_pairs), averaged over pairs."""
+
+    def fn(model, batch, step):
+        hs, ht = pair_representations(model, batch)
+        vs, _, ws = word_vectors(hs, batch["source"]["word_rows"])
+        vt, _, wt = word_vectors(ht, batch["target"]["word_rows"])
+        links = batch["links"]
+        real = links[..., 0] >= 0
+        example = torch.arange(links.shape[0], device=links.device)[:, None].expand_as(real)
+        rows_s, rows_t = (example * ws + links[..., 0])[real], (example * wt + links[..., 1])[real]
+        if not rows_s.numel():  # no link survived truncation: a zero that keeps the graph
+            return hs.sum() * 0.0
+        return alignment_loss(vs[rows_s], vt[rows_t])
+
+    return Term("align", stream, weight, fn)
+
+
+def anchor_term(reference, stream: str = "pairs", side: str = "source", weight: float = 1.0) -> "Term":
+    """Eq. 1's second sum: ‖f(e) − f₀(e)‖² over the words of one side (English) against the
+    frozen reference f₀ (xlt.engine.reference), averaged over words. Both sums average
+    squared distances, so their ratio is the authors' (whose MSE also divides by the width)."""
+
+    def fn(model, batch, step):
+        h = pair_representations(model, batch)[0 if side == "source" else 1]
+        rows = batch[side]["word_rows"]
+        v, has, _ = word_vectors(h, rows)
+        v0, _, _ = word_vectors(reference(batch[side]), rows)
+        return alignment_loss(v[has], v0[has])
+
+    if side not in ("source", "target"):
+        raise XltError(f"anchor term: side={side!r}; allowed: source, target")
+    return Term("anchor", stream, weight, fn)
 
 
 def mask_tokens(input_ids: torch.Tensor, special: torch.Tensor, mask_id: int, vocab: int, prob: float,

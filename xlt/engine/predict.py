@@ -9,7 +9,8 @@ from xlt.engine.features import Encoded
 
 
 def to_device(batch: dict, device: torch.device) -> dict:
-    return {k: v.to(device, non_blocking=True) for k, v in batch.items()}
+    """A batch's tensors on `device`; a paired batch's sides too."""
+    return {k: to_device(v, device) if isinstance(v, dict) else v.to(device, non_blocking=True) for k, v in batch.items()}
 
 
 def eval_batches(enc: Encoded, kind, pad_id: int, batch_size: int) -> list[tuple[list[int], dict]]:

@@ -1,6 +1,7 @@
 """Named batch streams, each deterministic in (seed, epoch, cursor).
 
-A stream is a list of features and a batch size. Its batches for epoch e are a pure
+A stream is a list of features and a batch size; a paired stream's features are pairs (a
+sentence and its translation, an aligned sentence pair with its word links), drawn together. Its batches for epoch e are a pure
 function of (seed, e) (length-grouped, see `batching.length_grouped_batches`); its cursor
 is (epoch, index of the next batch). A job draws from one or several streams every step;
 every cursor goes into the checkpoint, so a resumed job regenerates each stream's epoch
@@ -70,8 +71,41 @@ class Stream:
 
     def collate(self, idx: list[int]) -> dict[str, torch.Tensor]:
         """The batch of `idx` (a share of the batch last drawn), transformed if the stream says."""
-        batch = collate([self.features[i] for i in idx], self.pad_id, self.pad_values, self.scalars)
-        if self.transform is not None:
-            epoch, i = self.last_position
-            batch = self.transform(batch, (self._seed * 1_000_003 + epoch) * 100_003 + i)
-        return batch
+        return self._transformed(collate([self.features[i] for i in idx], self.pad_id, self.pad_values, self.scalars))
+
+    def _transformed(self, batch: dict) -> dict:
+        if self.transform is None:
+            return batch
+        epoch, i = self.last_position
+        return self.transform(batch, (self._seed * 1_000_003 + epoch) * 100_003 + i)
+
+
+def _pad_rows(rows: list[list[list[int]]], fill: int) -> torch.Tensor:
+    """(batch, longest, width) from per-example lists of equal-width rows, padded with `fill`."""
+    width = max((len(r[0]) for r in rows if r), default=2)
+    longest = max(1, max(len(r) for r in rows))
+    return torch.tensor([r + [[fill] * width] * (longest - len(r)) for r in rows], dtype=torch.long).view(len(rows), longest, width)
+
+
+@dataclass
+class PairedStream(Stream):
+    """A stream of pairs: each feature is {"source": {...}, "target": {...}, **pair fields}.
+    One batch of indices serves both sides (one cursor, so a resumed job continues both in
+    step); each side is padded on its own (`pad_values`, `scalars` apply to both), and pair
+    fields made of rows, e.g. word links [[i, j], …], are padded with `pair_pad_values`. The
+    step's batch is {"source": side batch, "target": side batch, **pair fields}."""
+
+    pair_pad_values: dict = field(default_factory=dict)  # pair field -> padding value of its rows
+
+    @property
+    def lengths(self) -> list[int]:
+        # batches grouped by the pair's longer side: the padding of both stays small
+        return [max(len(f["source"]["input_ids"]), len(f["target"]["input_ids"])) for f in self.features]
+
+    def collate(self, idx: list[int]) -> dict:
+        pairs = [self.features[i] for i in idx]
+        batch = {side: collate([p[side] for p in pairs], self.pad_id, self.pad_values, self.scalars)
+                 for side in ("source", "target")}
+        for key, fill in self.pair_pad_values.items():
+            batch[key] = _pad_rows([p[key] for p in pairs], fill)
+        return self._transformed(batch)

@@ -25,7 +25,6 @@ import torch.nn.functional as F
 
 from xlt.engine.fastpath import encode
 from xlt.engine.hooks import LayerHooks
-from xlt.engine.kinds import IGNORE
 
 
 @dataclass

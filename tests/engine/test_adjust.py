@@ -1,0 +1,168 @@
+"""Paired streams, the frozen reference and the adjustment recipe built on them (Cao et al.
+2020): pairs batched together with each side padded on its own, kill -9 resumption of both
+sides, f₀ without gradient and outside the saved model, aligned words brought closer."""
+
+import json
+import random
+import subprocess
+import sys
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from tests.conftest import REPO, WORDS, _sentence
+from xlt.engine.features import encode_aligned_pairs
+from xlt.engine.model import load_encoder
+from xlt.engine.recipes.adjust import AdjustConfig, adjust_encoder, read_aligned_pairs
+from xlt.engine.reference import FrozenReference
+from xlt.engine.streams import PairedStream
+from xlt.errors import XltError
+
+# a toy "translation": each word its own partner, the order reversed, every word linked
+PARTNER = dict(zip(WORDS, WORDS[3:] + WORDS[:3]))
+
+
+def _pairs(n: int, seed: int = 0) -> list[dict]:
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        src = _sentence(rng)
+        tgt = [PARTNER[w] for w in reversed(src)]
+        out.append({"src": src, "tgt": tgt, "links": [[i, len(src) - 1 - i] for i in range(len(src))]})
+    return out
+
+
+@pytest.fixture(scope="module")
+def pair_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("pairs") / "pairs.jsonl"
+    path.write_text("".join(json.dumps(p) + "\n" for p in _pairs(48)))
+    return path
+
+
+def test_aligned_pairs_map_words_to_rows_per_mode(tiny_encoder):
+    _, tok = load_encoder(str(tiny_encoder))
+    pair = {"src": ["Anna", "Berlin"], "tgt": ["ka", "Berlin", "mi"], "links": [[0, 0], [1, 1]]}
+    n_sub = len(tok("Berlin", add_special_tokens=False)["input_ids"])
+    for mode, specials in (("avg", True), ("start", False), ("end", True)):
+        f = encode_aligned_pairs([pair], tok, 32, mode, specials).features[0]
+        rows = f["source"]["word_rows"]
+        assert len(rows) == len(f["source"]["input_ids"])
+        berlin = rows[-1 - n_sub:-1]  # Berlin's subwords, before [SEP]
+        expected = {"avg": [2] * n_sub, "start": [2] + [-1] * (n_sub - 1), "end": [-1] * (n_sub - 1) + [2]}[mode]
+        assert berlin == expected
+        assert (rows[0], rows[-1]) == ((0, 3) if specials else (-1, -1))
+        assert f["links"] == [[1, 1], [2, 2]] + ([[0, 0], [3, 4]] if specials else [])
+    anna = len(tok("Anna", add_special_tokens=False)["input_ids"])
+    short = encode_aligned_pairs([pair], tok, anna + 2, "avg", False).features[0]  # [CLS] Anna [SEP]: Berlin cut
+    assert short["links"] == [[1, 1]] and len(short["source"]["input_ids"]) == anna + 2
+    with pytest.raises(XltError, match="allowed: start, end, avg"):
+        encode_aligned_pairs([pair], tok, 32, "mean")
+
+
+def test_a_paired_stream_pads_each_side_on_its_own_and_keeps_one_cursor(tiny_encoder):
+    _, tok = load_encoder(str(tiny_encoder))
+    enc = encode_aligned_pairs(_pairs(10), tok, 32)
+    stream = PairedStream("pairs", enc.features, 4, 1, tok.pad_token_id, {"input_ids": None, "word_rows": -1},
+                          pair_pad_values={"links": -1})
+    idx = stream.next_indices()
+    batch = stream.collate(idx)
+    for side in ("source", "target"):
+        widths = [len(enc.features[i][side]["input_ids"]) for i in idx]
+        assert batch[side]["input_ids"].shape == (len(idx), max(widths))
+        assert batch[side]["attention_mask"].sum(1).tolist() == widths
+    links = [enc.features[i]["links"] for i in idx]
+    assert batch["links"].shape == (len(idx), max(map(len, links)), 2)
+    assert (batch["links"][..., 0] >= 0).sum(1).tolist() == [len(x) for x in links]
+    assert stream.cursor == [0, 1]
+
+
+def test_the_frozen_reference_has_no_gradient_and_does_not_move(tiny_encoder):
+    ref = FrozenReference.load(str(tiny_encoder))
+    before = {k: v.clone() for k, v in ref.encoder.state_dict().items()}
+    _, tok = load_encoder(str(tiny_encoder))
+    batch = tok(["Anna ka Berlin", "mi"], return_tensors="pt", padding=True)
+    out = ref(dict(batch))
+    assert not out.requires_grad and not ref.encoder.training
+    assert not any(p.requires_grad for p in ref.encoder.parameters())
+    assert all(torch.equal(v, before[k]) for k, v in ref.encoder.state_dict().items())
+
+
+ADJUST = """
+import json, sys
+from xlt.engine.recipes.adjust import AdjustConfig, adjust_encoder
+a = json.loads(sys.argv[1])
+cfg = AdjustConfig.from_dict({"lr": 1e-3, "epochs": 2, "batch_size": 8, "checkpoint_every": 3, "progress": False,
+                              "seed": 4, "max_length": 32})
+adjust_encoder(cfg, a["encoder"], [a["pairs"]], a["out"], a["ckpt"], kill_after_steps=a.get("kill"))
+"""
+
+
+def _adjust(tiny_encoder, pair_file, out, ckpt, kill=None):
+    arg = {"encoder": str(tiny_encoder), "pairs": str(pair_file), "out": str(out), "ckpt": str(ckpt), "kill": kill}
+    return subprocess.run([sys.executable, "-c", ADJUST, json.dumps(arg)], capture_output=True, text=True,
+                          timeout=300, cwd=REPO)
+
+
+def _aligned_distance(encoder_dir, pairs) -> float:
+    """Mean distance of the linked words' vectors (subword averages, last layer)."""
+    from xlt.engine.objectives import word_vectors
+
+    enc, tok = load_encoder(str(encoder_dir))
+    enc.eval()
+    feats = encode_aligned_pairs(pairs, tok, 32, "avg", False).features
+    stream = PairedStream("p", feats, len(feats), 0, tok.pad_token_id, {"input_ids": None, "word_rows": -1},
+                          pair_pad_values={"links": -1})
+    batch = stream.collate(list(range(len(feats))))
+    with torch.no_grad():
+        vs, _, ws = word_vectors(enc(**{k: batch["source"][k] for k in ("input_ids", "attention_mask")}).last_hidden_state,
+                                 batch["source"]["word_rows"])
+        vt, _, wt = word_vectors(enc(**{k: batch["target"][k] for k in ("input_ids", "attention_mask")}).last_hidden_state,
+                                 batch["target"]["word_rows"])
+    d = [(vs[b * ws + i] - vt[b * wt + j]).norm().item() for b, f in enumerate(feats) for i, j in f["links"]]
+    return sum(d) / len(d)
+
+
+def _encoder_keys(encoder_dir) -> set:
+    return set(load_encoder(str(encoder_dir))[0].state_dict())
+
+
+def test_adjustment_killed_with_sigkill_resumes_bit_identical_and_brings_aligned_words_closer(tiny_encoder, pair_file, tmp_path):
+    clean = _adjust(tiny_encoder, pair_file, tmp_path / "clean", tmp_path / "c1")
+    assert clean.returncode == 0, clean.stderr
+    assert _adjust(tiny_encoder, pair_file, tmp_path / "resumed", tmp_path / "c2", kill=4).returncode == -9
+    state = json.loads((tmp_path / "c2" / "last" / "state.json").read_text())
+    assert state["cursors"] == {"pairs": [0, 3]}  # one cursor for both sides
+    again = _adjust(tiny_encoder, pair_file, tmp_path / "resumed", tmp_path / "c2")
+    assert again.returncode == 0, again.stderr
+    assert "resuming from step 3" in again.stderr
+    a, b = (load_file(tmp_path / n / "model.safetensors") for n in ("clean", "resumed"))
+    assert a.keys() == _encoder_keys(tiny_encoder)  # the encoder alone: no f₀ in it
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    held_out = _pairs(40, seed=9)
+    assert _aligned_distance(tmp_path / "clean", held_out) < 0.8 * _aligned_distance(tiny_encoder, held_out)
+    meta = json.loads((tmp_path / "resumed" / "xlt_encoder.json").read_text())
+    assert meta["resumed_from"] == [3] and meta["pairs"] == 48
+    assert meta["provenance"]["seed"] == 4
+
+
+def test_the_checkpoint_holds_the_adjusted_encoder_only(tiny_encoder, pair_file, tmp_path):
+    from xlt.engine.runtime import Preempted
+
+    cfg = AdjustConfig.from_dict({"epochs": 1, "batch_size": 8, "progress": False, "max_length": 32})
+    with pytest.raises(Preempted):
+        adjust_encoder(cfg, str(tiny_encoder), [pair_file], tmp_path / "out", tmp_path / "ck", stop_after_steps=2)
+    saved = load_file(tmp_path / "ck" / "last" / "model.safetensors")
+    assert {k.removeprefix("encoder.") for k in saved} == _encoder_keys(tiny_encoder)
+    assert not (tmp_path / "out").exists()
+
+
+def test_bad_aligned_pairs_and_options_are_named(tmp_path):
+    bad = tmp_path / "pairs.jsonl"
+    bad.write_text(json.dumps({"src": ["a"], "tgt": ["b"], "links": [[0, 0]]}) + "\n" + '{"src": "a b"}\n')
+    with pytest.raises(XltError, match=rf"{bad}:2: not an aligned pair"):
+        read_aligned_pairs([bad])
+    with pytest.raises(XltError, match="word_vectors='first'; allowed: start, end, avg"):
+        AdjustConfig.from_dict({"word_vectors": "first"})
+    with pytest.raises(XltError, match=r"unknown adjustment option\(s\) \['lr_peak'\]"):
+        AdjustConfig.from_dict({"lr_peak": 1.0})
