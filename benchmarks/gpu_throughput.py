@@ -153,7 +153,7 @@ def run_ours(model, task, train, dev, args, device, tmp: Path) -> dict:
     kind = kind_of(task)
     stream = Stream(task.name, train, args.batch_size, args.seed, PAD, kind.pad_values, kind.scalars)
     marks = {}
-    term = task_term(task.name)
+    term = task_term(task, kind)
     inner = term.fn
 
     def timed(model_, batch, step):  # the clock starts when step `warmup` begins

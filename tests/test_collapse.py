@@ -12,7 +12,7 @@ import pytest
 from xlt.errors import XltError
 from xlt.finetune import RETRY_SEED_STRIDE, evaluate_model, finetune
 from xlt.io import read_jsonl, write_jsonl
-from xlt.metrics import prediction_collapse
+from xlt.engine.kinds import prediction_collapse
 from xlt.tables import cell_text, paper_vs_ours
 
 HP = {"lr": 3e-3, "epochs": 3, "batch_size": 16, "max_length": 32, "stride": 8, "progress": False}

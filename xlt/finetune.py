@@ -35,7 +35,7 @@ def finetune(task: str, encoder: str, revision: str | None, data_dir: str, train
              hparams: dict, seed: int, out: str, checkpoint_dir: str, kill_after_steps: int | None = None,
              collapse_retries: int = 0, aux: list[dict] | None = None) -> dict:
     """Fine-tune, then check the selected model's dev predictions for a collapse (one class or
-    one tag, `xlt.metrics.prediction_collapse`); the verdict goes into the model's
+    one tag, `Kind.collapse`, xlt.engine.kinds); the verdict goes into the model's
     xlt_model.json under `collapse`. A collapsed run is retried up to `collapse_retries` times
     with seed + 1000·k; the last attempt is kept either way, flagged, never dropped.
 

@@ -1,6 +1,6 @@
 """Evaluation metrics for every task in the registry, in percent (0-100) as the papers print.
 
-Entry point: :func:`compute_metrics` dispatches on the registry's task head and returns
+Each task kind (``xlt.engine.kinds``) picks its scorer here; :func:`checked_metrics` returns
 exactly the metrics named in ``Task.metrics``. Library code does the counting wherever a
 maintained library exists:
 
@@ -28,18 +28,19 @@ import re
 import string
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from numbers import Integral
 
 from sklearn.metrics import accuracy_score
 from sklearn.metrics import f1_score as sk_f1_score
 
 from xlt.errors import XltError
-from xlt.registry import Task, get_task
+from xlt.registry import Task
 
 __all__ = [
-    "compute_metrics",
-    "prediction_collapse",
+    "checked_metrics",
+    "label_collapse",
+    "is_bio_labelset",
     "tagging_metrics",
     "ner_metrics",
     "classification_metrics",
@@ -58,10 +59,9 @@ __all__ = [
 # --------------------------------------------------------------------------- dispatch
 
 
-def compute_metrics(
-    task_name: str, golds: list, preds: list, lang: str | None = None
-) -> dict[str, float]:
-    """Every metric the registry names for ``task_name``, in percent.
+def checked_metrics(task: Task, golds: list, preds: list, score: Callable[[], dict]) -> dict[str, float]:
+    """Every metric the registry names for ``task``, in percent, from ``score()`` (its kind's
+    scorer: ``xlt.engine.kinds``), after the checks every task shares.
 
     Input shapes (one entry per example, ``golds`` and ``preds`` aligned):
 
@@ -77,24 +77,10 @@ def compute_metrics(
 
     ``lang`` is used by QA only and ignored by the other tasks.
     """
-    task = get_task(task_name)
     _check_lengths(golds, preds, what="examples")
     if len(golds) == 0:
         raise XltError(f"task {task.name}: nothing to evaluate (0 examples)")
-    if task.head == "tagging":
-        if task.name == "ner" or _is_bio_labelset(task.labels):
-            scores = ner_metrics(golds, preds, labels=task.labels)
-        else:
-            scores = tagging_metrics(golds, preds, labels=task.labels)
-    elif task.head == "classification":
-        scores = classification_metrics(golds, preds, labels=task.labels)
-    elif task.head == "span_qa":
-        scores = qa_metrics(golds, preds, lang=lang)
-    elif task.head == "biaffine":
-        scores = parsing_metrics(golds, preds, labels=task.labels)
-    else:  # pragma: no cover - the registry only declares known heads
-        raise XltError(f"task {task.name}: no metrics for head {task.head!r}")
-    return _select(task, scores)
+    return _select(task, score())
 
 
 def _select(task: Task, scores: dict[str, float]) -> dict[str, float]:
@@ -102,12 +88,12 @@ def _select(task: Task, scores: dict[str, float]) -> dict[str, float]:
     if missing:
         raise XltError(
             f"task {task.name}: metric(s) {', '.join(missing)} named in the registry are not "
-            f"computed for head {task.head!r}; computed: {', '.join(sorted(scores))}"
+            f"computed for its kind {task.head!r}; computed: {', '.join(sorted(scores))}"
         )
     return {m: float(scores[m]) for m in task.metrics}
 
 
-def _is_bio_labelset(labels) -> bool:
+def is_bio_labelset(labels) -> bool:
     return bool(labels) and any(lab.startswith(("B-", "I-")) for lab in labels)
 
 
@@ -517,22 +503,13 @@ def parsing_metrics(golds: Sequence[Mapping], preds: Sequence[Mapping], labels=N
 # ---- collapsed runs ---------------------------------------------------------------------------
 
 
-def prediction_collapse(task_name: str, preds: Sequence) -> dict | None:
-    """Whether a model's predictions are all one class (classification) or one tag (tagging,
-    every token; parsing, every dependency relation): a fine-tuning run that collapsed, as
-    happens with these encoders. None for span QA, whose predictions have no classes.
+def label_collapse(task_name: str, values: Sequence) -> dict:
+    """Whether a model's predicted labels (a class per example, a tag per token, a relation
+    per dependency: the kind says which) are all one: a fine-tuning run that collapsed, as
+    happens with these encoders.
 
     Returns ``{"collapsed", "labels_predicted", "majority", "majority_share", "n"}``.
     """
-    head = get_task(task_name).head
-    if head == "span_qa":
-        return None
-    if head == "tagging":
-        values = [t for seq in preds for t in seq]
-    elif head == "biaffine":
-        values = [rel for p in preds for rel in p["deprel"]]
-    else:
-        values = list(preds)
     if not values:
         raise XltError(f"task {task_name}: no predictions to check for a collapse")
     counts = Counter(values)

@@ -32,15 +32,11 @@ XTREME_POS_MORE = (
 )  # fmt: skip
 XTREME_NER_MORE = XTREME_POS_MORE + ("bn", "jv", "ka", "ml", "ms", "my", "sw")
 
-# Heads the engine knows (xlt.engine.heads).
-HEADS = ("tagging", "classification", "span_qa", "biaffine")
-
-
 @dataclass(frozen=True)
 class Task:
     name: str
     description: str
-    head: str  # one of HEADS
+    head: str  # its kind: a name in xlt.engine.kinds.KINDS (the one list of kinds)
     input: str  # "tokens" | "text" | "text_pair" | "qa"
     label_field: str | None  # field of the normalised record holding the gold label(s)
     labels: tuple[str, ...] | None  # closed label set; index = class id

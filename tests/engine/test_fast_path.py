@@ -40,6 +40,7 @@ def _same(model, loss_of):
 def test_every_kind_is_covered():
     assert set(TASK_OF_KIND) | {"mlm"} == set(KINDS)
     assert all(TASKS[t].head == k for k, t in TASK_OF_KIND.items())
+    assert {t.head for t in TASKS.values()} <= set(KINDS)  # every registered task has a kind
 
 
 @pytest.mark.parametrize("kind", sorted(TASK_OF_KIND))

@@ -126,8 +126,8 @@ def test_one_seed_one_initialisation_whatever_the_training_data(tiny_encoder, to
     initial = {}
     build = recipe.build_task_model
 
-    def spy(cfg, encoder, aux_tasks):
-        model = build(cfg, encoder, aux_tasks)
+    def spy(cfg, encoder, aux_tasks, main):
+        model = build(cfg, encoder, aux_tasks, main)
         initial[key] = {k: v.detach().clone() for k, v in model.state_dict().items()}
         return model
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import torch
 
 from xlt.engine.features import Encoded
-from xlt.engine.kinds import kind_of
+from xlt.engine.kinds import Kind, kind_of
 from xlt.engine.predict import eval_batches, run_batches
 from xlt.errors import XltError
 from xlt.io import read_jsonl
@@ -41,6 +41,7 @@ def max_positions(model, tokenizer) -> int | None:
 @dataclass
 class EvalSet:
     task: Task
+    kind: Kind
     records: list[dict]
     enc: Encoded
     golds: list
@@ -50,16 +51,17 @@ class EvalSet:
 
     @classmethod
     def build(cls, task: Task, records: list[dict], tokenizer, cfg, positions: int | None = None,
-              name: str = "") -> "EvalSet":
+              name: str = "", kind: Kind | None = None) -> "EvalSet":
         """Encode `records` as evaluation features with `cfg`'s max_length / stride / batch size.
 
         `positions`: the encoder's sequence limit (`max_positions`); parsing uses it to parse
-        the first `cfg.parse_max_words` words whatever their subword count.
+        the first `cfg.parse_max_words` words whatever their subword count. `kind`: the task's,
+        as the job resolved it (looked up here when not given).
         """
-        kind = kind_of(task)
+        kind = kind or kind_of(task)
         enc = kind.encode(task, records, tokenizer, cfg, train=False, positions=positions)
         batches = eval_batches(enc, kind, tokenizer.pad_token_id, cfg.eval_batch_size)
-        return cls(task, records, enc, [kind.gold(task, r) for r in records], batches, name)
+        return cls(task, kind, records, enc, [kind.gold(task, r) for r in records], batches, name)
 
     def batches_on(self, device: torch.device) -> list[tuple[list[int], dict]]:
         """The collated batches, moved to `device` once (CUDA) or left where they are (CPU)."""
@@ -71,16 +73,16 @@ class EvalSet:
         return self._on[key]
 
     def predict(self, model, device: torch.device) -> list:
-        kind = kind_of(self.task)
-        outs = run_batches(model, self.batches_on(device), len(self.enc.features), device, kind.decode_keys)
-        return kind.decode(self.task, self.records, self.enc, outs)
+        outs = run_batches(model, self.batches_on(device), len(self.enc.features), device, self.kind.decode_keys)
+        return self.kind.decode(self.task, self.records, self.enc, outs)
 
     def score(self, model, device: torch.device) -> tuple[list, dict]:
         """Predictions per record and every metric of the task (percent)."""
         preds = self.predict(model, device)
-        return preds, kind_of(self.task).metrics(self.task, self.golds, preds)
+        return preds, self.kind.metrics(self.task, self.golds, preds)
 
 
 def evaluate_records(model, tokenizer, task, records, cfg, device) -> tuple[list, dict]:
     """Encode and score once; to score the same records repeatedly, keep an `EvalSet`."""
-    return EvalSet.build(task, records, tokenizer, cfg, max_positions(model, tokenizer)).score(model, device)
+    kind = model.kind if getattr(model, "task", None) == task else None  # the model's, resolved when it was built
+    return EvalSet.build(task, records, tokenizer, cfg, max_positions(model, tokenizer), kind=kind).score(model, device)

@@ -49,8 +49,9 @@ def assign_windows(first_subword: list[int], n_subwords: int, window: int, strid
 
 
 def encode_token_task(task: Task, records: list[dict], tokenizer, max_length: int, stride: int, train: bool = False,
-                      parse_max_words: int = 128, max_positions: int | None = None) -> Encoded:
-    """Tagging (labels per first subword) and parsing (word starts, heads, relations).
+                      parse_max_words: int = 128, max_positions: int | None = None, parsing: bool = False) -> Encoded:
+    """Tagging (labels per first subword) and, with `parsing`, the parser's word starts, heads
+    and relations.
 
     Parsing: a training tree longer than one window is cut at the window; the words kept
     whose gold head lies past the cut carry no gold (-100: no arc or relation loss), as the
@@ -62,7 +63,6 @@ def encode_token_task(task: Task, records: list[dict], tokenizer, max_length: in
     cls_id, sep_id = _specials(tokenizer)
     window = max_length - 2
     labels = label_index(task)
-    parsing = task.head == "biaffine"
     feats: list[dict] = []
     for ex_i, rec in enumerate(records):
         words = rec["tokens"]

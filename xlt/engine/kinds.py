@@ -1,8 +1,10 @@
 """One object per head kind: how its examples become features, which fields a batch pads and
 how, its head, its loss, what decoding reads, how outputs become predictions, what the gold
-is and how it is scored. Everything that used to switch on `task.head` asks its kind.
+is, how it is scored and which predicted labels tell a collapsed run. Nothing switches on
+`task.head`: it names the task's kind here, and the kind is asked.
 
-A new kind is one subclass and one entry in KINDS.
+A job resolves its task name once (`resolve`) and hands the task and its kind down.
+A new kind is one subclass and one entry in KINDS, the one list of kinds.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import torch.nn.functional as F
 from xlt.engine import features as feat
 from xlt.engine import heads, predict
 from xlt.errors import XltError
-from xlt.registry import Task
+from xlt.registry import Task, get_task
 
 IGNORE = -100  # label of a position that carries no gold (not a first subword, padding, ...)
 
@@ -24,6 +26,7 @@ class Kind:
     scalars: tuple = ()  # per-feature integer fields
     gold_fields: tuple = ()  # fields evaluation batches leave out
     decode_keys: tuple = ("logits",)  # head outputs decoding reads; nothing else leaves the device
+    per_word: bool = False  # labels per word (tagging, parsing), else one per example
 
     def encode(self, task: Task, records: list[dict], tokenizer, cfg, train: bool, positions: int | None = None):
         raise NotImplementedError
@@ -40,14 +43,31 @@ class Kind:
     def gold(self, task: Task, rec: dict):
         return rec[task.label_field]
 
-    def metrics(self, task: Task, golds: list, preds: list, lang: str | None = None) -> dict:
-        from xlt.metrics import compute_metrics
+    def scores(self, task: Task, golds: list, preds: list, lang: str | None) -> dict:
+        """Every score xlt.metrics computes for this kind (the task's metrics among them)."""
+        raise NotImplementedError
 
-        return compute_metrics(task.name, golds, preds, lang)
+    def predicted_labels(self, preds: list) -> list | None:
+        """The labels whose variety tells a collapsed run (None: the kind has no classes)."""
+        return list(preds)
+
+    def metrics(self, task: Task, golds: list, preds: list, lang: str | None = None) -> dict:
+        """The task's metrics (Task.metrics, percent); `lang` picks QA's answer normalisation."""
+        from xlt.metrics import checked_metrics  # deferred: scikit-learn and seqeval load only to score
+
+        return checked_metrics(task, golds, preds, lambda: self.scores(task, golds, preds, lang))
+
+    def collapse(self, task: Task, preds: list) -> dict | None:
+        """Whether `preds` are all one class / tag / relation (xlt.metrics.label_collapse)."""
+        from xlt.metrics import label_collapse  # deferred, as above
+
+        values = self.predicted_labels(preds)
+        return None if values is None else label_collapse(task.name, values)
 
 
 class Tagging(Kind):
     name = "tagging"
+    per_word = True
     pad_values = {"input_ids": None, "token_type_ids": 0, "labels": IGNORE, "word_ids": -1}
     gold_fields = ("labels",)
 
@@ -62,6 +82,15 @@ class Tagging(Kind):
 
     def decode(self, task, records, enc, outs):
         return predict.decode_tagging(task, records, enc, outs)
+
+    def scores(self, task, golds, preds, lang):
+        from xlt import metrics as M  # deferred, as above
+
+        bio = task.name == "ner" or M.is_bio_labelset(task.labels)  # spans (seqeval) or tags
+        return (M.ner_metrics if bio else M.tagging_metrics)(golds, preds, labels=task.labels)
+
+    def predicted_labels(self, preds):
+        return [t for seq in preds for t in seq]
 
 
 class Classification(Kind):
@@ -81,6 +110,11 @@ class Classification(Kind):
 
     def decode(self, task, records, enc, outs):
         return predict.decode_classification(task, records, enc, outs)
+
+    def scores(self, task, golds, preds, lang):
+        from xlt.metrics import classification_metrics  # deferred, as above
+
+        return classification_metrics(golds, preds, labels=task.labels)
 
 
 class SpanQA(Kind):
@@ -102,9 +136,18 @@ class SpanQA(Kind):
     def decode(self, task, records, enc, outs):
         return predict.decode_qa(records, enc, outs)
 
+    def scores(self, task, golds, preds, lang):
+        from xlt.metrics import qa_metrics  # deferred, as above
+
+        return qa_metrics(golds, preds, lang=lang)
+
+    def predicted_labels(self, preds):
+        return None  # answers are spans, not classes
+
 
 class Biaffine(Kind):
     name = "biaffine"
+    per_word = True
     pad_values = {"input_ids": None, "token_type_ids": 0, "word_starts": 0, "word_heads": IGNORE, "word_rels": IGNORE}
     scalars = ("n_words",)
     gold_fields = ("word_heads", "word_rels")
@@ -112,7 +155,7 @@ class Biaffine(Kind):
 
     def encode(self, task, records, tokenizer, cfg, train, positions=None):
         return feat.encode_token_task(task, records, tokenizer, cfg.max_length, cfg.stride, train,
-                                      cfg.parse_max_words, positions)
+                                      cfg.parse_max_words, positions, parsing=True)
 
     def build_head(self, task, hidden, dropout):
         return heads.ParsingHead(hidden, task.num_labels, dropout)
@@ -127,6 +170,14 @@ class Biaffine(Kind):
 
     def gold(self, task, rec):
         return {"head": rec["head"], "deprel": rec["deprel"], "upos": rec.get("upos")}
+
+    def scores(self, task, golds, preds, lang):
+        from xlt.metrics import parsing_metrics  # deferred, as above
+
+        return parsing_metrics(golds, preds, labels=task.labels)
+
+    def predicted_labels(self, preds):
+        return [rel for p in preds for rel in p["deprel"]]
 
 
 class MLM(Kind):
@@ -152,8 +203,27 @@ KINDS: dict[str, Kind] = {k.name: k for k in (Tagging(), Classification(), SpanQ
 
 
 def kind_of(task_or_name: Task | str) -> Kind:
+    """The kind of a task, or the kind of that name."""
     name = task_or_name if isinstance(task_or_name, str) else task_or_name.head
     try:
         return KINDS[name]
     except KeyError:
         raise XltError(f"unknown head kind {name!r}; known: {', '.join(KINDS)}") from None
+
+
+def resolve(task_name: str) -> tuple[Task, Kind]:
+    """A task name as its registry entry and its kind: once, where a job starts."""
+    task = get_task(task_name)
+    return task, kind_of(task)
+
+
+def compute_metrics(task_name: str, golds: list, preds: list, lang: str | None = None) -> dict:
+    """The metrics of a task by name (input shapes: xlt.metrics.checked_metrics)."""
+    task, kind = resolve(task_name)
+    return kind.metrics(task, golds, preds, lang)
+
+
+def prediction_collapse(task_name: str, preds: list) -> dict | None:
+    """Whether predictions of a task are all one label (None for span QA)."""
+    task, kind = resolve(task_name)
+    return kind.collapse(task, preds)

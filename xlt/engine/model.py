@@ -19,10 +19,10 @@ from torch import nn
 from xlt.engine.extras import build_extra
 from xlt.engine.fastpath import encode, use_keep_mask_dropout
 from xlt.engine.hooks import LayerHooks
-from xlt.engine.kinds import kind_of
+from xlt.engine.kinds import Kind, resolve
 from xlt.errors import XltError
 from xlt.io import atomic_dir, read_json, verify_weights, weights_digest, write_json
-from xlt.registry import get_task
+from xlt.registry import Task
 
 MODEL_META = "xlt_model.json"
 MODULES = "modules.safetensors"
@@ -77,17 +77,18 @@ def load_encoder(name_or_path: str, revision: str | None = None, dropout: float 
 
 
 class TaskModel(nn.Module):
-    def __init__(self, encoder: nn.Module, spec: ModelSpec):
+    def __init__(self, encoder: nn.Module, spec: ModelSpec, tasks: dict[str, tuple[Task, Kind]] | None = None):
+        """`tasks`: the spec's tasks as the job resolved them (kinds.resolve), by name; by
+        default resolved here (a model loaded from its directory)."""
         super().__init__()
         self.spec = spec
-        self.task = get_task(spec.task)
+        tasks = tasks or {name: resolve(name) for name in [spec.task, *spec.aux_tasks]}
+        self.task, self.kind = tasks[spec.task]
+        self.kinds = {name: kind for name, (_, kind) in tasks.items()}
         self.encoder = encoder
         self.extras = nn.ModuleList([build_extra(e, encoder.config) for e in spec.extras])
         hidden = encoder.config.hidden_size
-        self.heads = nn.ModuleDict(
-            {name: kind_of(get_task(name)).build_head(get_task(name), hidden, spec.dropout)
-             for name in [spec.task, *spec.aux_tasks]}
-        )
+        self.heads = nn.ModuleDict({name: kind.build_head(task, hidden, spec.dropout) for name, (task, kind) in tasks.items()})
         use_keep_mask_dropout(self)
         self.fast_path = True  # training steps through the lean forward where it applies (engine.fast_path)
 
@@ -112,8 +113,8 @@ class TaskModel(nn.Module):
         return self.heads[task or self.task.name](self.features(batch), batch)
 
 
-def build_model(spec: ModelSpec, encoder: nn.Module) -> TaskModel:
-    return TaskModel(encoder, spec)
+def build_model(spec: ModelSpec, encoder: nn.Module, tasks: dict[str, tuple[Task, Kind]] | None = None) -> TaskModel:
+    return TaskModel(encoder, spec, tasks)
 
 
 def _module_state(model: TaskModel) -> dict:

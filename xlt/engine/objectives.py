@@ -16,9 +16,9 @@ from typing import Callable
 
 import torch
 
-from xlt.engine.kinds import IGNORE, kind_of
+from xlt.engine.kinds import IGNORE, Kind
 from xlt.errors import XltError
-from xlt.registry import get_task
+from xlt.registry import Task
 
 
 def alignment_loss(src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
@@ -113,10 +113,10 @@ class Term:
     fn: Callable  # (model, batch, step) -> scalar tensor
 
 
-def task_term(task: str, stream: str | None = None, weight: float = 1.0) -> Term:
+def task_term(task: Task, kind: Kind, stream: str | None = None, weight: float = 1.0) -> Term:
     """The task's own loss through its head (the main task, or an auxiliary one)."""
-    kind = kind_of(get_task(task))
-    return Term(task, stream or task, weight, lambda model, batch, step: kind.loss(model(batch, task=task), batch))
+    name = task.name
+    return Term(name, stream or name, weight, lambda model, batch, step: kind.loss(model(batch, task=name), batch))
 
 
 class Objective:

@@ -12,7 +12,7 @@ import torch
 
 from xlt.engine.config import TrainConfig
 from xlt.engine.evalset import EvalSet, load_records, max_positions
-from xlt.engine.kinds import kind_of
+from xlt.engine.kinds import Kind, resolve
 from xlt.engine.loop import Loop
 from xlt.engine.model import ModelSpec, build_model, load_encoder, save_model
 from xlt.engine.objectives import Objective, task_term
@@ -20,28 +20,30 @@ from xlt.engine.runtime import Checkpointer, Dist, build_optimizer, build_schedu
 from xlt.engine.streams import Stream
 from xlt.errors import XltError
 from xlt.provenance import provenance
-from xlt.registry import get_task
+from xlt.registry import Task
 
 
 def _seed_of(seed: int, name: str) -> int:
     return int.from_bytes(hashlib.sha256(f"{seed}:{name}".encode()).digest()[:4], "little")
 
 
-def build_task_model(cfg: TrainConfig, encoder, aux_tasks: list[str]):
-    """The model of `cfg`: the main head's initial weights depend on the seed alone
+def build_task_model(cfg: TrainConfig, encoder, aux: list[tuple[Task, Kind]] = (), main: tuple[Task, Kind] | None = None):
+    """The model of `cfg` (its task resolved once by the job: `main`, else here): the main
+    head's initial weights depend on the seed alone
     (re-seeded after loading the encoder, whatever loading draws), so models of one seed
     start from one initialisation whatever their training data, as the underspec paper's
     θ_src / θ_tgt / θ_bi must; auxiliary heads draw from their own seeds, so adding one
     leaves the main head and the training RNG as they were."""
     seed_everything(cfg.seed)
+    main = main or resolve(cfg.task)
     spec = ModelSpec(task=cfg.task, extras=[dict(e) for e in cfg.extras], aux_tasks=[], dropout=cfg.dropout)
-    model = build_model(spec, encoder)
-    for name in aux_tasks:
+    model = build_model(spec, encoder, {cfg.task: main})
+    for task, kind in aux:
         with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(_seed_of(cfg.seed, name))
-            task = get_task(name)
-            model.heads[name] = kind_of(task).build_head(task, encoder.config.hidden_size, cfg.dropout)
-    model.spec.aux_tasks = list(aux_tasks)
+            torch.manual_seed(_seed_of(cfg.seed, task.name))
+            model.heads[task.name] = kind.build_head(task, encoder.config.hidden_size, cfg.dropout)
+        model.kinds[task.name] = kind
+    model.spec.aux_tasks = [task.name for task, _ in aux]
     return model
 
 
@@ -63,9 +65,9 @@ def train(
     Testing aids: `stop_after_steps` stops like a grace signal would (checkpoint, then
     Preempted); `kill_after_steps` SIGKILLs this process after that many steps.
     """
-    task = get_task(cfg.task)
-    kind = kind_of(task)
+    task, kind = resolve(cfg.task)  # the one lookup: the task and its kind travel from here
     aux = aux or []
+    aux_tasks = [resolve(a["task"]) for a in aux]
     dist = Dist()
     device = dist.device(cfg.device)
     metric = cfg.select_metric or task.metrics[0]
@@ -77,26 +79,26 @@ def train(
 
     seed_everything(cfg.seed)
     encoder, tokenizer = load_encoder(cfg.encoder, cfg.encoder_revision, dropout=cfg.dropout)
-    model = build_task_model(cfg, encoder, [a["task"] for a in aux]).to(device)
+    model = build_task_model(cfg, encoder, aux_tasks, (task, kind)).to(device)
     model.fast_path = cfg.fast_path != "off"
     if dist.world > 1:
         torch.manual_seed(cfg.seed + 1000 * dist.rank)  # same init everywhere, own dropout per rank
 
     train_records = load_records(train_files, cfg.max_train_examples)
     positions = max_positions(model, tokenizer)
-    dev_sets = {str(p): EvalSet.build(task, load_records([p]), tokenizer, cfg, positions, name=str(p)) for p in dev_files}
+    dev_sets = {str(p): EvalSet.build(task, load_records([p]), tokenizer, cfg, positions, name=str(p), kind=kind)
+                for p in dev_files}
     enc = kind.encode(task, train_records, tokenizer, cfg, train=True)
     streams = {task.name: Stream(task.name, enc.features, cfg.batch_size, cfg.seed, tokenizer.pad_token_id,
                                  kind.pad_values, kind.scalars)}
-    terms = [task_term(task.name)]
-    for a in aux:
-        at = get_task(a["task"])
+    terms = [task_term(task, kind)]
+    for a, (at, akind) in zip(aux, aux_tasks):
         if at.name in streams:
             raise XltError(f"auxiliary task {at.name} is already a stream of this job")
-        aenc = kind_of(at).encode(at, load_records(a["files"], cfg.max_train_examples), tokenizer, cfg, train=True)
+        aenc = akind.encode(at, load_records(a["files"], cfg.max_train_examples), tokenizer, cfg, train=True)
         streams[at.name] = Stream(at.name, aenc.features, a.get("batch_size", cfg.batch_size), cfg.seed,
-                                  tokenizer.pad_token_id, kind_of(at).pad_values, kind_of(at).scalars)
-        terms.append(task_term(at.name, weight=float(a["weight"])))
+                                  tokenizer.pad_token_id, akind.pad_values, akind.scalars)
+        terms.append(task_term(at, akind, weight=float(a["weight"])))
     total = cfg.epochs * streams[task.name].per_epoch()
     ddp_model = dist.wrap(model, device)
     optimizer = build_optimizer(ddp_model, cfg.lr, cfg.weight_decay, cfg.adam_betas, cfg.adam_eps, device)
@@ -104,8 +106,6 @@ def train(
     ckpt = Checkpointer(checkpoint_dir)
 
     def select(state: dict, epoch: int) -> None:
-        from xlt.metrics import prediction_collapse
-
         scored = {p: ev.score(model, device) for p, ev in dev_sets.items()}
         dev_metrics = {p: m for p, (_, m) in scored.items()}
         score = float(np.mean([m[metric] for m in dev_metrics.values()]))
@@ -113,7 +113,7 @@ def train(
         if cfg.select == "last" or state["best"] is None or score > state["best"]:
             state["best"], state["best_epoch"] = score, epoch + 1
             # the selected model's dev predictions, all dev sets together: did it collapse?
-            state["dev_collapse"] = prediction_collapse(task.name, [x for preds, _ in scored.values() for x in preds])
+            state["dev_collapse"] = kind.collapse(task, [x for preds, _ in scored.values() for x in preds])
             if dist.main:
                 ckpt.save_best(model)
 

@@ -25,6 +25,7 @@ import torch.nn.functional as F
 
 from xlt.engine.fastpath import encode
 from xlt.engine.hooks import LayerHooks
+from xlt.engine.kinds import kind_of
 
 
 @dataclass
@@ -91,12 +92,11 @@ def encode_dataset(encoder, tokenizer, task, records: list[dict], max_length: in
     from types import SimpleNamespace
 
     from xlt.engine.batching import collate
-    from xlt.engine.kinds import kind_of
 
     kind = kind_of(task)
     enc = kind.encode(task, records, tokenizer, SimpleNamespace(max_length=max_length, stride=max_length // 4),
                       train=False)
-    tagging = task.head == "tagging"
+    tagging = kind.per_word  # a probe per word's first subword, else per sentence ([CLS])
     lasts, heads, labels, where = [], [], [], []
     label_ids = {name: i for i, name in enumerate(task.labels)}
     encoder.eval()
@@ -125,13 +125,12 @@ def encode_dataset(encoder, tokenizer, task, records: list[dict], max_length: in
 
 def score(task, records: list[dict], cached: Cached, pred: torch.Tensor, metric: str) -> list[float]:
     """The metric (×100) of each probe's predictions (N, P) on `records`."""
-    from xlt.metrics import compute_metrics
-
+    kind = kind_of(task)
     names = list(task.labels)
     out = []
     for k in range(pred.shape[1]):
         ids = pred[:, k].tolist()
-        if task.head == "tagging":
+        if kind.per_word:
             preds = [[None] * len(r["tokens"]) for r in records]
             for (ex, w), i in zip(cached.where, ids):
                 preds[ex][w] = names[i]
@@ -140,7 +139,7 @@ def score(task, records: list[dict], cached: Cached, pred: torch.Tensor, metric:
         else:
             golds = [str(r["label"]) for r in records]
             preds = [names[i] for i in ids]
-        out.append(compute_metrics(task.name, golds, preds)[metric])
+        out.append(kind.metrics(task, golds, preds)[metric])
     return out
 
 
