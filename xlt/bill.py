@@ -5,7 +5,7 @@ paper and in total, for xlt's loop and for the Hugging Face Trainer baselines.
                 read by `summary_jobs`); each output path is parsed with the path grammar
     examples    per (dataset, language, split): the prepared data on disk (lines of
                 results/data/<dataset>/<lang>/<split>.jsonl), else the papers' data-size
-                tables (xlt/published), else the public sizes in DATASET_SIZES
+                tables (xlt/papers/<slug>/published), else the public sizes in DATASET_SIZES
     tokens      examples × the task's mean subwords per example (xlt.throughput.LENGTHS:
                 estimates, stated as such in the output)
     throughput  the GPU benchmark's JSON (benchmarks/gpu_throughput.py --json): training and
@@ -68,7 +68,7 @@ class Examples:
 
     @staticmethod
     def _load_published() -> dict:
-        from xlt.published import load_published
+        from xlt.papers.published import load_published
 
         out: dict = {}
         # most specific first: per language (underspec, crossmulti), then language-independent (dlfa)

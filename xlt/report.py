@@ -51,7 +51,7 @@ def index_markdown(files: list[str], index_path: str) -> str:
 def _title(paper: str) -> str:
     from xlt import papers as P
     from xlt.align.targets import TITLES
-    from xlt.published import paper_title
+    from xlt.papers.published import paper_title
 
     if paper in P.PAPERS:
         return P.title(paper)

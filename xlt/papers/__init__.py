@@ -17,7 +17,7 @@ from __future__ import annotations
 from xlt.errors import unknown
 from xlt.papers import crossmulti, dlfa, underspec
 from xlt.papers.base import Figure, Paper, Table
-from xlt.published import paper_title, table_info
+from xlt.papers.published import paper_title, table_info
 from xlt.targets import figure_files, table_files
 
 PAPERS: dict[str, Paper] = {p.slug: p for p in (crossmulti.PAPER, dlfa.PAPER, underspec.PAPER)}
@@ -59,7 +59,7 @@ def caption(slug: str, item: str) -> str:
 
 
 def title(slug: str) -> str:
-    """The paper's title (xlt/published/index.yaml)."""
+    """The paper's title (xlt/papers/<slug>/published/index.yaml)."""
     return paper_title(get_paper(slug).slug)
 
 

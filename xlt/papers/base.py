@@ -27,7 +27,7 @@ class Table:
     build: TableBuilder
     # config -> the JSON the builder gets; None: the paper's config block (papers.<slug>)
     spec: Callable[[dict], dict] | None = None
-    # what the report and the index say; None: the published caption (xlt/published/index.yaml)
+    # what the report and the index say; None: the published caption (xlt/papers/<slug>/published/index.yaml)
     caption: str | None = None
 
 

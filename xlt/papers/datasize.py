@@ -17,7 +17,7 @@ import pandas as pd
 from xlt.errors import XltError
 from xlt.io import read_json
 from xlt.papers.base import Table, TableBuilder
-from xlt.published import load_published
+from xlt.papers.published import load_published
 from xlt.registry import get_task
 from xlt.tables import paper_vs_ours, render_grid
 from xlt.targets import data_dir, dataset_name, paper_languages, treebank_set_of, ud_selection

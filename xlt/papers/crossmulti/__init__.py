@@ -24,7 +24,7 @@ import pandas as pd
 from xlt.errors import XltError
 from xlt.papers import datasize
 from xlt.papers.base import Figure, Paper, Table
-from xlt.published import load_published
+from xlt.papers.published import load_published
 from xlt.tables import COLLAPSE_NOTE, eval_rows, paper_vs_ours, render_grid
 from xlt.targets import Init, Recipe, aux_streams, data_dir, dataset_name, eval_file, model_dir, task_of
 

@@ -17,7 +17,7 @@ from xlt.engine.extras import dlfa_tag, extra_of_tag
 from xlt.errors import XltError
 from xlt.papers import datasize
 from xlt.papers.base import Paper, Table
-from xlt.published import load_published
+from xlt.papers.published import load_published
 from xlt.stats import mean_std, paired_ttest
 from xlt.tables import COLLAPSE_NOTE, TASK_LABELS, eval_rows, paper_vs_ours, render_grid
 from xlt.targets import Recipe, dataset_name, eval_file, model_dir, paper_language_set
