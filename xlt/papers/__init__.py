@@ -14,6 +14,10 @@ Adding a paper: docs/adding-a-paper.md.
 
 from __future__ import annotations
 
+from importlib import resources
+
+import yaml
+
 from xlt.errors import unknown
 from xlt.papers import crossmulti, dlfa, underspec
 from xlt.papers.base import Figure, Paper, Table
@@ -24,6 +28,15 @@ PAPERS: dict[str, Paper] = {p.slug: p for p in (crossmulti.PAPER, dlfa.PAPER, un
 INDEX = "index.md"  # results/tables/index.md: every table beside its caption (xlt.report)
 
 __all__ = ["PAPERS", "Figure", "Paper", "Table", "get_paper", "get_table", "get_figure", "all_tables"]
+
+
+def schema_fragments() -> dict[str, dict]:
+    """Each registered paper's config schema (xlt/papers/<slug>/schema.yaml), for papers.<slug>."""
+    out = {}
+    for slug in PAPERS:
+        with resources.files(__name__).joinpath(slug, "schema.yaml").open("r", encoding="utf-8") as f:
+            out[slug] = yaml.safe_load(f)
+    return out
 
 
 def get_paper(slug: str) -> Paper:

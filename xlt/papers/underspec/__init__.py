@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from xlt.errors import XltError
+from xlt.errors import XltError, check_config_ref
 from xlt.papers import datasize
 from xlt.papers.base import Figure, Paper
 from xlt.registry import TASKS
@@ -123,21 +123,20 @@ def table1(spec: dict, inputs: list[str]) -> tuple[pd.DataFrame, str, str]:
 
 def check(config: dict, paper: dict) -> None:
     """papers.underspec: encoders, language sets, metrics, grid axes and the 2D figures' settings."""
-    from xlt.config import _ref
     from xlt.papers.underspec.interpolate import alpha_axis
 
     key = f"papers.{SLUG}"
     for enc in paper["encoders"]:
-        _ref("encoder", f"{key}.encoders", enc, config["encoders"])
-    _ref("hparams profile", f"{key}.hparams", paper["hparams"], config["hparams"])
+        check_config_ref("encoder", f"{key}.encoders", enc, config["encoders"])
+    check_config_ref("hparams profile", f"{key}.hparams", paper["hparams"], config["hparams"])
     langs = {}
     for role in ("sources", "targets"):
-        _ref("language set", f"{key}.{role}", paper[role], config["language_sets"])
+        check_config_ref("language set", f"{key}.{role}", paper[role], config["language_sets"])
         langs[role] = config["language_sets"][paper[role]]
     for task in paper["tasks"]:
         if task not in paper["metric"]:
             raise XltError(f"config key {key}.metric: no metric for task {task}")
-        _ref(f"metric of task {task}", f"{key}.metric.{task}", paper["metric"][task], TASKS[task].metrics)
+        check_config_ref(f"metric of task {task}", f"{key}.metric.{task}", paper["metric"][task], TASKS[task].metrics)
         for role in ("sources", "targets"):
             missing = [lang for lang in langs[role] if lang not in TASKS[task].languages]
             if missing:
@@ -159,9 +158,9 @@ def check(config: dict, paper: dict) -> None:
     for fig, panels in paper["figures"].items():
         for i, p in enumerate(panels):
             where = f"{key}.figures.{fig}[{i}]"
-            _ref("task (not in papers.underspec.tasks)", f"{where}.task", p["task"], paper["tasks"])
-            _ref("source language (not in the sources set)", f"{where}.source", p["source"], langs["sources"])
-            _ref("target language (not in the targets set)", f"{where}.target", p["target"], langs["targets"])
+            check_config_ref("task (not in papers.underspec.tasks)", f"{where}.task", p["task"], paper["tasks"])
+            check_config_ref("source language (not in the sources set)", f"{where}.source", p["source"], langs["sources"])
+            check_config_ref("target language (not in the targets set)", f"{where}.target", p["target"], langs["targets"])
             if p["source"] == p["target"]:
                 raise XltError(f"config key {where}: source and target are both {p['source']!r}")
 
