@@ -8,6 +8,8 @@ from the modules of this package. Every paper-level target list is derived from 
     table_inputs / table_spec    what the generic rule `paper_table` reads and passes on
     figure_inputs                what the generic rule `paper_figure` reads
     target_rules()               alias rule name -> files, e.g. crossmulti_table2, underspec_all
+    hparams(cfg, recipe, data)   a recipe's training settings, with the extra its tag names
+                                 (`<profile>-<tag>`, a paper's RecipeTags)
 
 Adding a paper: docs/adding-a-paper.md.
 """
@@ -18,7 +20,8 @@ from importlib import resources
 
 import yaml
 
-from xlt.errors import unknown
+from xlt import targets as T
+from xlt.errors import XltError, unknown
 from xlt.papers import crossmulti, dlfa, underspec
 from xlt.papers.base import Figure, Paper, Table
 from xlt.papers.published import paper_title, table_info
@@ -37,6 +40,27 @@ def schema_fragments() -> dict[str, dict]:
         with resources.files(__name__).joinpath(slug, "schema.yaml").open("r", encoding="utf-8") as f:
             out[slug] = yaml.safe_load(f)
     return out
+
+
+# ---- recipes: an extra spelt in the recipe's path --------------------------------------------
+
+
+def tag_owner(tag: str) -> tuple[str, dict]:
+    """The paper whose recipe-tag grammar reads `tag` (`<profile>-<tag>`), and the extra it names."""
+    for slug, paper in PAPERS.items():
+        if paper.recipe_tags and (extra := paper.recipe_tags.extra_of(tag)) is not None:
+            return slug, extra
+    grammars = [f"{p.recipe_tags.grammar} ({slug})" for slug, p in PAPERS.items() if p.recipe_tags]
+    raise XltError(f"extra tag {tag!r}: no paper spells an extra so; allowed: {', '.join(grammars) or '(none)'}")
+
+
+def extra_of_tag(tag: str) -> dict:
+    return tag_owner(tag)[1]
+
+
+def hparams(cfg: dict, recipe: str, dataset: str | None = None) -> dict:
+    """`xlt.targets.hparams`, an extra tag in the recipe read by the paper whose grammar it is."""
+    return T.hparams(cfg, recipe, dataset, extra_of_tag=extra_of_tag)
 
 
 def get_paper(slug: str) -> Paper:
@@ -163,6 +187,16 @@ def target_rules(cfg: dict) -> dict[str, list[str]]:
         for table in paper.tables:
             out[f"{slug}_{table.id}"] = table_files(cfg, slug, table.id)
         out[f"{slug}_all"] = paper_tables(cfg, slug) + paper_figures(cfg, slug)
+    return out
+
+
+def wildcard_constraints() -> dict[str, str]:
+    """Every wildcard's regex: the path grammar's (xlt.targets.WILDCARDS) and the papers' own."""
+    out = dict(T.WILDCARDS)
+    for slug, paper in PAPERS.items():
+        for name, regex in paper.wildcards.items():
+            if out.setdefault(name, regex) != regex:
+                raise XltError(f"paper {slug}: wildcard {name!r} is already {out[name]!r} elsewhere")
     return out
 
 
