@@ -21,10 +21,12 @@ from importlib import resources
 import yaml
 
 from xlt import targets as T
+from xlt.align.targets import align_tables
 from xlt.errors import XltError, unknown
 from xlt.papers import crossmulti, dlfa, underspec
 from xlt.papers.base import Figure, Paper, Table
 from xlt.papers.published import paper_title, table_info
+from xlt.tables import write_table
 from xlt.targets import figure_files, table_files
 
 PAPERS: dict[str, Paper] = {p.slug: p for p in (crossmulti.PAPER, dlfa.PAPER, underspec.PAPER)}
@@ -129,8 +131,6 @@ def figure_inputs(cfg: dict, slug: str, figure_id: str) -> list[str]:
 
 def make_table(slug: str, table_id: str, spec: dict, inputs: list[str], out_prefix: str):
     """Build one table and write <out_prefix>.{csv,md,tex}; return the long table."""
-    from xlt.tables import write_table
-
     table, md, tex = get_table(slug, table_id).build(spec, inputs)
     write_table(table, out_prefix, md, tex)
     return table
@@ -166,8 +166,6 @@ def tables_and_figures(cfg: dict) -> list[str]:
 def index_items(cfg: dict) -> list[str]:
     """What the index lists: every table and figure of the configured papers and of the stages
     before them (the alignment stage's AER table and L2 figures)."""
-    from xlt.align.targets import align_tables
-
     return tables_and_figures(cfg) + align_tables(cfg)
 
 

@@ -209,7 +209,7 @@ def draw(spec: dict, inputs: list[str], out_dir: str, figure: str) -> None:
 
 def _build(name: str):
     def build(spec: dict, inputs: list[str]):
-        from xlt.papers.crossmulti import analysis
+        from xlt.papers.crossmulti import analysis  # torch, scipy: only in the table job
 
         return getattr(analysis, name)(spec, inputs)
 
