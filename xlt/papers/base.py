@@ -1,10 +1,11 @@
 """What a paper plugin declares: its tables, its figures, the check of its config block, the
 recipe tags it spells extras with, and what the full-scale bill needs of it.
 
-A plugin is one module of `xlt.papers` (a package for a paper with its own analysis code)
-that defines `PAPER = Paper(...)`. The registry (`xlt.papers.PAPERS`) is built from those
-modules; the target lists, the generic table rule and the report are derived from it, so
-adding a table touches the plugin, the config (+ schema), the published CSV and a test.
+A plugin is the package `xlt/papers/<slug>/` that defines `PAPER = Paper(...)`, beside its
+config schema (`schema.yaml`), published numbers (`published/`) and page (`README.md`). The
+registry (`xlt.papers.PAPERS`) is built from those packages; the target lists, the generic
+table rule, the report, the config check and the bill are derived from it, so adding a table
+touches the plugin, its published CSV and index entry, and a test (docs/adding-a-paper.md).
 
 A table or figure is a file family under the path grammar of `xlt.targets`:
 `results/tables/<paper>/<table>.{csv,md,tex}`, `results/figures/<paper>/<figure>.{png,pdf,csv}`.
