@@ -51,7 +51,7 @@ ENV = "../envs/xlt.yaml"
 
 
 wildcard_constraints:
-    **T.WILDCARDS,
+    **P.wildcard_constraints(),
 
 
 def as_json(obj):

@@ -22,7 +22,7 @@ rule finetune:
         encoder=lambda w: T.encoder_source(config, w.encoder, w.init),
         revision=lambda w: T.encoder_revision_arg(config, w.encoder, w.init),
         train_langs=lambda w: " ".join(T.Recipe.parse(w.recipe).train_langs),
-        hparams=lambda w: as_json(T.hparams(config, w.recipe, w.task)),
+        hparams=lambda w: as_json(P.hparams(config, w.recipe, w.task)),
         aux=lambda w: as_json(T.aux_streams(config, w.recipe, w.task)),
         launcher=R.launcher(config, "finetune"),
         # under DDP the job's threads are shared by its processes (one per GPU)

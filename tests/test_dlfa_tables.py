@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from tests.test_config import base
+from xlt import papers as P
 from xlt import targets as T
 from xlt.errors import XltError
 from xlt.papers import dlfa as D
@@ -30,13 +31,17 @@ def test_settings_and_recipes_round_trip():
 
 def test_a_dlfa_recipe_is_its_profile_plus_the_extra():
     cfg = base()
-    plain = T.hparams(cfg, "en.underspec", "xnli")
-    fused = T.hparams(cfg, "en.underspec-dlfa8-local-gated", "xnli")
+    plain = P.hparams(cfg, "en.underspec", "xnli")
+    fused = P.hparams(cfg, "en.underspec-dlfa8-local-gated", "xnli")
     assert fused.pop("extras") == [{"name": "dlfa", "layer": 8, "branches": "local", "reading": "gated"}]
     assert fused == plain  # the same training settings: only the extra differs
     for bad in ("en.underspec-dlfa", "en.underspec-dlfa8-left", "en.underspec-dlfa8-gated-local", "en.nope-dlfa8"):
         with pytest.raises(XltError):
-            T.hparams(cfg, bad, "xnli")
+            P.hparams(cfg, bad, "xnli")
+    with pytest.raises(XltError, match=r"extra tag 'mix8': no paper spells an extra so; allowed: dlfa<layer>\[-global\|-local\]\[-gated\] \(dlfa\)"):
+        P.hparams(cfg, "en.underspec-mix8", "xnli")
+    with pytest.raises(XltError, match="read by a paper's tag grammar"):
+        T.hparams(cfg, "en.underspec-dlfa8", "xnli")  # the path grammar alone knows no paper's tags
 
 
 def test_the_baseline_is_underspecs_theta_src_and_every_setting_is_trained_once():

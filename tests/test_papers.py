@@ -14,7 +14,7 @@ from xlt import papers as P
 from xlt.errors import XltError
 from xlt.papers import crossmulti, datasize
 from xlt.papers import underspec as US
-from xlt.published import list_published
+from xlt.papers.published import list_published
 from xlt.report import index_markdown, rst_escape
 
 EXISTING_TARGETS = ("crossmulti_table1", "crossmulti_table2", "dlfa_table1", "underspec_table1", "crossmulti_all", "underspec_all")

@@ -8,9 +8,9 @@ import pandas as pd
 import pytest
 
 from xlt.errors import XltError
-from xlt.published import SLUGS, _index, list_published, load_published, table_info
+from xlt.papers.published import _index, list_published, load_published, slugs, table_info
 
-ROOT = resources.files("xlt.published")
+ROOT = resources.files("xlt.papers")
 
 # Number of numbers each table prints (a `-` cell is not a number), counted from the paper.
 CELLS = {
@@ -157,9 +157,13 @@ SPOT = [
 def _csv_files() -> set[tuple[str, str]]:
     found = set()
     for d in ROOT.iterdir():
-        if d.is_dir() and not d.name.startswith("__"):
-            found |= {(d.name, f.name[: -len(".csv")]) for f in d.iterdir() if f.name.endswith(".csv")}
+        if d.joinpath("published").is_dir():
+            found |= {(d.name, f.name[: -len(".csv")]) for f in d.joinpath("published").iterdir() if f.name.endswith(".csv")}
     return found
+
+
+def test_every_paper_has_its_published_numbers():
+    assert slugs() == ("adjust", "crossmulti", "dlfa", "underspec", "xmixup")
 
 
 def test_index_and_csvs_match():
@@ -172,7 +176,7 @@ def test_index_and_csvs_match():
 
 def test_index_entries_complete():
     for (slug, tid), e in _index()["tables"].items():
-        assert slug in SLUGS
+        assert slug in slugs()
         for field in ("caption", "unit", "keys", "cells"):
             assert e.get(field) not in (None, "", []), f"{slug}/{tid}: {field} missing"
         assert slug in _index()["papers"]
@@ -220,7 +224,7 @@ def test_spot_values(spot):
 
 
 def test_unknown_slug_and_table_fail_clearly():
-    with pytest.raises(XltError, match="allowed: crossmulti, dlfa"):
+    with pytest.raises(XltError, match="allowed: adjust, crossmulti, dlfa.*Did you mean .crossmulti."):
         load_published("crossmult", "table2")
     with pytest.raises(XltError, match="allowed: .*table2"):
         load_published("crossmulti", "table99")

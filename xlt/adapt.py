@@ -16,7 +16,7 @@ def adapt_mlm(encoder: str, revision: str | None, data_dir: str, dataset_task: s
               out: str | Path, checkpoint_dir: str | Path, kill_after_steps: int | None = None) -> dict:
     """Continue MLM training of `encoder` (Hub id or directory, its own tokenizer) on the
     training text of `dataset_task` in `langs`; save a Hugging Face encoder to `out`."""
-    from xlt.engine.recipes.mlm import MLMConfig, task_texts, train_mlm
+    from xlt.engine.recipes.mlm import MLMConfig, task_texts, train_mlm  # torch: only in the job
 
     task = get_task(dataset_task)
     cfg = MLMConfig.from_dict(mlm, "config key adapt.mlm")

@@ -5,7 +5,7 @@ paper and in total, for xlt's loop and for the Hugging Face Trainer baselines.
                 read by `summary_jobs`); each output path is parsed with the path grammar
     examples    per (dataset, language, split): the prepared data on disk (lines of
                 results/data/<dataset>/<lang>/<split>.jsonl), else the papers' data-size
-                tables (xlt/published), else the public sizes in DATASET_SIZES
+                tables (xlt/papers/<slug>/published), else the public sizes in DATASET_SIZES
     tokens      examples × the task's mean subwords per example (xlt.throughput.LENGTHS:
                 estimates, stated as such in the output)
     throughput  the GPU benchmark's JSON (benchmarks/gpu_throughput.py --json): training and
@@ -22,8 +22,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from xlt import papers as P
 from xlt import targets as T
-from xlt.engine.extras import extra_of_tag
 from xlt.errors import XltError
 from xlt.registry import get_task
 from xlt.throughput import length_profile
@@ -32,21 +32,21 @@ from xlt.throughput import length_profile
 # (docs/data.md): MARC 200k / 5k / 5k per language.
 DATASET_SIZES = {("marc", "dev"): 5000}
 # Encoder shapes the benchmark measures, by the Hub id in the config's `encoders` block.
-# XLM-R base (dlfa's Table VII) is priced as mBERT: the same 12 × 768 transformer (the larger
-# vocabulary is an embedding lookup), not measured on its own.
+# XLM-R base is priced as mBERT: the same 12 × 768 transformer (the larger vocabulary is an
+# embedding lookup), not measured on its own.
 SHAPE_OF_HUB = {"bert-base-multilingual": "mbert", "xlm-roberta-base": "mbert", "xlm-roberta-large": "xlmr-large"}
 # Rules that run an encoder (job kinds with a GPU in xlt.resources.KINDS); every other rule
 # (downloads, preparation, tables, figures) costs no device time. One not in PATTERNS is
-# listed as not priced, never silently free.
-ENCODER_RULES = {"build_encoder", "adapt_mlm", "finetune", "evaluate", "underspec_grid", "align_l2"}
+# listed as not priced, never silently free. A paper's own priced rules: its bill_rules.
+ENCODER_RULES = {"build_encoder", "adapt_mlm", "finetune", "evaluate", "align_l2"}
 # Path grammar of the jobs that are priced (output paths relative to the results folder).
 PATTERNS = {
     "finetune": re.compile(r"models/(?P<encoder>[^/]+)/(?P<init>[^/]+)/(?P<dataset>[^/]+)/(?P<recipe>[^/]+)/seed(?P<seed>\d+)$"),
     "evaluate": re.compile(r"eval/(?P<encoder>[^/]+)/(?P<init>[^/]+)/(?P<dataset>[^/]+)/(?P<recipe>[^/]+)/seed(?P<seed>\d+)/"
                            r"(?P<split>[a-z]+)\.(?P<langset>[A-Za-z0-9_]+)\.json$"),
-    "underspec_grid": re.compile(r"underspec/grids/(?P<encoder>[^/]+)/(?P<dataset>[^/]+)/(?P<source>[a-z]+)-(?P<target>[a-z]+)/"
-                                 r"seed(?P<seed>\d+)/(?P<variant>[a-z]+)\.(?P<kind>[12]d)\.csv$"),
 }
+# rule -> (paper, its BillRule): the rules of the papers' own that run an encoder
+PAPER_RULES = {r.rule: (slug, r) for slug, paper in P.PAPERS.items() for r in paper.bill_rules}
 
 
 def summary_jobs(summary_tsv: str) -> list[tuple[str, str]]:
@@ -68,21 +68,12 @@ class Examples:
 
     @staticmethod
     def _load_published() -> dict:
-        from xlt.published import load_published
-
+        """(task, lang or None, split) -> (examples, where) from the papers' data sizes, the
+        lowest rank first (DataSize.rank: per language before one count for all languages)."""
+        sizes = [s for paper in P.PAPERS.values() if paper.data_sizes for s in paper.data_sizes()]
         out: dict = {}
-        # most specific first: per language (underspec, crossmulti), then language-independent (dlfa)
-        for slug in ("underspec", "crossmulti"):
-            for r in load_published(slug, "table1").itertuples():
-                out.setdefault((r.task, r.lang, r.split), (int(r.value), f"published {slug} table1"))
-        for r in load_published("dlfa", "table1").itertuples():
-            if r.stat in ("train", "dev", "test"):
-                out.setdefault((r.task, None, r.stat), (int(r.value), "published dlfa table1"))
-        # NER / POS test sets of XTREME's other languages: dlfa prints only their range; its
-        # largest prices each of them (an upper bound, labelled as such)
-        for r in load_published("dlfa", "table1").itertuples():
-            if r.stat == "test_max":
-                out.setdefault((r.task, None, "test"), (int(r.value), "published dlfa table1, largest test set (upper bound)"))
+        for s in sorted(sizes, key=lambda s: s.rank):
+            out.setdefault((s.task, s.lang, s.split), (s.examples, s.where))
         return out
 
     def count(self, dataset: str, lang: str, split: str) -> int:
@@ -121,9 +112,10 @@ class Cost:
 
 
 def workload_of(dataset: str) -> str:
-    """The benchmark workload whose throughput prices a task: token-level heads (tagging,
-    parsing) are priced as tagging, sequence heads (classification, QA) as pair classification."""
-    return "tagging" if get_task(T.task_of(dataset)).head in ("tagging", "biaffine") else "pair"
+    """The benchmark workload whose throughput prices a task: tasks over word sequences
+    (tagging, parsing) are priced as tagging, text inputs (classification, QA) as pair
+    classification."""
+    return "tagging" if get_task(T.task_of(dataset)).input == "tokens" else "pair"
 
 
 def shape_of(cfg: dict, encoder: str) -> str:
@@ -137,33 +129,31 @@ def shape_of(cfg: dict, encoder: str) -> str:
 
 def job_costs(cfg: dict, jobs: list[tuple[str, str]], examples: Examples) -> tuple[dict, dict]:
     """Tokens per (paper, encoder shape, workload), and the jobs no cost model covers."""
-    from xlt.papers.underspec.grid import GridSpec, grid_points
-
     costs: dict = defaultdict(Cost)
     unpriced: dict = defaultdict(int)
     results = cfg["results"].rstrip("/") + "/"
     for rule, path in jobs:
-        if rule not in ENCODER_RULES:
+        if rule not in ENCODER_RULES and rule not in PAPER_RULES:
             continue
-        if rule not in PATTERNS:
+        if rule not in PATTERNS and rule not in PAPER_RULES:
             unpriced[rule] += 1  # outputs, not jobs: a job with two outputs counts twice
             continue
-        m = PATTERNS[rule].search(path[len(results):] if path.startswith(results) else path)
+        pattern = PAPER_RULES[rule][1].output if rule in PAPER_RULES else PATTERNS[rule]
+        m = pattern.search(path[len(results):] if path.startswith(results) else path)
         if not m:
             continue  # a second output of a priced job (predictions, the grid's JSON)
         w = m.groupdict()
         dataset = w["dataset"]
-        if rule == "underspec_grid":
-            paper = "underspec"
-            points = len(grid_points(w["kind"], GridSpec.from_config(cfg["papers"]["underspec"]["grid"])))
-            train, evals = 0.0, points * examples.tokens(dataset, [w["source"], w["target"]], "dev")
+        if rule in PAPER_RULES:
+            paper, priced = PAPER_RULES[rule]
+            train, evals = priced.tokens(cfg, w, examples)
         else:
             recipe = T.Recipe.parse(w["recipe"])
-            # `<profile>-<extra tag>` (dlfa's fusion runs) is billed to the extra's paper
+            # `<profile>-<extra tag>` is billed to the paper whose tag grammar it is
             profile, _, tag = recipe.hparams.partition("-")
-            paper = extra_of_tag(tag)["name"] if tag else profile
+            paper = P.tag_owner(tag)[0] if tag else profile
             if rule == "finetune":
-                epochs = T.hparams(cfg, w["recipe"], dataset)["epochs"]
+                epochs = P.hparams(cfg, w["recipe"], dataset)["epochs"]
                 train = epochs * examples.tokens(dataset, recipe.train_langs, "train")
                 evals = epochs * examples.tokens(dataset, recipe.train_langs, "dev")  # model selection
             else:

@@ -9,6 +9,9 @@ import re
 import sys
 from collections.abc import Callable
 
+from xlt.errors import XltError
+from xlt.zygote import delegate
+
 
 def quiet_libraries() -> None:
     """Keep job logs readable: no per-load reports or shard progress bars from transformers."""
@@ -30,11 +33,7 @@ def set_threads(n: int | None) -> None:
 
 
 def run(main: Callable[[], object]) -> None:
-    from xlt.errors import XltError
-
     if os.environ.get("XLT_ZYGOTE"):  # a fork server with the heavy imports done (xlt/zygote.py)
-        from xlt.zygote import delegate
-
         code = delegate(os.environ["XLT_ZYGOTE"])
         if code is not None:
             sys.exit(code)

@@ -7,15 +7,24 @@ set) are checked against what the config declares.
 
 from __future__ import annotations
 
+import argparse
 import copy
 import difflib
 import math
+import sys
 from pathlib import Path
 
+import jsonschema
 import yaml
 
-from xlt.errors import XltError
+from xlt import papers as P
+from xlt import targets as T
+from xlt.cli import run
+from xlt.engine.config import TrainConfig
+from xlt.errors import XltError, check_config_ref
+from xlt.io import read_yaml
 from xlt.registry import TASKS
+from xlt.world.config import resolve as resolve_world
 
 REPO = Path(__file__).resolve().parent.parent
 SCHEMA = REPO / "schemas" / "config.schema.yaml"
@@ -63,8 +72,6 @@ def deep_merge(base: dict, over: dict) -> dict:
 
 def load_configs(paths) -> dict:
     """config.yaml with each file deep-merged over it, in order (as `--configfile` does)."""
-    from xlt.io import read_yaml
-
     config: dict = {}
     for path in [DEFAULT_CONFIG, *paths]:
         data = read_yaml(path)
@@ -79,9 +86,6 @@ def load_configs(paths) -> dict:
 def check_workflow_config(config: dict) -> dict:
     """What the workflow checks before it builds a rule: the config, then every target list,
     so that a value pointing nowhere (a source override no download delivers) fails here."""
-    from xlt import papers as P
-    from xlt import targets as T
-
     validate(config)
     P.all_tables(config), T.data_all(config)
     return config
@@ -100,38 +104,35 @@ def check_finite(obj, path: tuple = ()) -> None:
             check_finite(v, (*path, i))
 
 
-def validate(config: dict, schema_path: str | Path = SCHEMA) -> dict:
-    import jsonschema
+def workflow_schema(schema_path: str | Path = SCHEMA) -> dict:
+    """The shared schema with each registered paper's own (xlt/papers/<slug>/schema.yaml)
+    composed in as `papers.<slug>`; a paper's `$defs` join the shared ones."""
+    schema = yaml.safe_load(Path(schema_path).read_text())
+    for slug, fragment in P.schema_fragments().items():
+        for name, definition in fragment.pop("$defs", {}).items():
+            if name in schema["$defs"]:
+                raise XltError(f"xlt/papers/{slug}/schema.yaml: $defs.{name} is already defined in {schema_path}")
+            schema["$defs"][name] = definition
+        schema["properties"]["papers"]["properties"][slug] = fragment
+    return schema
 
+
+def validate(config: dict, schema_path: str | Path = SCHEMA) -> dict:
     if not isinstance(config, dict):
         raise XltError(f"the configuration must be a mapping of keys, got {type(config).__name__}")
     check_finite(config)
-    schema = yaml.safe_load(Path(schema_path).read_text())
-    validator = jsonschema.Draft202012Validator(schema)
+    validator = jsonschema.Draft202012Validator(workflow_schema(schema_path))
     errors = sorted(validator.iter_errors(config), key=lambda e: (len(list(e.absolute_path)), str(e.absolute_path)))
     if errors:
         deepest = max(errors, key=lambda e: len(list(e.absolute_path)))
         raise XltError(_explain(deepest))
     if config.get("world"):
-        from xlt.world.config import resolve
-
-        resolve(config["world"])  # names the bad key, e.g. world.languages.hi.order
+        resolve_world(config["world"])  # names the bad key, e.g. world.languages.hi.order
     _check_references(config)
     return config
 
 
-def _ref(kind: str, key: str, name: str, allowed) -> None:
-    if name not in allowed:
-        close = difflib.get_close_matches(name, list(allowed), n=1)
-        hint = f" Did you mean {close[0]!r}?" if close else ""
-        raise XltError(f"config key {key}: unknown {kind} {name!r}; allowed: {', '.join(sorted(allowed))}.{hint}")
-
-
 def _check_references(config: dict) -> None:
-    from xlt.engine.config import TrainConfig
-    from xlt.papers import PAPERS
-    from xlt.targets import paper_language_set
-
     if config["collapse"]["retries"] and config["compute"].get("ddp"):
         raise XltError("config key collapse.retries: retrying a collapsed run is not supported with compute.ddp: true "
                        "(set retries: 0; collapsed runs are still flagged)")
@@ -151,34 +152,34 @@ def _check_references(config: dict) -> None:
             TrainConfig.from_dict({"task": task, "encoder": "", **base, **own}, where=where)
     sets = (config.get("data", {}).get("ud") or {}).get("sets") or {}
     for slug, paper in config.get("papers", {}).items():
-        if slug in PAPERS and PAPERS[slug].check:  # a block not of the one-encoder shape (xlt.papers)
-            PAPERS[slug].check(config, paper)
+        if slug in P.PAPERS and P.PAPERS[slug].check:  # a block not of the one-encoder shape (xlt.papers)
+            P.PAPERS[slug].check(config, paper)
         # Papers whose experiments are not configured yet declare only their data side.
         if "encoder" in paper:
-            _ref("encoder", f"papers.{slug}.encoder", paper["encoder"], config["encoders"])
+            check_config_ref("encoder", f"papers.{slug}.encoder", paper["encoder"], config["encoders"])
         if "hparams" in paper:
-            _ref("hparams profile", f"papers.{slug}.hparams", paper["hparams"], config["hparams"])
+            check_config_ref("hparams profile", f"papers.{slug}.hparams", paper["hparams"], config["hparams"])
         if "treebanks" in paper:
-            _ref("treebank set", f"papers.{slug}.treebanks", paper["treebanks"], sets)
+            check_config_ref("treebank set", f"papers.{slug}.treebanks", paper["treebanks"], sets)
         per_task = isinstance(paper["languages"], dict)
         if not per_task:
-            _ref("language set", f"papers.{slug}.languages", paper["languages"], config["language_sets"])
+            check_config_ref("language set", f"papers.{slug}.languages", paper["languages"], config["language_sets"])
             if "source" in paper:
-                _ref("source language", f"papers.{slug}.source", paper["source"], config["language_sets"][paper["languages"]])
+                check_config_ref("source language", f"papers.{slug}.source", paper["source"], config["language_sets"][paper["languages"]])
         for task in paper.get("tasks", []):
-            _ref("task", f"papers.{slug}.tasks", task, TASKS)
+            check_config_ref("task", f"papers.{slug}.tasks", task, TASKS)
             key = f"papers.{slug}.languages" + (f".{task}" if per_task else "")
             if per_task and task not in paper["languages"]:
                 raise XltError(f"config key {key}: no language set for task {task}")
-            set_name = paper_language_set(paper, task)
-            _ref("language set", key, set_name, config["language_sets"])
+            set_name = T.paper_language_set(paper, task)
+            check_config_ref("language set", key, set_name, config["language_sets"])
             langs = config["language_sets"][set_name]
             if per_task and "source" in paper:
-                _ref("source language", f"papers.{slug}.source", paper["source"], langs)
+                check_config_ref("source language", f"papers.{slug}.source", paper["source"], langs)
             if isinstance(paper.get("metric"), dict):
                 if task not in paper["metric"]:
                     raise XltError(f"config key papers.{slug}.metric: no metric for task {task}")
-                _ref(f"metric of task {task}", f"papers.{slug}.metric.{task}", paper["metric"][task], TASKS[task].metrics)
+                check_config_ref(f"metric of task {task}", f"papers.{slug}.metric.{task}", paper["metric"][task], TASKS[task].metrics)
             missing = [lang for lang in langs if lang not in TASKS[task].languages]
             if missing:
                 raise XltError(
@@ -190,9 +191,7 @@ def _check_references(config: dict) -> None:
 
 
 def _check_treebanks(config: dict, slug: str, set_name: str | None, task: str, langs: list[str]) -> None:
-    from xlt.targets import ud_selection
-
-    treebanks = ud_selection(config, set_name)["treebanks"]
+    treebanks = T.ud_selection(config, set_name)["treebanks"]
     if treebanks == "all":
         return
     key = f"data.ud.sets.{set_name}.treebanks" if set_name else "data.ud.treebanks"
@@ -207,9 +206,6 @@ def main(argv: list[str] | None = None) -> None:
 
     Snakemake reads config files itself, before the workflow runs, and its message for a file
     that is not YAML names neither the file nor the line: `make tables` runs this first."""
-    import argparse
-    import sys
-
     ap = argparse.ArgumentParser(prog="python -m xlt.config", description=main.__doc__.split("\n\n")[0])
     ap.add_argument("configfiles", nargs="*", help="config files merged over config.yaml, in order")
     a = ap.parse_args(argv)
@@ -221,6 +217,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    from xlt.cli import run
-
     run(main)

@@ -6,6 +6,7 @@ the file and line (or the config key) and what was expected.
 
 from __future__ import annotations
 
+import difflib
 from pathlib import Path
 
 
@@ -15,12 +16,18 @@ class XltError(Exception):
 
 def unknown(kind: str, name: str, allowed) -> XltError:
     """`unknown <kind> '<name>'; allowed: …` and, for a near miss, `Did you mean …?`"""
-    import difflib
-
     allowed = sorted(allowed)
     close = difflib.get_close_matches(name, allowed, n=1)
     hint = f" Did you mean {close[0]!r}?" if close else ""
     return XltError(f"unknown {kind} {name!r}; allowed: {', '.join(allowed) or '(none)'}.{hint}")
+
+
+def check_config_ref(kind: str, key: str, name: str, allowed) -> None:
+    """Config key `key` names a `kind` (encoder, language set, …) the config declares in `allowed`."""
+    if name not in allowed:
+        close = difflib.get_close_matches(name, list(allowed), n=1)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        raise XltError(f"config key {key}: unknown {kind} {name!r}; allowed: {', '.join(sorted(allowed))}.{hint}")
 
 
 class DataFormatError(XltError):

@@ -43,7 +43,7 @@ def finetune(task: str, encoder: str, revision: str | None, data_dir: str, train
     training split of its data folder in the training languages (xlt.targets.aux_streams)."""
     import shutil
 
-    from xlt.engine.recipes.finetune import train
+    from xlt.engine.recipes.finetune import train  # torch: only in the job
 
     t = get_task(task)
     for lang in train_langs:
@@ -83,8 +83,9 @@ def evaluate_model(model_dir: str, data_dir: str, split: str, langs: list[str], 
                    device: str = "auto") -> dict:
     """Metrics per language (and their average) on one split; predictions beside them."""
 
-    from xlt.engine.model import load_model
+    # torch: only in the job
     from xlt.engine.evalset import evaluate_records, load_records
+    from xlt.engine.model import load_model
     from xlt.engine.runtime import pick_device
 
     dev = pick_device(device)

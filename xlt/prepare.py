@@ -45,7 +45,8 @@ from pathlib import Path
 
 from xlt.errors import DataFormatError, XltError
 from xlt.formats import conllu, hub_parquet, marc_jsonl, squad_json, tsv
-from xlt.io import write_jsonl
+from xlt.io import atomic_dir, sha256_file, write_json, write_jsonl
+from xlt.provenance import code_version
 from xlt.registry import check_language, get_task
 
 log = logging.getLogger(__name__)
@@ -291,8 +292,6 @@ def prepare_task(task_name: str, langs: list[str], raw_root: str | Path, source_
     that the selected treebanks of a language do not have (`SplitAbsent`, only with
     ``ud.treebanks: all``) is listed under ``absent`` and has no file.
     """
-    from xlt.io import atomic_dir, sha256_file, write_json
-    from xlt.provenance import code_version
 
     splits = get_task(task_name).splits if task_name != "bitext" else ("train",)
     counts: dict[str, dict[str, int]] = {}

@@ -12,8 +12,11 @@ import os
 import re
 from pathlib import Path
 
+from xlt import papers as P
+from xlt.align.targets import CAPTIONS, TITLES
 from xlt.errors import XltError
 from xlt.io import write_text
+from xlt.papers.published import paper_title
 
 KINDS = {"tables": "Tables", "figures": "Figures"}  # results/<kind>/<paper>/<item>.<ext>
 READABLE = ("md", "png")  # linked first: the form a reader opens
@@ -49,10 +52,6 @@ def index_markdown(files: list[str], index_path: str) -> str:
 
 
 def _title(paper: str) -> str:
-    from xlt import papers as P
-    from xlt.align.targets import TITLES
-    from xlt.published import paper_title
-
     if paper in P.PAPERS:
         return P.title(paper)
     return TITLES[paper] if paper in TITLES else paper_title(paper)
@@ -60,9 +59,6 @@ def _title(paper: str) -> str:
 
 def _caption(paper: str, item: str) -> str:
     """A plugin's caption, else the one of the stage that makes the item (xlt.align.targets)."""
-    from xlt import papers as P
-    from xlt.align.targets import CAPTIONS
-
     plugin = P.PAPERS.get(paper)
     if (paper, item) in CAPTIONS and not (plugin and item in {i.id for i in (*plugin.tables, *plugin.figures)}):
         return CAPTIONS[(paper, item)]

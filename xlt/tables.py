@@ -1,7 +1,7 @@
 """Rendering paper tables: the published value, ours (mean ± std over seeds), the difference.
 
 Every number comes from a file a rule made (evaluation JSONs) or from the published data
-in `xlt/published/`; nothing is typed here. A table is rendered three ways: a long CSV
+in `xlt/papers/<slug>/published/`; nothing is typed here. A table is rendered three ways: a long CSV
 (one row per cell, machine-readable), Markdown and LaTeX (the paper's layout). Which tables
 exist and how each is built: the paper plugins (xlt.papers).
 """

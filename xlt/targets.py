@@ -9,12 +9,14 @@
     results/models/{encoder}/{init}/{task}/{recipe}/seed{seed}/   a fine-tuned model
     results/eval/{encoder}/{init}/{task}/{recipe}/seed{seed}/{split}.{langset}.json
     results/tables/{paper}/{table}.{csv,md,tex}
-    results/underspec/grids/{encoder}/{task}/{source}-{target}/seed{seed}/{variant}.{kind}.{csv,json}  (its plugin)
     results/figures/{paper}/{figure}.{png,pdf,csv}
+    results/{paper}/…                                             a paper's own analyses (its plugin and
+                                                                  rules/<paper>.smk; its wildcards: Paper.wildcards)
 
 A recipe is `<training languages joined by '+'>.<hparams profile>[.<aux set>]`, e.g.
-`en.crossmulti` or `de+en+es+fr.crossmulti` (languages sorted, so a recipe has one spelling);
-an aux set (config `aux_sets`) adds auxiliary task streams: `en.crossmulti.crossmulti_fa`.
+`en.<profile>` or `de+en+es+fr.<profile>` (languages sorted, so a recipe has one spelling);
+an aux set (config `aux_sets`) adds auxiliary task streams: `en.<profile>.<aux set>`. A profile
+`<profile>-<tag>` adds the extra a paper's tag names (xlt.papers.hparams).
 
 The `{task}` of a path is a *dataset*: the registry task, plus `.<treebank set>` for a UD task
 whose paper picks a named selection (`pos.es_ancora`, `pos.xtreme`; config `data.ud.sets`).
@@ -22,6 +24,7 @@ whose paper picks a named selection (`pos.es_ancora`, `pos.xtreme`; config `data
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,11 +44,6 @@ WILDCARDS = {
     "langset": r"[A-Za-z0-9_]+",
     "paper": r"[a-z]+",
     "table": r"[a-z]+[0-9]*[a-z0-9_]*",
-    # underspec grids: source and target languages
-    "source": r"[a-z]{2,3}",
-    "target": r"[a-z]{2,3}",
-    "variant": r"all|encoder",
-    "kind": r"1d|2d",
     "figure": r"fig[a-z]?[0-9]+[a-z_]*",  # fig2, fig2_encoder, figa1 (an appendix figure)
 }
 
@@ -116,7 +114,7 @@ PRETRAINED = "pretrained"
 class Init:
     """Where fine-tuning starts: the encoder as released (`pretrained`), or the encoder
     adapted by a rule: `mlm-<dataset>-<language set>` is MLM on the training text of a
-    dataset in the languages of a language set (crossmulti's +DA), with config `adapt.mlm`."""
+    dataset in the languages of a language set (domain adaptation), with config `adapt.mlm`."""
 
     method: str | None = None
     dataset: str | None = None
@@ -192,13 +190,15 @@ def engine_options(cfg: dict, training: dict) -> dict:
     return {**(cfg.get("engine") or {}), **training}
 
 
-def hparams(cfg: dict, recipe: str, dataset: str | None = None) -> dict:
+def hparams(cfg: dict, recipe: str, dataset: str | None = None,
+            extra_of_tag: Callable[[str], dict] | None = None) -> dict:
     """The recipe's hparams profile, with the task's own settings (`per_task.<task>`) over it
     when `dataset` is given. Model selection uses the metric the paper of the same name reports
     for the task (`papers.<profile>.metric.<task>`) unless the profile sets `select_metric`: a
-    model is chosen by the number its table prints."""
+    model is chosen by the number its table prints. A profile `<profile>-<extra tag>` is the
+    profile with one more extra, which `extra_of_tag` reads from the tag (the papers' tag
+    grammars: xlt.papers.hparams passes them)."""
     name = Recipe.parse(recipe).hparams
-    # `<profile>-<extra tag>`: the profile with one more extra (dlfa's `underspec-dlfa8`)
     name, _, tag = name.partition("-") if name not in cfg["hparams"] else (name, "", "")
     if name not in cfg["hparams"]:
         raise XltError(f"recipe {recipe!r}: unknown hparams profile {name!r}; allowed: {', '.join(sorted(cfg['hparams']))}")
@@ -207,8 +207,8 @@ def hparams(cfg: dict, recipe: str, dataset: str | None = None) -> dict:
     if dataset is not None:
         hp.update(per_task.get(task_of(dataset), {}))
     if tag:
-        from xlt.engine.extras import extra_of_tag
-
+        if extra_of_tag is None:
+            raise XltError(f"recipe {recipe!r}: an extra tag ({tag!r}) is read by a paper's tag grammar (xlt.papers.hparams)")
         hp["extras"] = [*hp.get("extras", []), extra_of_tag(tag)]
     reported = (cfg.get("papers", {}).get(name) or {}).get("metric")
     if dataset is not None and "select_metric" not in hp and isinstance(reported, dict):

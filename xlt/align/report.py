@@ -70,7 +70,7 @@ def l2_figure(dist: pd.DataFrame, pairs: list[str], bins: int, title: str, out_s
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from xlt.papers.underspec.aggregate import save_figure  # PNG + PDF + CSV, atomic, without timestamps
+    from xlt.figures import save_figure  # matplotlib: only when a figure is drawn
 
     dist = dist[dist["pair"].isin(pairs)]
     models = list(dict.fromkeys(dist["model"]))

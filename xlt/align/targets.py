@@ -133,7 +133,7 @@ def l2_job_config(cfg: dict) -> dict:
     """The `L2Config` fields of align.l2 (the rest: encoder, figure settings)."""
     from dataclasses import fields
 
-    from xlt.align.l2 import L2Config
+    from xlt.align.l2 import L2Config  # pandas: not when the workflow reads its rules
 
     names = {f.name for f in fields(L2Config)}
     return {k: v for k, v in spec(cfg)["l2"].items() if k in names}

@@ -138,28 +138,6 @@ class DLFA(Extra):
 EXTRAS: dict[str, type[Extra]] = {"scalar_mix": ScalarMix, "dlfa": DLFA}
 
 
-def dlfa_tag(layer: int, branches: str = "both", reading: str = "weight") -> str:
-    """The short name of a DLFA setting in a recipe's hparams (`<profile>-<tag>`), e.g.
-    `dlfa8`, `dlfa8-global`, `dlfa8-gated`: the path names the extra, so each is trained once."""
-    return "-".join([f"dlfa{layer}"] + [v for v, default in ((branches, "both"), (reading, "weight")) if v != default])
-
-
-def extra_of_tag(tag: str) -> dict:
-    """The extra a tag names (`dlfa_tag`'s inverse): {"name": "dlfa", "layer": …, …non-defaults}."""
-    head, *options = tag.split("-")
-    if not (head.startswith("dlfa") and head[4:].isdigit()):
-        raise XltError(f"extra tag {tag!r}: expected dlfa<layer>[-global|-local][-gated]")
-    extra = {"name": "dlfa", "layer": int(head[4:])}
-    for option in options:
-        key = "branches" if option in DLFA.BRANCHES else "reading" if option in DLFA.READINGS else None
-        if key is None or key in extra:
-            raise XltError(f"extra tag {tag!r}: option {option!r}; allowed: one of global, local and/or gated")
-        extra[key] = option
-    if dlfa_tag(extra["layer"], extra.get("branches", "both"), extra.get("reading", "weight")) != tag:
-        raise XltError(f"extra tag {tag!r}: not in its one spelling (dlfa<layer>[-global|-local][-gated])")
-    return extra
-
-
 def build_extra(spec: dict, encoder_config) -> Extra:
     """`spec` = {"name": <extra>, **parameters}. Its initial weights come from a generator of
     its own, seeded by the last seed set and the spec: building it draws nothing from the

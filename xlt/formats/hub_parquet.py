@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from xlt.errors import DataFormatError
+from xlt.errors import DataFormatError, XltError
 from xlt.io import atomic_path
 from xlt.registry import get_task
 
@@ -153,8 +153,6 @@ def read_hub_parquet(path: str | Path, task: str, **kw) -> list[dict]:
     try:
         reader = _READERS[task]
     except KeyError:
-        from xlt.errors import XltError
-
         raise XltError(f"no Hub parquet reader for task {task!r}; known: {', '.join(sorted(_READERS))}") from None
     return reader(path, **kw)
 
@@ -258,8 +256,6 @@ def read_tydiqa(path: str | Path, lang: str | None = None) -> list[dict]:
     the id prefix. `lang` keeps one language's records."""
     path = Path(path)
     if lang is not None and lang not in TYDIQA_LANGUAGES.values():
-        from xlt.errors import XltError
-
         raise XltError(f"TyDiQA-GoldP has no language {lang!r} (has {', '.join(TYDIQA_LANGUAGES.values())})")
     out = []
     for row, rec in enumerate(read_squad_parquet(path)):

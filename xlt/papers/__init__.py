@@ -8,22 +8,61 @@ from the modules of this package. Every paper-level target list is derived from 
     table_inputs / table_spec    what the generic rule `paper_table` reads and passes on
     figure_inputs                what the generic rule `paper_figure` reads
     target_rules()               alias rule name -> files, e.g. crossmulti_table2, underspec_all
+    hparams(cfg, recipe, data)   a recipe's training settings, with the extra its tag names
+                                 (`<profile>-<tag>`, a paper's RecipeTags)
 
 Adding a paper: docs/adding-a-paper.md.
 """
 
 from __future__ import annotations
 
-from xlt.errors import unknown
+from importlib import resources
+
+import yaml
+
+from xlt import targets as T
+from xlt.align.targets import align_tables
+from xlt.errors import XltError, unknown
 from xlt.papers import crossmulti, dlfa, underspec
 from xlt.papers.base import Figure, Paper, Table
-from xlt.published import paper_title, table_info
+from xlt.papers.published import paper_title, table_info
+from xlt.tables import write_table
 from xlt.targets import figure_files, table_files
 
 PAPERS: dict[str, Paper] = {p.slug: p for p in (crossmulti.PAPER, dlfa.PAPER, underspec.PAPER)}
 INDEX = "index.md"  # results/tables/index.md: every table beside its caption (xlt.report)
 
 __all__ = ["PAPERS", "Figure", "Paper", "Table", "get_paper", "get_table", "get_figure", "all_tables"]
+
+
+def schema_fragments() -> dict[str, dict]:
+    """Each registered paper's config schema (xlt/papers/<slug>/schema.yaml), for papers.<slug>."""
+    out = {}
+    for slug in PAPERS:
+        with resources.files(__name__).joinpath(slug, "schema.yaml").open("r", encoding="utf-8") as f:
+            out[slug] = yaml.safe_load(f)
+    return out
+
+
+# ---- recipes: an extra spelt in the recipe's path --------------------------------------------
+
+
+def tag_owner(tag: str) -> tuple[str, dict]:
+    """The paper whose recipe-tag grammar reads `tag` (`<profile>-<tag>`), and the extra it names."""
+    for slug, paper in PAPERS.items():
+        if paper.recipe_tags and (extra := paper.recipe_tags.extra_of(tag)) is not None:
+            return slug, extra
+    grammars = [f"{p.recipe_tags.grammar} ({slug})" for slug, p in PAPERS.items() if p.recipe_tags]
+    raise XltError(f"extra tag {tag!r}: no paper spells an extra so; allowed: {', '.join(grammars) or '(none)'}")
+
+
+def extra_of_tag(tag: str) -> dict:
+    return tag_owner(tag)[1]
+
+
+def hparams(cfg: dict, recipe: str, dataset: str | None = None) -> dict:
+    """`xlt.targets.hparams`, an extra tag in the recipe read by the paper whose grammar it is."""
+    return T.hparams(cfg, recipe, dataset, extra_of_tag=extra_of_tag)
 
 
 def get_paper(slug: str) -> Paper:
@@ -59,7 +98,7 @@ def caption(slug: str, item: str) -> str:
 
 
 def title(slug: str) -> str:
-    """The paper's title (xlt/published/index.yaml)."""
+    """The paper's title (xlt/papers/<slug>/published/index.yaml)."""
     return paper_title(get_paper(slug).slug)
 
 
@@ -92,8 +131,6 @@ def figure_inputs(cfg: dict, slug: str, figure_id: str) -> list[str]:
 
 def make_table(slug: str, table_id: str, spec: dict, inputs: list[str], out_prefix: str):
     """Build one table and write <out_prefix>.{csv,md,tex}; return the long table."""
-    from xlt.tables import write_table
-
     table, md, tex = get_table(slug, table_id).build(spec, inputs)
     write_table(table, out_prefix, md, tex)
     return table
@@ -129,8 +166,6 @@ def tables_and_figures(cfg: dict) -> list[str]:
 def index_items(cfg: dict) -> list[str]:
     """What the index lists: every table and figure of the configured papers and of the stages
     before them (the alignment stage's AER table and L2 figures)."""
-    from xlt.align.targets import align_tables
-
     return tables_and_figures(cfg) + align_tables(cfg)
 
 
@@ -150,6 +185,16 @@ def target_rules(cfg: dict) -> dict[str, list[str]]:
         for table in paper.tables:
             out[f"{slug}_{table.id}"] = table_files(cfg, slug, table.id)
         out[f"{slug}_all"] = paper_tables(cfg, slug) + paper_figures(cfg, slug)
+    return out
+
+
+def wildcard_constraints() -> dict[str, str]:
+    """Every wildcard's regex: the path grammar's (xlt.targets.WILDCARDS) and the papers' own."""
+    out = dict(T.WILDCARDS)
+    for slug, paper in PAPERS.items():
+        for name, regex in paper.wildcards.items():
+            if out.setdefault(name, regex) != regex:
+                raise XltError(f"paper {slug}: wildcard {name!r} is already {out[name]!r} elsewhere")
     return out
 
 

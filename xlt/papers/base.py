@@ -1,9 +1,11 @@
-"""What a paper plugin declares: its tables, its figures and the check of its config block.
+"""What a paper plugin declares: its tables, its figures, the check of its config block, the
+recipe tags it spells extras with, and what the full-scale bill needs of it.
 
-A plugin is one module of `xlt.papers` (a package for a paper with its own analysis code)
-that defines `PAPER = Paper(...)`. The registry (`xlt.papers.PAPERS`) is built from those
-modules; the target lists, the generic table rule and the report are derived from it, so
-adding a table touches the plugin, the config (+ schema), the published CSV and a test.
+A plugin is the package `xlt/papers/<slug>/` that defines `PAPER = Paper(...)`, beside its
+config schema (`schema.yaml`), published numbers (`published/`) and page (`README.md`). The
+registry (`xlt.papers.PAPERS`) is built from those packages; the target lists, the generic
+table rule, the report, the config check and the bill are derived from it, so adding a table
+touches the plugin, its published CSV and index entry, and a test (docs/adding-a-paper.md).
 
 A table or figure is a file family under the path grammar of `xlt.targets`:
 `results/tables/<paper>/<table>.{csv,md,tex}`, `results/figures/<paper>/<figure>.{png,pdf,csv}`.
@@ -11,8 +13,9 @@ A table or figure is a file family under the path grammar of `xlt.targets`:
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 
 # (paper config block or a table's own spec, input files) -> (long table, Markdown, LaTeX)
 TableBuilder = Callable[[dict, list[str]], tuple]
@@ -27,7 +30,7 @@ class Table:
     build: TableBuilder
     # config -> the JSON the builder gets; None: the paper's config block (papers.<slug>)
     spec: Callable[[dict], dict] | None = None
-    # what the report and the index say; None: the published caption (xlt/published/index.yaml)
+    # what the report and the index say; None: the published caption (xlt/papers/<slug>/published/index.yaml)
     caption: str | None = None
 
 
@@ -43,6 +46,41 @@ class Figure:
 
 
 @dataclass(frozen=True)
+class RecipeTags:
+    """A paper's spelling of an extra in a recipe's hparams, `<profile>-<tag>` (e.g. dlfa's
+    `underspec-dlfa8`): the recipe trains the profile with one more extra, and the path names it."""
+
+    grammar: str  # what the tags look like, for messages, e.g. "dlfa<layer>[-global|-local][-gated]"
+    # tag -> the extra it adds ({"name": …, **parameters}); None: not this paper's grammar;
+    # XltError: this paper's grammar, misspelt
+    extra_of: Callable[[str], dict | None]
+
+
+@dataclass(frozen=True)
+class DataSize:
+    """Examples of one split as a paper prints them: the bill's count of data not prepared."""
+
+    task: str
+    lang: str | None  # None: one count for every language of the task
+    split: str
+    examples: int
+    where: str  # the count's source, e.g. "published dlfa table1"
+    # the bill takes the lowest rank first: 0 counted per language, 1 per language as printed
+    # (not re-derived from the release), 2 one count for every language, 3 an upper bound
+    rank: int
+
+
+@dataclass(frozen=True)
+class BillRule:
+    """A rule of the paper's own that runs an encoder, priced by xlt.bill from its output path."""
+
+    rule: str
+    output: re.Pattern  # its priced output, relative to the results folder; the groups are wildcards
+    # (config, wildcards, xlt.bill.Examples) -> (training tokens, evaluation tokens)
+    tokens: Callable[[dict, dict, object], tuple[float, float]]
+
+
+@dataclass(frozen=True)
 class Paper:
     slug: str
     tables: tuple[Table, ...] = ()
@@ -54,3 +92,9 @@ class Paper:
     # (config, papers.<slug>) -> None; raises XltError naming the key. The generic checks of
     # xlt.config (encoder, hparams, language sets, tasks, metrics) run for every paper.
     check: Callable[[dict, dict], None] | None = None
+    recipe_tags: RecipeTags | None = None
+    # () -> the data sizes its tables print (xlt.bill's counts of data not prepared)
+    data_sizes: Callable[[], Iterable[DataSize]] | None = None
+    bill_rules: tuple[BillRule, ...] = ()
+    # the wildcards of its own rules' paths -> their regex (joined to xlt.targets.WILDCARDS)
+    wildcards: dict[str, str] = field(default_factory=dict)

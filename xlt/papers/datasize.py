@@ -16,8 +16,8 @@ import pandas as pd
 
 from xlt.errors import XltError
 from xlt.io import read_json
-from xlt.papers.base import Table, TableBuilder
-from xlt.published import load_published
+from xlt.papers.base import DataSize, Table, TableBuilder
+from xlt.papers.published import load_published
 from xlt.registry import get_task
 from xlt.tables import paper_vs_ours, render_grid
 from xlt.targets import data_dir, dataset_name, paper_languages, treebank_set_of, ud_selection
@@ -47,6 +47,12 @@ def inputs(cfg: dict, paper: str) -> list[str]:
 def table(slug: str, build: TableBuilder, table_id: str = "table1") -> Table:
     """The entry of a paper's data-size table; `build(spec, inputs)` lays out its counts."""
     return Table(table_id, inputs=lambda cfg: inputs(cfg, slug), build=build, spec=lambda cfg: spec(cfg, slug))
+
+
+def published_sizes(slug: str, rank: int, table_id: str = "table1") -> list[DataSize]:
+    """A paper's printed per-language sizes (keys task, lang, split) for the bill (DataSize.rank)."""
+    return [DataSize(r.task, r.lang, r.split, int(r.value), f"published {slug} {table_id}", rank)
+            for r in load_published(slug, table_id).itertuples()]
 
 
 def counts(slug: str, spec: dict, inputs: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -7,7 +7,6 @@ normalised records that file stands for, keyed by (task, lang, split).
 
 from __future__ import annotations
 
-import random
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -20,7 +19,7 @@ from xlt.formats.tsv import WIKIMATRIX_THRESHOLD, write_pharaoh, write_wikimatri
 from xlt.registry import WIKIANN_TAGS, get_task
 from xlt.world import translations
 from xlt.world.grammar import NO_SPACE_BEFORE, NP, Clause, Sentence
-from xlt.world.lexicon import stable_seed
+from xlt.world.lexicon import rng_for, stable_seed
 
 HUB_SPLIT = {"train": "train", "dev": "validation", "test": "test"}
 
@@ -30,10 +29,6 @@ class Unit:
     path: str  # relative to the raw root
     write: Callable[[Path], int]  # writes the file at the given absolute path, returns #rows
     records: dict = field(default_factory=dict)  # (task, lang, split) -> normalised records
-
-
-def rng_for(world, *parts) -> random.Random:
-    return random.Random(stable_seed(world.seed, *parts))
 
 
 # ---------------------------------------------------------------------------- UD

@@ -37,6 +37,11 @@ def stable_seed(*parts) -> int:
     return int.from_bytes(h[:8], "big")
 
 
+def rng_for(world, *parts) -> random.Random:
+    """A random stream of its own for one file or stage of the world (its seed and `parts`)."""
+    return random.Random(stable_seed(world.seed, *parts))
+
+
 @dataclass
 class Inventory:
     """Language-independent concepts (indices) with their semantic attributes."""

@@ -27,6 +27,8 @@ from pathlib import Path
 from xlt.formats.hub_parquet import write_parquet
 from xlt.formats.squad_json import write_squad
 from xlt.formats.tsv import write_tsv
+from xlt.registry import get_task
+from xlt.world.lexicon import rng_for
 
 GOLD = "_gold"  # folder of the exact translations, inside the source's own folder
 XNLI_MT_LABELS = ("entailment", "neutral", "contradictory")  # XNLI-MT's spelling of label ids 0-2
@@ -62,8 +64,6 @@ class Noise:
     """The machine-translation noise of one file, on its own random stream."""
 
     def __init__(self, world, *parts):
-        from xlt.world.datasets import rng_for
-
         cfg = world.cfg["translations"]
         self.rng, self.drop, self.swap = rng_for(world, "mt", *parts), cfg["drop"], cfg["swap"]
 
@@ -74,8 +74,6 @@ class Noise:
 def _pair_tsv(world, unit, task: str, lang: str, path: str, rows, labels) -> list:
     """An XTREME translate-train TSV (and its gold twin): rows of (English pair, translated pair,
     label id). `labels` spells the label ids as the file does; records use the registry's names."""
-    from xlt.registry import get_task
-
     names = get_task(task).labels
     noise = Noise(world, task, "translate-train", lang)
     units = []
@@ -93,8 +91,6 @@ def _pair_tsv(world, unit, task: str, lang: str, path: str, rows, labels) -> lis
 def xnli_files(world, unit, split: str, texts: dict[str, list[tuple[str, str]]], label_ids: list[int]) -> list:
     """MultiNLI, XNLI-MT (translate-train and translate-test) and XTREME's XNLI translate-train,
     from one split of the world's parallel XNLI (`texts[lang]` = [(premise, hypothesis)])."""
-    from xlt.registry import get_task
-
     names = get_task("xnli").labels
     if "en" not in texts:
         return []

@@ -11,7 +11,7 @@ from scipy.stats import spearmanr
 
 from xlt.errors import XltError
 from xlt.papers.crossmulti import SLUG
-from xlt.published import load_published
+from xlt.papers.published import load_published
 from xlt.tables import TASK_LABELS, paper_vs_ours, render_grid
 
 VANILLA = "vanilla"  # the pretrained encoder; the paper's "mBERT" rows

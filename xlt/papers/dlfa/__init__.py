@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import pandas as pd
 
-from xlt.engine.extras import dlfa_tag, extra_of_tag
+from xlt.engine.extras import DLFA
 from xlt.errors import XltError
 from xlt.papers import datasize
-from xlt.papers.base import Paper, Table
-from xlt.published import load_published
+from xlt.papers.base import DataSize, Paper, RecipeTags, Table
+from xlt.papers.published import load_published
 from xlt.stats import mean_std, paired_ttest
 from xlt.tables import COLLAPSE_NOTE, TASK_LABELS, eval_rows, paper_vs_ours, render_grid
 from xlt.targets import Recipe, dataset_name, eval_file, model_dir, paper_language_set
@@ -50,6 +50,48 @@ def table1(spec: dict, inputs: list[str]) -> tuple[pd.DataFrame, str, str]:
     md, tex = datasize.render(table, ["task"], "stat", "dlfa Table I: XTREME dataset statistics", spec, notes,
                               labels={**TASK_LABELS, **datasize.STAT_LABELS})  # fmt: skip
     return table, md, tex
+
+
+# ---- recipe tags: the extra in the recipe's path --------------------------------------------
+
+TAG_GRAMMAR = "dlfa<layer>[-global|-local][-gated]"
+
+
+def dlfa_tag(layer: int, branches: str = "both", reading: str = "weight") -> str:
+    """The short name of a DLFA setting in a recipe's hparams (`<profile>-<tag>`), e.g.
+    `dlfa8`, `dlfa8-global`, `dlfa8-gated`: the path names the extra, so each is trained once."""
+    return "-".join([f"dlfa{layer}"] + [v for v, default in ((branches, "both"), (reading, "weight")) if v != default])
+
+
+def extra_of_tag(tag: str) -> dict | None:
+    """The extra a tag names (`dlfa_tag`'s inverse): {"name": "dlfa", "layer": …, …non-defaults};
+    None for a tag that is not dlfa's."""
+    head, *options = tag.split("-")
+    if not head.startswith("dlfa"):
+        return None
+    if not head[4:].isdigit():
+        raise XltError(f"extra tag {tag!r}: expected {TAG_GRAMMAR}")
+    extra = {"name": "dlfa", "layer": int(head[4:])}
+    for option in options:
+        key = "branches" if option in DLFA.BRANCHES else "reading" if option in DLFA.READINGS else None
+        if key is None or key in extra:
+            raise XltError(f"extra tag {tag!r}: option {option!r}; allowed: one of global, local and/or gated")
+        extra[key] = option
+    if dlfa_tag(extra["layer"], extra.get("branches", "both"), extra.get("reading", "weight")) != tag:
+        raise XltError(f"extra tag {tag!r}: not in its one spelling ({TAG_GRAMMAR})")
+    return extra
+
+
+def data_sizes() -> list[DataSize]:
+    """Table I's English train / dev / test sizes as every language's (rank 2), and for the NER
+    and POS test sets of XTREME's other languages, whose range only it prints, its largest (an
+    upper bound, rank 3)."""
+    rows = load_published(SLUG, "table1").itertuples()
+    where = f"published {SLUG} table1"
+    return [DataSize(r.task, None, "test" if r.stat == "test_max" else r.stat, int(r.value),
+                     where + (", largest test set (upper bound)" if r.stat == "test_max" else ""),
+                     3 if r.stat == "test_max" else 2)
+            for r in rows if r.stat in ("train", "dev", "test", "test_max")]
 
 
 # ---- settings and recipes ------------------------------------------------------------------
@@ -437,4 +479,6 @@ PAPER = Paper(
         Table("table7", inputs=table7_inputs, build=table7),
     ),
     check=check,
+    recipe_tags=RecipeTags(TAG_GRAMMAR, extra_of_tag),
+    data_sizes=data_sizes,
 )

@@ -56,7 +56,7 @@ def run_similarity_job(models: dict[str, str], data: str, langs: list[str], sour
                        sample_seed: int, model_seed: int, max_length: int, out_csv: str, out_json: str) -> pd.DataFrame:
     """`models`: "<task>:<setting>" -> directory of a model trained with `model_seed`.
     Writes one row per (task, model, lang) and the provenance beside it."""
-    from xlt.engine.model import load_model
+    from xlt.engine.model import load_model  # torch: only in the job
 
     chosen = parallel_rows(data, langs, sentences, sample_seed)
     rows = []

@@ -12,13 +12,14 @@ nor matplotlib: the workflow reads it when it builds the DAG).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import pandas as pd
 
-from xlt.errors import XltError
+from xlt.errors import XltError, check_config_ref
 from xlt.papers import datasize
-from xlt.papers.base import Figure, Paper
+from xlt.papers.base import BillRule, Figure, Paper
 from xlt.registry import TASKS
 from xlt.targets import Recipe, data_dir, model_dir
 
@@ -118,26 +119,40 @@ def table1(spec: dict, inputs: list[str]) -> tuple[pd.DataFrame, str, str]:
     return table, md, tex
 
 
+# ---- the full-scale bill ---------------------------------------------------------------------
+
+# a grid job's priced output (xlt.bill), relative to the results folder
+GRID_OUTPUT = re.compile(r"underspec/grids/(?P<encoder>[^/]+)/(?P<dataset>[^/]+)/(?P<source>[a-z]+)-(?P<target>[a-z]+)/"
+                         r"seed(?P<seed>\d+)/(?P<variant>[a-z]+)\.(?P<kind>[12]d)\.csv$")
+
+
+def grid_tokens(cfg: dict, w: dict, examples) -> tuple[float, float]:
+    """No training; every grid point scored on the source and the target dev set."""
+    from xlt.papers.underspec.grid import GridSpec, grid_points  # torch: only when a bill prices grids
+
+    points = len(grid_points(w["kind"], GridSpec.from_config(cfg["papers"][SLUG]["grid"])))
+    return 0.0, points * examples.tokens(w["dataset"], [w["source"], w["target"]], "dev")
+
+
 # ---- the config block -----------------------------------------------------------------------
 
 
 def check(config: dict, paper: dict) -> None:
     """papers.underspec: encoders, language sets, metrics, grid axes and the 2D figures' settings."""
-    from xlt.config import _ref
-    from xlt.papers.underspec.interpolate import alpha_axis
+    from xlt.papers.underspec.interpolate import alpha_axis  # torch: not when the workflow reads its rules
 
     key = f"papers.{SLUG}"
     for enc in paper["encoders"]:
-        _ref("encoder", f"{key}.encoders", enc, config["encoders"])
-    _ref("hparams profile", f"{key}.hparams", paper["hparams"], config["hparams"])
+        check_config_ref("encoder", f"{key}.encoders", enc, config["encoders"])
+    check_config_ref("hparams profile", f"{key}.hparams", paper["hparams"], config["hparams"])
     langs = {}
     for role in ("sources", "targets"):
-        _ref("language set", f"{key}.{role}", paper[role], config["language_sets"])
+        check_config_ref("language set", f"{key}.{role}", paper[role], config["language_sets"])
         langs[role] = config["language_sets"][paper[role]]
     for task in paper["tasks"]:
         if task not in paper["metric"]:
             raise XltError(f"config key {key}.metric: no metric for task {task}")
-        _ref(f"metric of task {task}", f"{key}.metric.{task}", paper["metric"][task], TASKS[task].metrics)
+        check_config_ref(f"metric of task {task}", f"{key}.metric.{task}", paper["metric"][task], TASKS[task].metrics)
         for role in ("sources", "targets"):
             missing = [lang for lang in langs[role] if lang not in TASKS[task].languages]
             if missing:
@@ -159,9 +174,9 @@ def check(config: dict, paper: dict) -> None:
     for fig, panels in paper["figures"].items():
         for i, p in enumerate(panels):
             where = f"{key}.figures.{fig}[{i}]"
-            _ref("task (not in papers.underspec.tasks)", f"{where}.task", p["task"], paper["tasks"])
-            _ref("source language (not in the sources set)", f"{where}.source", p["source"], langs["sources"])
-            _ref("target language (not in the targets set)", f"{where}.target", p["target"], langs["targets"])
+            check_config_ref("task (not in papers.underspec.tasks)", f"{where}.task", p["task"], paper["tasks"])
+            check_config_ref("source language (not in the sources set)", f"{where}.source", p["source"], langs["sources"])
+            check_config_ref("target language (not in the targets set)", f"{where}.target", p["target"], langs["targets"])
             if p["source"] == p["target"]:
                 raise XltError(f"config key {where}: source and target are both {p['source']!r}")
 
@@ -196,4 +211,8 @@ PAPER = Paper(
     figure_inputs=grids,
     draw=draw,
     check=check,
+    data_sizes=lambda: datasize.published_sizes(SLUG, rank=0),  # counted per language from the release
+    bill_rules=(BillRule("underspec_grid", GRID_OUTPUT, grid_tokens),),
+    # a grid's source and target languages, what it interpolates, its dimensions
+    wildcards={"source": r"[a-z]{2,3}", "target": r"[a-z]{2,3}", "variant": r"all|encoder", "kind": r"1d|2d"},
 )

@@ -43,12 +43,11 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from scipy import stats
 
 from xlt.errors import XltError
-from xlt.io import atomic_path, write_text
+from xlt.figures import save_figure
 
 __all__ = [
     "COLLAPSED",
@@ -232,21 +231,6 @@ def _note_collapsed(fig: Figure, df: pd.DataFrame) -> None:
 
 
 # --------------------------------------------------------------------------- figures
-
-
-def save_figure(fig: Figure, out_stem: str | Path, table: pd.DataFrame) -> dict[str, Path]:
-    """Write <stem>.png, <stem>.pdf and <stem>.csv, each atomically."""
-    stem = Path(out_stem)
-    if stem.suffix in (".png", ".pdf", ".csv"):
-        stem = stem.with_suffix("")
-    FigureCanvasAgg(fig)
-    paths = {ext: stem.parent / f"{stem.name}.{ext}" for ext in ("png", "pdf", "csv")}
-    with atomic_path(paths["png"]) as tmp:
-        fig.savefig(tmp, format="png", dpi=150, metadata={"Software": None})
-    with atomic_path(paths["pdf"]) as tmp:
-        fig.savefig(tmp, format="pdf", metadata={"CreationDate": None, "Producer": None})
-    write_text(paths["csv"], table.to_csv(index=False, float_format="%.10g"))
-    return paths
 
 
 def _label(keys: Sequence[str], values) -> str:

@@ -1,11 +1,13 @@
-"""The five papers' published numbers, as data.
+"""The papers' published numbers, as data.
 
-Every numeric table of each paper is one CSV, ``xlt/published/<slug>/<table_id>.csv``, in long
-form: the table's key columns, then ``value`` (the number exactly as printed), and, where the
-paper marks significance, a boolean ``significant``. ``index.yaml`` beside this file describes
-each table (caption, unit, keys, and notes on how a garbled extraction was read).
+Every numeric table of a paper is one CSV, ``xlt/papers/<slug>/published/<table_id>.csv``, in
+long form: the table's key columns, then ``value`` (the number exactly as printed), and, where
+the paper marks significance, a boolean ``significant``. ``index.yaml`` beside the CSVs gives
+the paper's title and describes each table (caption, unit, keys, and notes on how a garbled
+extraction was read). A paper is any folder of this package with ``published/index.yaml``,
+implemented (a plugin of the registry) or not yet.
 
-    >>> from xlt.published import load_published, list_published
+    >>> from xlt.papers.published import load_published, list_published
     >>> df = load_published("crossmulti", "table2")
     >>> df.query("task == 'pos' and setting == 'cross' and lang == 'en'").value.item()
     93.85
@@ -24,26 +26,37 @@ import yaml
 
 from xlt.errors import XltError
 
-__all__ = ["load_published", "list_published", "table_info", "paper_title", "SLUGS"]
+__all__ = ["load_published", "list_published", "table_info", "paper_title", "slugs"]
 
-SLUGS = ("crossmulti", "dlfa", "adjust", "underspec", "xmixup")
+INDEX = "published/index.yaml"  # under a paper's folder
 
 
-def _root():
-    return resources.files(__name__)
+def _papers_root():
+    return resources.files(__package__)
 
 
 @lru_cache(maxsize=1)
 def _index() -> dict:
-    with _root().joinpath("index.yaml").open("r", encoding="utf-8") as f:
-        doc = yaml.safe_load(f)
-    tables = {}
-    for entry in doc["tables"]:
-        key = (entry["slug"], entry["table"])
-        if key in tables:
-            raise XltError(f"xlt/published/index.yaml: duplicate entry {key}")
-        tables[key] = entry
-    return {"papers": doc.get("papers", {}), "tables": tables}
+    """{"papers": slug -> title, "tables": (slug, table_id) -> index entry}, slugs sorted."""
+    papers, tables = {}, {}
+    for folder in sorted(_papers_root().iterdir(), key=lambda f: f.name):
+        index = folder.joinpath(INDEX)
+        if not index.is_file():
+            continue
+        with index.open("r", encoding="utf-8") as f:
+            doc = yaml.safe_load(f)
+        papers[folder.name] = doc["title"]
+        for entry in doc["tables"]:
+            key = (folder.name, entry["table"])
+            if key in tables:
+                raise XltError(f"xlt/papers/{folder.name}/{INDEX}: duplicate entry {entry['table']!r}")
+            tables[key] = entry
+    return {"papers": papers, "tables": tables}
+
+
+def slugs() -> tuple[str, ...]:
+    """Every paper with published numbers, sorted."""
+    return tuple(_index()["papers"])
 
 
 def _hint(name: str, allowed) -> str:
@@ -52,19 +65,19 @@ def _hint(name: str, allowed) -> str:
 
 
 def list_published() -> list[tuple[str, str]]:
-    """All (slug, table_id) pairs, in the order of index.yaml."""
+    """All (slug, table_id) pairs: papers sorted, each in the order of its index.yaml."""
     return list(_index()["tables"])
 
 
 def paper_title(slug: str) -> str:
-    """The paper's title, as index.yaml gives it."""
+    """The paper's title, as its index.yaml gives it."""
     _check_slug(slug)
     return _index()["papers"][slug]
 
 
 def _check_slug(slug: str) -> None:
-    if slug not in SLUGS:
-        raise XltError(f"unknown paper slug {slug!r}; allowed: {', '.join(SLUGS)}.{_hint(slug, SLUGS)}")
+    if slug not in slugs():
+        raise XltError(f"unknown paper slug {slug!r}; allowed: {', '.join(slugs())}.{_hint(slug, slugs())}")
 
 
 def table_info(slug: str, table_id: str) -> dict:
@@ -86,18 +99,16 @@ def load_published(slug: str, table_id: str) -> pd.DataFrame:
     ``df.attrs["published"]`` holds the table's index.yaml entry.
     """
     info = table_info(slug, table_id)
-    res = _root().joinpath(slug, f"{table_id}.csv")
+    where = f"xlt/papers/{slug}/published/{table_id}.csv"
+    res = _papers_root().joinpath(slug, "published", f"{table_id}.csv")
     if not res.is_file():
-        raise XltError(f"xlt/published/{slug}/{table_id}.csv: missing, but listed in index.yaml")
+        raise XltError(f"{where}: missing, but listed in index.yaml")
     with res.open("r", encoding="utf-8") as f:
         # Key values such as a language "no" or a setting "nan" stay strings.
         df = pd.read_csv(f, keep_default_na=False, na_values=[])
     expected = list(info["keys"]) + ["value"] + (["significant"] if "significant" in df else [])
     if list(df.columns) != expected:
-        raise XltError(
-            f"xlt/published/{slug}/{table_id}.csv: columns {list(df.columns)}, "
-            f"index.yaml says {expected}"
-        )
+        raise XltError(f"{where}: columns {list(df.columns)}, index.yaml says {expected}")
     df["value"] = df["value"].astype(float)
     if "significant" in df:
         df["significant"] = df["significant"].map({True: True, False: False, "true": True,

@@ -1,0 +1,46 @@
+"""The import contracts of .importlinter (import-linter): the engine imports no paper, the
+library imports no Snakemake, no import circles. They hold, and each fails when a forbidden
+import is added (checked on a copy of the package, so the tree itself is never touched)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import REPO
+
+LINT = Path(sys.executable).with_name("lint-imports")
+CONTRACTS = REPO / ".importlinter"
+# one offending line per contract: (module file, line appended, what the report must name)
+OFFENCES = {
+    "The engine imports no paper": ("engine/loop.py", "from xlt.papers import base as _paper", "xlt.engine.loop -> xlt.papers.base"),
+    "The library imports no Snakemake": ("targets.py", "import snakemake as _smk", "xlt.targets -> snakemake"),
+    "No import circles": ("registry.py", "import xlt.targets as _targets", "No cycles are allowed in xlt."),
+}
+
+
+def lint(package_parent: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(package_parent)}  # the copy, ahead of the editable install
+    return subprocess.run([str(LINT), "--no-cache", str(CONTRACTS)], cwd=package_parent, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_the_import_contracts_hold():
+    run = lint(REPO)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
+    assert run.stdout.count(" KEPT") == len(OFFENCES)
+
+
+def test_each_contract_fails_when_a_forbidden_import_is_added(tmp_path):
+    shutil.copytree(REPO / "xlt", tmp_path / "xlt", ignore=shutil.ignore_patterns("__pycache__", "*.csv", "*.yaml"))
+    for module, line, _ in OFFENCES.values():
+        with open(tmp_path / "xlt" / module, "a") as f:
+            f.write(f"\n{line}\n")
+    run = lint(tmp_path)
+    assert run.returncode == 1, run.stdout[-3000:]
+    for contract, (_, _, named) in OFFENCES.items():
+        assert any(line.startswith(contract) and line.endswith("BROKEN") for line in run.stdout.splitlines()), contract
+        assert named in run.stdout, named
