@@ -81,16 +81,32 @@ def test_unreachable_server_runs_own_process(tmp_path):
     assert r.returncode == 0 and (tmp_path / "u.pt").exists()
 
 
-def test_changed_code_runs_own_process(server, tmp_path):
-    import xlt.engine.loop as preloaded  # imported by the server (xlt.zygote.PRELOAD)
+def test_changed_code_runs_own_process(tmp_path):
+    """A job refuses a server whose xlt modules changed on disk since it imported them. The
+    server here imports a copy of the package, and the copy is what changes: touching the
+    repository's own files would turn away every other server of a parallel test run."""
+    import shutil
 
-    src = Path(preloaded.__file__)
-    st = src.stat()
-    os.utime(src, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+    from xlt.zygote import start_server
+
+    pkg = tmp_path / "pkg"
+    shutil.copytree(ROOT / "xlt", pkg / "xlt", ignore=shutil.ignore_patterns("__pycache__"))
+    env = {k: v for k, v in os.environ.items() if k != "XLT_ZYGOTE"}
+    env.update(OMP_NUM_THREADS="1", PYTHONPATH=str(pkg))
+    path = str(tmp_path / "socket")
+    proc, ready = start_server(path, env=env, cwd=str(tmp_path))
     try:
-        r = job(["--out", "c.pt"], tmp_path, server)
+        assert ready
+        copy = SimpleNamespace(path=path)
+        served = job(["--out", "a.pt"], tmp_path, copy, {"PYTHONPATH": str(pkg)})
+        assert served.returncode == 0 and served.stderr == "stderr line\n", served.stderr
+        src = pkg / "xlt" / "engine" / "loop.py"  # imported by the server (xlt.zygote.PRELOAD)
+        st = src.stat()
+        os.utime(src, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+        r = job(["--out", "c.pt"], tmp_path, copy, {"PYTHONPATH": str(pkg)})
     finally:
-        os.utime(src, ns=(st.st_atime_ns, st.st_mtime_ns))
+        proc.terminate()
+        proc.wait(timeout=30)
     assert r.returncode == 0
     assert "xlt's code changed since the server started" in r.stderr
 
