@@ -146,4 +146,4 @@ def test_every_raw_path_has_exactly_one_provider():
     ud = catalog()["ud-2.7"]
     assert ud.per_language and not ud.templated  # languages select archive members
     assert [s.name for s, _ in providers("ud-treebanks-v2.7/UD_English-EWT/*-ud-train.conllu", "en")] == ["ud-2.7"]
-    assert providers("mnli/train-00000-of-00001.parquet", "de") == []  # MultiNLI is English only
+    assert providers("mnli/train-00000-of-00001.parquet", "de") == ()  # MultiNLI is English only

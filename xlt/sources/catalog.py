@@ -318,7 +318,8 @@ def sources_of_family(family: str) -> list[Source]:
     return [s for s in catalog().values() if s.family == family]
 
 
-def providers(pattern: str, lang: str | None = None) -> list[tuple[Source, str | None]]:
+@functools.lru_cache(maxsize=None)  # a pure function of the catalog; the DAG asks ~4,000 times
+def providers(pattern: str, lang: str | None = None) -> tuple[tuple[Source, str | None], ...]:
     """The catalog entries that place a file matching `pattern` (a glob relative to the raw
     root, as `xlt.prepare.raw_patterns` gives) for language `lang`.
 
@@ -329,13 +330,15 @@ def providers(pattern: str, lang: str | None = None) -> list[tuple[Source, str |
     """
     out: list[tuple[Source, str | None]] = []
     for source in catalog().values():
+        if lang and source.languages is not None and lang not in source.languages:
+            continue  # the entry does not offer this language (checked here: an error's "did you mean" costs)
         try:
             langs = source.resolve_langs([lang] if lang else None)
         except XltError:
-            continue  # the entry does not offer this language
+            continue  # nor any language it could be asked for
         for pf in source.plan(langs):
             under_extract = pf.extract is not None and pattern.startswith(pf.extract.dest.rstrip("/") + "/")
             if under_extract or fnmatch.fnmatchcase(pf.path, pattern):
                 out.append((source, lang if source.per_language else None))
                 break
-    return out
+    return tuple(out)
