@@ -6,9 +6,17 @@ import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
-from scipy import stats as sps
 
 from xlt.errors import XltError
+
+
+def _sps():
+    """scipy.stats, imported on first use: the workflow imports this module (through the
+    tables) to build its DAG, where scipy's half a second of import buys nothing."""
+    from scipy import stats
+
+    return stats
+
 
 __all__ = ["paired_ttest", "permutation_test", "mean_std", "confidence_interval_95"]
 
@@ -42,7 +50,7 @@ def paired_ttest(scores_a: Sequence[float], scores_b: Sequence[float]) -> dict[s
         if d[0] == 0:
             return {"statistic": 0.0, "pvalue": 1.0}
         return {"statistic": math.copysign(math.inf, d[0]), "pvalue": 0.0}
-    res = sps.ttest_rel(a, b)
+    res = _sps().ttest_rel(a, b)
     return {"statistic": float(res.statistic), "pvalue": float(res.pvalue)}
 
 
@@ -94,7 +102,7 @@ def permutation_test(
     idx_a = np.arange(n)
     idx_b = np.arange(n, 2 * n)
     observed = diff(idx_a, idx_b)
-    res = sps.permutation_test(
+    res = _sps().permutation_test(
         (idx_a, idx_b),
         lambda x, y: abs(diff(x, y)),
         permutation_type="samples",
@@ -125,8 +133,8 @@ def confidence_interval_95(values: Sequence[float]) -> tuple[float, float]:
     """
     arr = _values(values, min_n=2)
     mean = float(np.mean(arr))
-    sem = float(sps.sem(arr))
+    sem = float(_sps().sem(arr))
     if sem == 0.0:
         return mean, mean
-    lo, hi = sps.t.interval(0.95, df=arr.size - 1, loc=mean, scale=sem)
+    lo, hi = _sps().t.interval(0.95, df=arr.size - 1, loc=mean, scale=sem)
     return float(lo), float(hi)

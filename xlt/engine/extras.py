@@ -16,6 +16,7 @@ import hashlib
 import torch
 from torch import nn
 
+from xlt.engine.extra_options import DLFA_BRANCHES, DLFA_READINGS
 from xlt.engine.hooks import LayerHooks
 from xlt.errors import XltError
 
@@ -96,8 +97,8 @@ class DLFA(Extra):
     `branches`: "both", or "global" / "local" only (Table V's ablation). Padding enters
     neither the mean nor any BatchNorm statistics (masked by the attention mask)."""
 
-    READINGS = ("weight", "gated")
-    BRANCHES = ("both", "global", "local")
+    READINGS = DLFA_READINGS
+    BRANCHES = DLFA_BRANCHES
 
     def __init__(self, config, layer: int, reduction: int = 4, reading: str = "weight", branches: str = "both"):
         super().__init__()

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from xlt.engine.extras import DLFA
+from xlt.engine.extra_options import DLFA_BRANCHES, DLFA_READINGS
 from xlt.errors import XltError
 from xlt.papers import datasize
 from xlt.papers.base import DataSize, Paper, RecipeTags, Table
@@ -73,7 +73,7 @@ def extra_of_tag(tag: str) -> dict | None:
         raise XltError(f"extra tag {tag!r}: expected {TAG_GRAMMAR}")
     extra = {"name": "dlfa", "layer": int(head[4:])}
     for option in options:
-        key = "branches" if option in DLFA.BRANCHES else "reading" if option in DLFA.READINGS else None
+        key = "branches" if option in DLFA_BRANCHES else "reading" if option in DLFA_READINGS else None
         if key is None or key in extra:
             raise XltError(f"extra tag {tag!r}: option {option!r}; allowed: one of global, local and/or gated")
         extra[key] = option
