@@ -1,7 +1,8 @@
 """Named batch streams, each deterministic in (seed, epoch, cursor).
 
 A stream is a list of features and a batch size; a paired stream's features are pairs (a
-sentence and its translation, an aligned sentence pair with its word links), drawn together. Its batches for epoch e are a pure
+sentence and its translation, an aligned sentence pair with its word links), drawn together.
+Its batches for epoch e are a pure
 function of (seed, e) (length-grouped, see `batching.length_grouped_batches`); its cursor
 is (epoch, index of the next batch). A job draws from one or several streams every step;
 every cursor goes into the checkpoint, so a resumed job regenerates each stream's epoch
