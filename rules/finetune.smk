@@ -17,6 +17,8 @@ rule finetune:
     threads: R.job_threads(config, "finetune")
     resources:
         **R.job_resources(config, "finetune"),
+    # the costliest fine-tunes first: the run's tail then holds short jobs
+    priority: lambda w: T.finetune_priority(P.hparams(config, w.recipe, w.task), w.recipe)
     params:
         task=lambda w: T.task_of(w.task),
         encoder=lambda w: T.encoder_source(config, w.encoder, w.init),

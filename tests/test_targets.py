@@ -160,3 +160,11 @@ def test_tiny_preset_downloads_nothing():
     for paper, spec in tiny["papers"].items():  # every language a paper asks for is in the world
         for task in spec["tasks"]:
             assert set(T.paper_languages(tiny, paper, task)) <= world, (paper, task)
+
+
+def test_fine_tunes_are_prioritised_by_expected_cost():
+    from xlt.targets import finetune_priority
+
+    multi = finetune_priority({"epochs": 5}, "de+en+es+fr.crossmulti")
+    assert multi == 20 > finetune_priority({"epochs": 4}, "en+ru.underspec") > finetune_priority({"epochs": 5}, "en.crossmulti")
+    assert finetune_priority({}, "en.p") == 3  # TrainConfig's default epochs

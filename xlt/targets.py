@@ -28,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from xlt.engine.config import TrainConfig
 from xlt.errors import XltError
 from xlt.registry import get_task
 
@@ -81,6 +82,15 @@ def aux_streams(cfg: dict, recipe: str, dataset: str) -> list[dict]:
     return [{"task": task_of(d), "data": data_dir(cfg, d), "weight": aux["weight"],
              **({"batch_size": aux["batch_size"]} if "batch_size" in aux else {})}
             for d in aux["tasks"].get(task_of(dataset), [])]
+
+
+def finetune_priority(hp: dict, recipe: str) -> int:
+    """A fine-tune's scheduling priority: its expected cost, in epochs over one language's
+    training set (epochs × training languages; data sizes are unknown before the data is
+    prepared). The costliest fine-tunes then start first and a run ends on short jobs: a job
+    left running alone at the end keeps one core of two idle."""
+    epochs = hp.get("epochs", TrainConfig.__dataclass_fields__["epochs"].default)
+    return int(epochs) * len(Recipe.parse(recipe).train_langs)
 
 
 def model_dir(cfg: dict, encoder: str, init: str, task: str, recipe: str, seed: int) -> str:
