@@ -84,7 +84,6 @@ class TaskModel(nn.Module):
         self.spec = spec
         tasks = tasks or {name: resolve(name) for name in [spec.task, *spec.aux_tasks]}
         self.task, self.kind = tasks[spec.task]
-        self.kinds = {name: kind for name, (_, kind) in tasks.items()}
         self.encoder = encoder
         self.extras = nn.ModuleList([build_extra(e, encoder.config) for e in spec.extras])
         hidden = encoder.config.hidden_size

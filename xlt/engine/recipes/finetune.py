@@ -42,7 +42,6 @@ def build_task_model(cfg: TrainConfig, encoder, aux: list[tuple[Task, Kind]] = (
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(_seed_of(cfg.seed, task.name))
             model.heads[task.name] = kind.build_head(task, encoder.config.hidden_size, cfg.dropout)
-        model.kinds[task.name] = kind
     model.spec.aux_tasks = [task.name for task, _ in aux]
     return model
 
