@@ -78,9 +78,10 @@ def test_a_paired_stream_pads_each_side_on_its_own_and_keeps_one_cursor(tiny_enc
 
 
 def test_the_frozen_reference_has_no_gradient_and_does_not_move(tiny_encoder):
-    ref = FrozenReference.load(str(tiny_encoder))
+    encoder, tok = load_encoder(str(tiny_encoder))
+    ref = FrozenReference(encoder)
+    assert all(p.requires_grad for p in encoder.parameters())  # the original stays trainable
     before = {k: v.clone() for k, v in ref.encoder.state_dict().items()}
-    _, tok = load_encoder(str(tiny_encoder))
     batch = tok(["Anna ka Berlin", "mi"], return_tensors="pt", padding=True)
     out = ref(dict(batch))
     assert not out.requires_grad and not ref.encoder.training

@@ -55,6 +55,7 @@ def word_vectors(model, tokenizer, sentences: list[list[str]], max_length: int, 
     import torch  # deferred with the engine: the align stage's other jobs never load torch
 
     from xlt.engine.fastpath import encode
+    from xlt.engine.objectives import word_vectors as subword_means
 
     out = []
     for start in range(0, len(sentences), batch_size):
@@ -63,15 +64,14 @@ def word_vectors(model, tokenizer, sentences: list[list[str]], max_length: int, 
                         padding=True, return_tensors="pt")  # fmt: skip
         with torch.no_grad():  # the engine's forward (the model is in evaluation mode: Hugging Face's)
             hidden = encode(model, enc["input_ids"], enc["attention_mask"], enc.get("token_type_ids")).double()
+        rows = torch.tensor([[w if w is not None else -1 for w in enc.word_ids(b)] for b in range(len(batch))])
+        table, has, width = subword_means(hidden, rows)
         for b, words in enumerate(batch):
-            ids = enc.word_ids(b)
-            index = torch.tensor([w if w is not None else -1 for w in ids])
-            keep = index >= 0
-            sums = torch.zeros(len(words), hidden.shape[-1], dtype=hidden.dtype)
-            sums.index_add_(0, index[keep], hidden[b][keep])
-            counts = torch.bincount(index[keep], minlength=len(words)).unsqueeze(1)
-            vec = (sums / counts).numpy()  # 0/0 = NaN for words with no subword left
-            out.append(vec)
+            vec = torch.full((len(words), hidden.shape[-1]), float("nan"), dtype=hidden.dtype)
+            n = min(len(words), width)
+            kept = has[b * width : b * width + n]
+            vec[:n][kept] = table[b * width : b * width + n][kept]
+            out.append(vec.numpy())
     return out
 
 

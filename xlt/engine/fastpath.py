@@ -21,6 +21,8 @@ dropout off.
 
 from __future__ import annotations
 
+import contextlib
+
 import torch
 import torch.nn.functional as F
 
@@ -224,7 +226,5 @@ def encode(encoder, input_ids: torch.Tensor, attention_mask: torch.Tensor, token
     if lean and encoder.training and lean_supported(encoder):
         return lean_forward(encoder, input_ids, attention_mask, token_type_ids, hooks)
     kw = {"token_type_ids": token_type_ids} if token_type_ids is not None else {}
-    if not hooks:
-        return encoder(input_ids=input_ids, attention_mask=attention_mask, **kw).last_hidden_state
-    with installed(encoder, hooks, attention_mask):
+    with installed(encoder, hooks, attention_mask) if hooks else contextlib.nullcontext():
         return encoder(input_ids=input_ids, attention_mask=attention_mask, **kw).last_hidden_state

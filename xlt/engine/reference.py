@@ -3,27 +3,26 @@ the adjusted one must stay close to on English).
 
 It is held outside the trained model on purpose: not a submodule, so it is in no state dict
 (never saved with the model, never in a checkpoint), in no optimizer and under no DDP wrapper.
-It is loaded from the job's `{init}` each time the job starts, a resumed job included, so
-nothing of it needs to be stored. It runs in evaluation mode (no dropout) without gradients.
+It is a copy of the encoder the job loads from its `{init}` at every start, a resumed job
+included, taken before any training step, so nothing of it needs to be stored. It runs in
+evaluation mode (no dropout) without gradients.
 """
 
 from __future__ import annotations
+
+import copy
 
 import torch
 from torch import nn
 
 from xlt.engine.fastpath import encode
 from xlt.engine.hooks import LayerHooks
-from xlt.engine.model import load_encoder_weights
 
 
 class FrozenReference:
     def __init__(self, encoder: nn.Module):
-        self.encoder = encoder.eval().requires_grad_(False)
-
-    @classmethod
-    def load(cls, name_or_path: str, revision: str | None = None, device: torch.device | str = "cpu") -> "FrozenReference":
-        return cls(load_encoder_weights(name_or_path, revision, dropout=0.0).to(device))
+        """Freeze a copy of `encoder` (the original stays trainable)."""
+        self.encoder = copy.deepcopy(encoder).eval().requires_grad_(False)
 
     def __call__(self, batch: dict, hooks: LayerHooks | None = None) -> torch.Tensor:
         """The reference's last hidden states for a (side of a) batch, with no graph."""

@@ -121,10 +121,10 @@ def adjust_encoder(cfg: AdjustConfig, encoder: str, pair_files: list[str | Path]
     precision = resolve_precision(cfg.precision, device)
     seed_everything(cfg.seed)
     hf, tokenizer = load_encoder(encoder, revision, dropout=cfg.dropout)
+    # f₀: a copy of the encoder as loaded, at every start (a resumed job too), never trained or saved
+    reference = FrozenReference(hf.to(device))
     model = AdjustModel(hf).to(device)
     model.fast_path = cfg.fast_path != "off"
-    # f₀: loaded again from the same source at every start (a resumed job too), never trained or saved
-    reference = FrozenReference.load(encoder, revision, device)
     enc = encode_aligned_pairs(read_aligned_pairs(pair_files), tokenizer, cfg.max_length, cfg.word_vectors, cfg.specials)
     stream = PairedStream("pairs", enc.features, cfg.batch_size, cfg.seed, tokenizer.pad_token_id,
                           {"input_ids": None, "word_rows": -1}, pair_pad_values={"links": -1})
