@@ -26,6 +26,7 @@ include: "rules/underspec.smk"
 include: "rules/crossmulti.smk"
 include: "rules/dlfa.smk"
 include: "rules/align.smk"
+include: "rules/adjust.smk"
 
 
 localrules:

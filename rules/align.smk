@@ -1,5 +1,5 @@
 # Word alignment (adjust paper): WikiMatrix en-xx -> pool -> backend links -> 1-to-1 links
-# -> seeded samples; AER against the world's gold links; L2 histograms (Figures 1-2).
+# -> seeded samples; AER against the world's gold links; L2 distances (adjust's Figures 1-2).
 # Paths and target lists: xlt/align/targets.py. Why each choice: docs/align.md.
 from xlt.align import targets as A
 
@@ -16,7 +16,6 @@ wildcard_constraints:
 
 localrules:
     align_aer_table,
-    align_figures,
     align_all,
 
 
@@ -136,25 +135,6 @@ rule align_aer_table:
     shell:
         "align_stage.py table --aer {input} --configured {params.configured}"
         " --default {params.default} --out-prefix {params.prefix} 2> {log}"
-
-
-rule align_figures:
-    input:
-        A.l2_inputs(config),
-    output:
-        A.l2_figures(config),
-    log:
-        "logs/figures/adjust/l2.log",
-    conda:
-        ENV
-    params:
-        pairs=" ".join(A.pairs(config)),
-        fig1=config["align"]["l2"].get("fig1_pair", A.pairs(config)[0]),
-        bins=config["align"]["l2"].get("bins", 50),
-        out_dir=lambda w, output: os.path.dirname(output[0]),
-    shell:
-        "align_stage.py figures --pairs {params.pairs} --distances {input}"
-        " --fig1-pair {params.fig1} --bins {params.bins} --out-dir {params.out_dir} 2> {log}"
 
 
 rule align_all:

@@ -79,3 +79,30 @@ rule adapt_mlm:
         "adapt_mlm.py --encoder {params.encoder} {params.revision} --data {input.data}"
         " --task {params.task} --langs {params.langs} --mlm {params.mlm:q}"
         " --out {output} --checkpoint-dir {params.checkpoints} --threads {threads} 2> {log}"
+
+
+# Cross-lingual adjustment (adjust paper): {init} = adjust-<xx>-n<size>-seed<seed>[-<variant>],
+# on the alignment stage's sample of aligned pairs, settings from config `adapt.adjust`.
+rule adjust_encoder:
+    input:
+        unpack(lambda w: T.adjust_inputs(config, w.encoder, w.init)),
+    output:
+        directory(f"{RESULTS}/encoders/{{encoder}}/{{init}}"),
+    log:
+        "logs/encoders/{encoder}/{init}.log",
+    wildcard_constraints:
+        init=r"adjust-[^/]+",
+    conda:
+        ENV
+    threads: R.job_threads(config, "adapt_encoder")
+    resources:
+        **R.job_resources(config, "adapt_encoder"),
+    params:
+        encoder=lambda w: T.encoder_source(config, w.encoder),
+        revision=lambda w: T.encoder_revision_arg(config, w.encoder),
+        adjust=lambda w: as_json(T.adjust_config(config, w.init)),
+        checkpoints=f"{RESULTS}/checkpoints/encoders/{{encoder}}/{{init}}",
+    shell:
+        "adjust_encoder.py --encoder {params.encoder} {params.revision} --pairs {input.pairs}"
+        " --adjust {params.adjust:q} --out {output} --checkpoint-dir {params.checkpoints}"
+        " --threads {threads} 2> {log}"

@@ -5,7 +5,7 @@ rule finetune:
     input:
         data=f"{RESULTS}/data/{{task}}",
         encoder=lambda w: T.encoder_inputs(config, w.encoder, w.init),
-        aux=lambda w: [a["data"] for a in T.aux_streams(config, w.recipe, w.task)],
+        aux=lambda w: T.aux_inputs(config, w.recipe, w.task, w.encoder, w.init),
     output:
         directory(
             f"{RESULTS}/models/{{encoder}}/{{init}}/{{task}}/{{recipe}}/seed{{seed}}"
@@ -25,7 +25,7 @@ rule finetune:
         revision=lambda w: T.encoder_revision_arg(config, w.encoder, w.init),
         train_langs=lambda w: " ".join(T.Recipe.parse(w.recipe).train_langs),
         hparams=lambda w: as_json(P.hparams(config, w.recipe, w.task)),
-        aux=lambda w: as_json(T.aux_streams(config, w.recipe, w.task)),
+        aux=lambda w: as_json(T.aux_streams(config, w.recipe, w.task, w.encoder, w.init)),
         launcher=R.launcher(config, "finetune"),
         # under DDP the job's threads are shared by its processes (one per GPU)
         threads=R.process_threads(config, "finetune"),

@@ -45,7 +45,7 @@ rule paper_figure:
     conda:
         ENV
     params:
-        spec=lambda w: as_json(config["papers"][w.paper]),
+        spec=lambda w: as_json(P.figure_spec(config, w.paper)),
         caption=lambda w: rst_caption(w.paper, w.figure),
         out_dir=lambda w, output: os.path.dirname(output[0]),
     shell:

@@ -178,8 +178,7 @@ def test_underspec_grids_and_figures():
 
 
 def test_index_links_the_alignment_stages_table_and_figures():
-    """The stage before the papers' tables (the AER table, adjust's L2 figures) is listed too,
-    beside its own captions: the index input is every file `all_tables` makes but the index."""
+    """The stage before the papers' tables (the AER table) is listed too, beside its own captions: the index input is every file `all_tables` makes but the index."""
     from xlt.align.targets import CAPTIONS, TITLES
 
     cfg = base()
@@ -190,8 +189,8 @@ def test_index_links_the_alignment_stages_table_and_figures():
     md = index_markdown(items, P.index_file(cfg))
     assert f"## align: {TITLES['align']}" in md and "## adjust: The Impact of Cross-Lingual Adjustment" in md
     assert f"- [align/aer.md](align/aer.md) ([csv](align/aer.csv)): {CAPTIONS[('align', 'aer')]}" in md
-    for fig in ("fig1", "fig2"):
+    for fig in ("fig1", "fig2"):  # the adjust plugin's figures, with its captions
         assert (f"- [adjust/{fig}.png](../figures/adjust/{fig}.png) ([pdf](../figures/adjust/{fig}.pdf), "
-                f"[csv](../figures/adjust/{fig}.csv)): {CAPTIONS[('adjust', fig)]}") in md
+                f"[csv](../figures/adjust/{fig}.csv)): {P.caption('adjust', fig)}") in md
     linked = set(re.findall(r"\]\(([^)]+)\)", md))
     assert {os.path.relpath(f, "results/tables") for f in items} == linked

@@ -40,7 +40,7 @@ def test_an_adapted_encoder_is_a_directory_the_dag_makes():
     assert T.adapt_languages(cfg, init) == ["en", "de", "es", "fr"]
     with pytest.raises(XltError, match="unknown language set 'klingon'"):
         T.adapt_inputs(cfg, "mbert", "mlm-pawsx-klingon")
-    with pytest.raises(XltError, match="expected 'pretrained' or 'mlm-<dataset>-<language set>'"):
+    with pytest.raises(XltError, match="expected 'pretrained', 'mlm-<dataset>-<language set>' or 'adjust-"):
         T.Init.parse("dapt-pawsx")
 
 
@@ -71,7 +71,7 @@ def test_task_languages():
     assert ner[:4] == ["en", "de", "es", "fr"] and len(ner) == 40 and {"ar", "hi", "ru", "vi", "zh"} <= set(ner)
     assert T.task_languages(cfg, "pos.es_ancora") == ["en", "de", "es", "fr"]
     assert T.task_languages(cfg, "pos") == ["en", "ar", "de", "es", "fr", "hi", "ru", "vi", "zh"]
-    del cfg["papers"]["underspec"], cfg["papers"]["dlfa"]
+    del cfg["papers"]["underspec"], cfg["papers"]["dlfa"], cfg["papers"]["adjust"]
     assert T.task_languages(cfg, "ner") == ["en", "de", "es", "fr"]
     with pytest.raises(XltError, match="no configured paper uses task 'qa'"):
         T.task_languages(cfg, "qa")

@@ -48,13 +48,6 @@ def main():
     p.add_argument("--configured", nargs="+", required=True)
     p.add_argument("--default", required=True)
     p.add_argument("--out-prefix", required=True)
-    p = sub.add_parser("figures", help="adjust's Figures 1-2 (original-model rows)")
-    p.add_argument("--pairs", nargs="+", required=True)
-    p.add_argument("--distances", nargs="+", required=True, help="one CSV per pair, in --pairs order")
-    p.add_argument("--model", default="original")
-    p.add_argument("--fig1-pair", required=True)
-    p.add_argument("--bins", type=int, required=True)
-    p.add_argument("--out-dir", required=True)
     a = ap.parse_args()
 
     if a.step == "pool":
@@ -83,12 +76,6 @@ def main():
         from xlt.align.report import aer_table
 
         aer_table(a.aer, a.configured, a.default, a.out_prefix)
-    elif a.step == "figures":
-        from xlt.align.report import l2_figures
-
-        if len(a.pairs) != len(a.distances):
-            ap.error("--pairs and --distances must have the same length")
-        l2_figures(dict(zip(a.pairs, a.distances)), a.model, a.fig1_pair, a.bins, a.out_dir)
 
 
 run(main)

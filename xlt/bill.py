@@ -38,7 +38,7 @@ SHAPE_OF_HUB = {"bert-base-multilingual": "mbert", "xlm-roberta-base": "mbert", 
 # Rules that run an encoder (job kinds with a GPU in xlt.resources.KINDS); every other rule
 # (downloads, preparation, tables, figures) costs no device time. One not in PATTERNS is
 # listed as not priced, never silently free. A paper's own priced rules: its bill_rules.
-ENCODER_RULES = {"build_encoder", "adapt_mlm", "finetune", "evaluate", "align_l2"}
+ENCODER_RULES = {"build_encoder", "adapt_mlm", "adjust_encoder", "finetune", "evaluate", "align_l2", "adjust_l2"}
 # Path grammar of the jobs that are priced (output paths relative to the results folder).
 PATTERNS = {
     "finetune": re.compile(r"models/(?P<encoder>[^/]+)/(?P<init>[^/]+)/(?P<dataset>[^/]+)/(?P<recipe>[^/]+)/seed(?P<seed>\d+)$"),

@@ -19,6 +19,7 @@ import yaml
 
 from xlt import papers as P
 from xlt import targets as T
+from xlt.align.targets import check as check_align
 from xlt.cli import run
 from xlt.engine.config import TrainConfig
 from xlt.errors import XltError, check_config_ref
@@ -150,6 +151,7 @@ def _check_references(config: dict) -> None:
             if task not in TASKS:
                 raise XltError(f"{where}: unknown task {task!r}; allowed: {', '.join(TASKS)}")
             TrainConfig.from_dict({"task": task, "encoder": "", **base, **own}, where=where)
+    check_align(config)  # before the papers, whose checks read the align block
     sets = (config.get("data", {}).get("ud") or {}).get("sets") or {}
     for slug, paper in config.get("papers", {}).items():
         if slug in P.PAPERS and P.PAPERS[slug].check:  # a block not of the one-encoder shape (xlt.papers)

@@ -39,8 +39,9 @@ def finetune(task: str, encoder: str, revision: str | None, data_dir: str, train
     xlt_model.json under `collapse`. A collapsed run is retried up to `collapse_retries` times
     with seed + 1000·k; the last attempt is kept either way, flagged, never dropped.
 
-    `aux`: auxiliary task streams [{"task", "data", "weight", "batch_size"?}], each reading the
-    training split of its data folder in the training languages (xlt.targets.aux_streams)."""
+    `aux`: auxiliary streams (xlt.targets.aux_streams): task streams [{"task", "data", "weight",
+    "batch_size"?}], each reading the training split of its data folder in the training
+    languages; an aligned-pairs stream reads its sample file ("data") as it is."""
     import shutil
 
     from xlt.engine.recipes.finetune import train  # torch: only in the job
@@ -51,8 +52,9 @@ def finetune(task: str, encoder: str, revision: str | None, data_dir: str, train
     train_files = [split_file(data_dir, lang, "train") for lang in train_langs]
     # Model selection on the dev sets of the training language(s): no target-language peeking.
     dev_files = [split_file(data_dir, lang, "dev") for lang in train_langs]
-    aux_train = [{"task": a["task"], "weight": a["weight"], "files": [split_file(a["data"], lang, "train") for lang in train_langs],
-                  **({"batch_size": a["batch_size"]} if "batch_size" in a else {})} for a in aux or []]
+    aux_train = [{**{k: v for k, v in a.items() if k != "data"}, "files": [a["data"]]} if a.get("kind") == "aligned_pairs"
+                 else {"task": a["task"], "weight": a["weight"], "files": [split_file(a["data"], lang, "train") for lang in train_langs],
+                       **({"batch_size": a["batch_size"]} if "batch_size" in a else {})} for a in aux or []]
     attempts = []
     for attempt in range(collapse_retries + 1):
         run_seed = seed + RETRY_SEED_STRIDE * attempt

@@ -24,6 +24,7 @@ whose paper picks a named selection (`pos.es_ancora`, `pos.xtreme`; config `data
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,7 +37,8 @@ TABLE_FORMATS = ("csv", "md", "tex")
 FIGURE_FORMATS = ("png", "pdf", "csv")  # the CSV holds the numbers plotted
 WILDCARDS = {
     "encoder": r"[A-Za-z0-9_]+",
-    "init": r"pretrained|mlm-[a-z]+(\.[a-z0-9_]+)?-[A-Za-z0-9_]+",  # see Init
+    # see Init and Adjusted
+    "init": r"pretrained|mlm-[a-z]+(\.[a-z0-9_]+)?-[A-Za-z0-9_]+|adjust-[a-z]{2,3}-n\d+-seed\d+(-(start|end))?(-(words|cls|cls_sep))?",
     "task": r"[a-z]+(\.[a-z0-9_]+)?",  # a dataset: <task>[.<treebank set>]
     "entry": r"[a-z0-9][a-z0-9.-]*",  # a catalog entry (xlt/sources/catalog.yaml)
     "recipe": r"[a-z]{2,3}(\+[a-z]{2,3})*\.[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)?",  # [.<aux set>]
@@ -68,10 +70,12 @@ class Recipe:
         return cls(tuple(langs.split("+")), hparams, aux or None)
 
 
-def aux_streams(cfg: dict, recipe: str, dataset: str) -> list[dict]:
-    """The auxiliary task streams of a recipe's aux set for the main task of `dataset`:
-    [{"task", "data", "weight", "batch_size"?}] (none without an aux set, or for a task the
-    set gives none). Each reads the training split of its dataset in the recipe's languages."""
+def aux_streams(cfg: dict, recipe: str, dataset: str, encoder: str | None = None, init: str = "pretrained") -> list[dict]:
+    """The auxiliary streams of a recipe's aux set for the main task of `dataset`. A task set
+    gives [{"task", "data", "weight", "batch_size"?}] (none for a task it gives none), each
+    reading the training split of its dataset in the recipe's languages. An aligned-pairs set
+    (continual learning) gives one stream of the adjusted init's own sample of aligned pairs,
+    anchored to the encoder as released: [{"kind", "data", "reference", "weight", …}]."""
     name = Recipe.parse(recipe).aux
     if name is None:
         return []
@@ -79,9 +83,29 @@ def aux_streams(cfg: dict, recipe: str, dataset: str) -> list[dict]:
     if name not in sets:
         raise XltError(f"recipe {recipe!r}: unknown aux set {name!r}; allowed: {', '.join(sorted(sets)) or '(none)'}")
     aux = sets[name]
+    if aux.get("kind") == "aligned_pairs":
+        it = Init.parse(init)
+        if not isinstance(it, Adjusted):
+            raise XltError(f"recipe {recipe!r}: aux set {name!r} (aligned pairs) needs an adjusted encoder init "
+                           f"({Adjusted.GRAMMAR}); got {init!r}")
+        return [{"kind": "aligned_pairs", "data": aligned_pairs_file(cfg, it.pair, it.size, it.seed),
+                 "reference": encoder_source(cfg, encoder), "weight": aux["weight"],
+                 "anchor_weight": aux.get("anchor_weight", 1.0), "word_vectors": it.word_vectors, "tokens": it.tokens,
+                 "max_length": adjust_config(cfg, init)["max_length"],
+                 **({"batch_size": aux["batch_size"]} if "batch_size" in aux else {})}]
     return [{"task": task_of(d), "data": data_dir(cfg, d), "weight": aux["weight"],
              **({"batch_size": aux["batch_size"]} if "batch_size" in aux else {})}
             for d in aux["tasks"].get(task_of(dataset), [])]
+
+
+def aux_inputs(cfg: dict, recipe: str, dataset: str, encoder: str, init: str) -> list[str]:
+    """What a fine-tune's auxiliary streams read: their data, and an anchor's reference encoder."""
+    out = []
+    for a in aux_streams(cfg, recipe, dataset, encoder, init):
+        out.append(a["data"])
+        if "reference" in a:
+            out += encoder_inputs(cfg, encoder)
+    return out
 
 
 def finetune_priority(hp: dict, recipe: str) -> int:
@@ -135,14 +159,47 @@ class Init:
         return PRETRAINED if self.method is None else f"{self.method}-{self.dataset}-{self.langset}"
 
     @classmethod
-    def parse(cls, name: str) -> "Init":
+    def parse(cls, name: str) -> "Init | Adjusted":
         if name == PRETRAINED:
             return cls()
+        if name.startswith(f"{Adjusted.method}-"):
+            return Adjusted.parse(name)
         method, _, rest = name.partition("-")
         dataset, _, langset = rest.rpartition("-")
         if method != "mlm" or not dataset or not langset:
-            raise XltError(f"encoder init {name!r}: expected 'pretrained' or 'mlm-<dataset>-<language set>'")
+            raise XltError(f"encoder init {name!r}: expected 'pretrained', 'mlm-<dataset>-<language set>' or "
+                           f"{Adjusted.GRAMMAR!r}")
         return cls(method, dataset, langset)
+
+
+@dataclass(frozen=True)
+class Adjusted:
+    """An encoder adjusted across languages (the adjust paper, Cao et al. 2020) on a sample of
+    `size` aligned en–`pair` sentence pairs drawn with `seed` (the alignment stage's sample),
+    with config `adapt.adjust`: `adjust-<pair>-n<size>-seed<seed>[-<word vectors>][-<tokens>]`.
+    The defaults (subwords averaged, every token aligned) are not spelt, so a setting has one
+    name; `-start` / `-end` and `-words` / `-cls` / `-cls_sep` are Tables 6 and 7's variants."""
+
+    pair: str
+    size: int
+    seed: int
+    word_vectors: str = "avg"
+    tokens: str = "all"
+    method = "adjust"
+    GRAMMAR = "adjust-<xx>-n<size>-seed<seed>[-start|-end][-words|-cls|-cls_sep]"
+
+    @property
+    def name(self) -> str:
+        return (f"{self.method}-{self.pair}-n{self.size}-seed{self.seed}"
+                + ("" if self.word_vectors == "avg" else f"-{self.word_vectors}")
+                + ("" if self.tokens == "all" else f"-{self.tokens}"))
+
+    @classmethod
+    def parse(cls, name: str) -> "Adjusted":
+        m = re.fullmatch(r"adjust-([a-z]{2,3})-n(\d+)-seed(\d+)(?:-(start|end))?(?:-(words|cls|cls_sep))?", name)
+        if not m:
+            raise XltError(f"encoder init {name!r}: expected {cls.GRAMMAR!r}")
+        return cls(m[1], int(m[2]), int(m[3]), m[4] or "avg", m[5] or "all")
 
 
 def encoder_dir(cfg: dict, name: str, init: str = PRETRAINED) -> str:
@@ -172,15 +229,40 @@ def encoder_inputs(cfg: dict, name: str, init: str = PRETRAINED) -> list[str]:
 
 
 def adapt_inputs(cfg: dict, encoder: str, init: str) -> dict[str, list[str]]:
-    """An adaptation's inputs: the encoder it starts from and the data whose text it reads."""
+    """An MLM adaptation's inputs: the encoder it starts from and the data whose text it reads."""
     it = Init.parse(init)
-    if it.method is None:
+    if it.method != "mlm":
         raise XltError(f"{encoder_dir(cfg, encoder, init)}: `pretrained` is not made by adaptation")
     if it.langset not in cfg["language_sets"]:
         raise XltError(f"encoder init {init!r}: unknown language set {it.langset!r}; "
                        f"allowed: {', '.join(sorted(cfg['language_sets']))}")
     get_task(task_of(it.dataset))
     return {"encoder": encoder_inputs(cfg, encoder), "data": [data_dir(cfg, it.dataset)]}
+
+
+def aligned_pairs_file(cfg: dict, xx: str, size: int, seed: int) -> str:
+    """The alignment stage's sample of `size` en–`xx` pairs drawn with `seed`, from the
+    configured aligner's links (xlt.align.targets)."""
+    return f"{cfg['results']}/align/en-{xx}/{cfg['align']['backend']}/samples/n{size}.seed{seed}.jsonl"
+
+
+def adjust_inputs(cfg: dict, encoder: str, init: str) -> dict[str, list[str]]:
+    """An adjustment's inputs: the encoder it starts from and its sample of aligned pairs."""
+    it = Init.parse(init)
+    if not isinstance(it, Adjusted):
+        raise XltError(f"{encoder_dir(cfg, encoder, init)}: not made by cross-lingual adjustment ({Adjusted.GRAMMAR})")
+    return {"encoder": encoder_inputs(cfg, encoder), "pairs": [aligned_pairs_file(cfg, it.pair, it.size, it.seed)]}
+
+
+def adjust_config(cfg: dict, init: str) -> dict:
+    """The AdjustConfig of an adjusted init: config `adapt.adjust` (with the `engine` options),
+    the init's seed and its variant (word vectors, aligned tokens)."""
+    it = Adjusted.parse(init)
+    block = (cfg.get("adapt") or {}).get("adjust")
+    if block is None:
+        raise XltError(f"encoder init {init!r} needs config key adapt.adjust (the adjustment's settings)")
+    return {**engine_options(cfg, block), "seed": it.seed, "word_vectors": it.word_vectors, "tokens": it.tokens,
+            "max_length": block.get("max_length", 128)}
 
 
 def adapt_languages(cfg: dict, init: str) -> list[str]:

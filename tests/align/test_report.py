@@ -1,9 +1,9 @@
-"""The AER table and the L2 figures: files, the numbers behind them, missing backends."""
+"""The AER table and adjust's L2 figures: files, the numbers behind them, missing backends."""
 
 import pandas as pd
 import pytest
 
-from xlt.align.report import aer_table, l2_figures
+from xlt.align.report import aer_table
 from xlt.errors import XltError
 from xlt.io import write_json
 
@@ -29,20 +29,37 @@ def _distances(path, shift):
                   "en_word": list("abcabc"), "xx_word": list("xyzuvw")}).to_csv(path, index=False)  # fmt: skip
 
 
-def test_l2_figures_write_png_pdf_and_the_counts_plotted(tmp_path):
-    _distances(tmp_path / "es.csv", 0.0)
-    _distances(tmp_path / "hi.csv", 0.5)
-    l2_figures({"es": tmp_path / "es.csv", "hi": tmp_path / "hi.csv"}, "original", "hi", 4, tmp_path / "fig")
+def test_adjust_figures_have_a_row_per_model_and_write_png_pdf_and_the_counts(tmp_path):
+    from xlt.papers.adjust import draw
+
+    spec = {"targets": ["es", "hi"], "tasks": ["xnli", "ner"], "fig1_pair": "hi", "fig1_task": "xnli", "bins": 4}
+    files = []
+    for xx, shift in (("es", 0.0), ("hi", 0.5)):
+        files.append(tmp_path / f"results/align/en-{xx}/systran_align/l2/tiny.csv")
+        for row in ("adjusted", "xnli.finetuned", "xnli.adjusted_finetuned", "xnli.adjusted_continual",
+                    "ner.finetuned", "ner.adjusted_finetuned", "ner.adjusted_continual"):
+            files.append(tmp_path / f"results/adjust/l2/en-{xx}/{row}.seed1.csv")
+    for k, f in enumerate(files):
+        f.parent.mkdir(parents=True, exist_ok=True)
+        _distances(f, k / 10)
     for fig in ("fig1", "fig2"):
+        draw(spec, [str(f) for f in files], str(tmp_path / "fig"), fig)
         for ext in ("png", "pdf", "csv"):
             assert (tmp_path / "fig" / f"{fig}.{ext}").stat().st_size > 0
     fig1, fig2 = pd.read_csv(tmp_path / "fig/fig1.csv"), pd.read_csv(tmp_path / "fig/fig2.csv")
     assert set(fig1.pair) == {"hi"} and set(fig2.pair) == {"es", "hi"}
-    assert (fig2.groupby(["pair", "kind"])["count"].sum() == 3).all()  # every distance in a bin
-    assert fig2[(fig2.pair == "es") & (fig2.kind == "related")]["mean"].iloc[0] == pytest.approx(1.5)
+    assert list(dict.fromkeys(fig1.model)) == ["original", "adjusted", "XNLI fine-tuned", "XNLI adjusted + fine-tuned",
+                                               "XNLI adjusted + continual"]
+    assert fig2.model.nunique() == 8 and "NER adjusted + continual" in set(fig2.model)
+    assert (fig2.groupby(["model", "pair", "kind"])["count"].sum() == 3).all()  # every distance in a bin
+    original = fig2[(fig2.pair == "es") & (fig2.kind == "related") & (fig2.model == "original")]
+    assert original["mean"].iloc[0] == pytest.approx(1.5)
 
 
-def test_fig1_pair_must_be_aligned(tmp_path):
-    _distances(tmp_path / "es.csv", 0.0)
-    with pytest.raises(XltError, match="align.l2.fig1_pair: 'hi' is not an aligned pair; allowed: es"):
-        l2_figures({"es": tmp_path / "es.csv"}, "original", "hi", 4, tmp_path / "fig")
+def test_a_distances_file_outside_the_figures_grammar_is_named(tmp_path):
+    from xlt.papers.adjust import draw
+
+    _distances(tmp_path / "elsewhere.csv", 0.0)
+    with pytest.raises(XltError, match="elsewhere.csv: not a distances file of adjust's figures"):
+        draw({"targets": ["es"], "tasks": ["xnli"], "fig1_pair": "es", "fig1_task": "xnli", "bins": 4},
+             [str(tmp_path / "elsewhere.csv")], str(tmp_path / "fig"), "fig2")

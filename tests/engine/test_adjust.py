@@ -44,20 +44,26 @@ def test_aligned_pairs_map_words_to_rows_per_mode(tiny_encoder):
     _, tok = load_encoder(str(tiny_encoder))
     pair = {"src": ["Anna", "Berlin"], "tgt": ["ka", "Berlin", "mi"], "links": [[0, 0], [1, 1]]}
     n_sub = len(tok("Berlin", add_special_tokens=False)["input_ids"])
-    for mode, specials in (("avg", True), ("start", False), ("end", True)):
-        f = encode_aligned_pairs([pair], tok, 32, mode, specials).features[0]
+    for mode in ("avg", "start", "end"):
+        f = encode_aligned_pairs([pair], tok, 32, mode).features[0]
         rows = f["source"]["word_rows"]
         assert len(rows) == len(f["source"]["input_ids"])
         berlin = rows[-1 - n_sub:-1]  # Berlin's subwords, before [SEP]
         expected = {"avg": [2] * n_sub, "start": [2] + [-1] * (n_sub - 1), "end": [-1] * (n_sub - 1) + [2]}[mode]
         assert berlin == expected
-        assert (rows[0], rows[-1]) == ((0, 3) if specials else (-1, -1))
-        assert f["links"] == [[1, 1], [2, 2]] + ([[0, 0], [3, 4]] if specials else [])
+        assert (rows[0], rows[-1]) == (0, 3)  # the specials' rows: anchored whatever is aligned
+    # which tokens are aligned (Table 7): the links change, the rows do not
+    links = {t: encode_aligned_pairs([pair], tok, 32, "avg", t).features[0]["links"]
+             for t in ("all", "words", "cls", "cls_sep")}
+    assert links == {"all": [[0, 0], [1, 1], [2, 2], [3, 4]], "words": [[1, 1], [2, 2]], "cls": [[0, 0]],
+                     "cls_sep": [[0, 0], [3, 4]]}
     anna = len(tok("Anna", add_special_tokens=False)["input_ids"])
-    short = encode_aligned_pairs([pair], tok, anna + 2, "avg", False).features[0]  # [CLS] Anna [SEP]: Berlin cut
+    short = encode_aligned_pairs([pair], tok, anna + 2, "avg", "words").features[0]  # [CLS] Anna [SEP]: Berlin cut
     assert short["links"] == [[1, 1]] and len(short["source"]["input_ids"]) == anna + 2
     with pytest.raises(XltError, match="allowed: start, end, avg"):
         encode_aligned_pairs([pair], tok, 32, "mean")
+    with pytest.raises(XltError, match="aligned tokens='sep'; allowed: all, words, cls, cls_sep"):
+        encode_aligned_pairs([pair], tok, 32, "avg", "sep")
 
 
 def test_a_paired_stream_pads_each_side_on_its_own_and_keeps_one_cursor(tiny_encoder):
@@ -111,7 +117,7 @@ def _aligned_distance(encoder_dir, pairs) -> float:
 
     enc, tok = load_encoder(str(encoder_dir))
     enc.eval()
-    feats = encode_aligned_pairs(pairs, tok, 32, "avg", False).features
+    feats = encode_aligned_pairs(pairs, tok, 32, "avg", "words").features
     stream = PairedStream("p", feats, len(feats), 0, tok.pad_token_id, {"input_ids": None, "word_rows": -1},
                           pair_pad_values={"links": -1})
     batch = stream.collate(list(range(len(feats))))
@@ -167,3 +173,96 @@ def test_bad_aligned_pairs_and_options_are_named(tmp_path):
         AdjustConfig.from_dict({"word_vectors": "first"})
     with pytest.raises(XltError, match=r"unknown adjustment option\(s\) \['lr_peak'\]"):
         AdjustConfig.from_dict({"lr_peak": 1.0})
+
+
+def _hand_batch():
+    # one pair; source (English) subwords [CLS] a1 a2 [SEP] -> rows 0, 1, 1, 2; target [CLS] b [SEP] -> 0, 1, 2
+    src_h = torch.tensor([[[1.0, 0.0], [2.0, 2.0], [4.0, 0.0], [0.0, 1.0]]])
+    tgt_h = torch.tensor([[[1.0, 1.0], [3.0, 3.0], [0.0, 0.0]]])
+    batch = {"source": {"word_rows": torch.tensor([[0, 1, 1, 2]])}, "target": {"word_rows": torch.tensor([[0, 1, 2]])},
+             "links": torch.tensor([[[0, 0], [1, 1], [-1, -1]]])}  # [CLS]-[CLS], word-word, one padded link
+    return src_h, tgt_h, batch
+
+
+def test_eq1_terms_are_the_authors_mean_squared_errors():
+    """Eq. 1 by hand: the align term is the mean squared difference of the linked word vectors
+    (subwords averaged), the anchor term that of the English word vectors against f₀."""
+    from xlt.engine.objectives import REPRESENTATIONS
+    from xlt.engine.recipes.adjust import alignment_terms
+
+    src_h, tgt_h, batch = _hand_batch()
+    batch[REPRESENTATIONS] = (src_h, tgt_h)
+    f0 = torch.tensor([[[1.0, 0.0], [3.0, 1.0], [4.0, 0.0], [0.0, 0.0]]])  # f₀'s English states
+
+    class Reference:
+        def __call__(self, side):
+            return f0
+
+    align, anchor = alignment_terms(Reference(), "pairs", 1.0, 1.0)
+    # word 1 of the source is the average of its two subwords: (3, 1); linked to (3, 3)
+    # [CLS]: (1, 0) vs (1, 1). Squared differences: (0 + 1) and (0 + 4), over 2 pairs x 2 dims
+    assert align.fn(None, batch, 0).item() == pytest.approx((1 + 4) / 4)
+    # English rows: [CLS] (1,0) vs (1,0); word (3,1) vs (3.5,0.5); [SEP] (0,1) vs (0,0): 0 + 0.5 + 1 over 3 x 2
+    assert anchor.fn(None, batch, 0).item() == pytest.approx((0.25 + 0.25 + 1) / 6)
+
+
+def test_adjustment_without_the_alignment_term_leaves_the_encoder_unchanged(tiny_encoder, pair_file, tmp_path):
+    """Align weight 0, dropout off: the anchor's gradient at f = f₀ is zero, so is every update.
+    Both run the Hugging Face forward (fast_path off): the lean one agrees with it to rounding
+    only, and Adam turns a rounding-sized gradient into a full step."""
+    cfg = AdjustConfig.from_dict({"align_weight": 0.0, "dropout": 0.0, "lr": 1e-2, "batch_size": 8, "progress": False,
+                                  "max_length": 32, "fast_path": "off"})
+    adjust_encoder(cfg, str(tiny_encoder), [pair_file], tmp_path / "out", tmp_path / "ck")
+    before, after = (load_encoder(str(d))[0].state_dict() for d in (tiny_encoder, tmp_path / "out"))
+    assert before.keys() == after.keys() and all(torch.equal(before[k], after[k]) for k in before)
+    # the same run with the alignment term moves it
+    adjust_encoder(AdjustConfig.from_dict({**cfg.to_dict(), "align_weight": 1.0}), str(tiny_encoder), [pair_file],
+                   tmp_path / "aligned", tmp_path / "ck2")
+    moved = load_encoder(str(tmp_path / "aligned"))[0].state_dict()
+    assert not all(torch.equal(before[k], moved[k]) for k in before)
+
+
+CONTINUAL = """
+import json, sys
+from xlt.engine.config import TrainConfig
+from xlt.engine.recipes.finetune import train
+a = json.loads(sys.argv[1])
+cfg = TrainConfig.from_dict({"lr": 1e-3, "epochs": 2, "batch_size": 8, "max_length": 32, "stride": 8, "checkpoint_every": 3,
+                             "progress": False, "task": "pos", "encoder": a["encoder"], "seed": 3, "select": "last"})
+train(cfg, [a["data"] + "/pos/en/train.jsonl"], [a["data"] + "/pos/en/dev.jsonl"], a["out"], a["ckpt"],
+      aux=[{"kind": "aligned_pairs", "files": [a["pairs"]], "weight": a.get("weight", 0.01), "anchor_weight": 1.0,
+            "reference": a["encoder"], "batch_size": 4, "max_length": 32}], kill_after_steps=a.get("kill"))
+"""
+
+
+def _continual(tiny_encoder, toy_data, pair_file, out, ckpt, **kw):
+    arg = {"encoder": str(tiny_encoder), "data": str(toy_data), "pairs": str(pair_file), "out": str(out),
+           "ckpt": str(ckpt), **kw}
+    return subprocess.run([sys.executable, "-c", CONTINUAL, json.dumps(arg)], capture_output=True, text=True,
+                          timeout=300, cwd=REPO)
+
+
+def _model_weights(model_dir):
+    return {**load_file(model_dir / "encoder" / "model.safetensors"), **load_file(model_dir / "modules.safetensors")}
+
+
+def test_continual_learning_killed_with_sigkill_resumes_bit_identical(tiny_encoder, toy_data, pair_file, tmp_path):
+    clean = _continual(tiny_encoder, toy_data, pair_file, tmp_path / "clean", tmp_path / "c1")
+    assert clean.returncode == 0, clean.stderr
+    killed = _continual(tiny_encoder, toy_data, pair_file, tmp_path / "resumed", tmp_path / "c2", kill=5)
+    assert killed.returncode == -9
+    state = json.loads((tmp_path / "c2" / "last" / "state.json").read_text())
+    assert set(state["cursors"]) == {"pos", "aligned_pairs"}  # the paired stream's cursor is saved too
+    again = _continual(tiny_encoder, toy_data, pair_file, tmp_path / "resumed", tmp_path / "c2")
+    assert again.returncode == 0, again.stderr
+    assert "resuming from step 3" in again.stderr
+    wc, wr = _model_weights(tmp_path / "clean"), _model_weights(tmp_path / "resumed")
+    assert wc.keys() == wr.keys() and all(torch.equal(wc[k], wr[k]) for k in wc)
+    meta = json.loads((tmp_path / "clean" / "xlt_model.json").read_text())
+    assert meta["train"]["streams"]["aligned_pairs"] == {"features": 48, "batch_size": 4}
+    assert str(pair_file) in meta["provenance"]["data_sha256"]
+    # the alignment terms act: the same job without them ends elsewhere
+    plain = _continual(tiny_encoder, toy_data, pair_file, tmp_path / "zero", tmp_path / "c3", weight=1.0)
+    assert plain.returncode == 0, plain.stderr
+    wp = _model_weights(tmp_path / "zero")
+    assert not all(torch.equal(wc[k], wp[k]) for k in wc)

@@ -1,5 +1,5 @@
 """The stage's table and figures: AER per backend (`aer_table`) and the L2 histograms
-(`l2_figures`, adjust's Figures 1-2, each as PNG, PDF and the CSV of the plotted counts)."""
+(`l2_figure`: a grid of histograms, as adjust's Figures 1-2 draw them: PNG, PDF and the CSV of the plotted counts)."""
 
 from __future__ import annotations
 
@@ -95,19 +95,3 @@ def l2_figure(dist: pd.DataFrame, pairs: list[str], bins: int, title: str, out_s
     save_figure(fig, out_stem, hist)
     plt.close(fig)
     return hist
-
-
-def l2_figures(csvs: dict[str, str | Path], model: str, fig1_pair: str, bins: int, out_dir: str | Path) -> None:
-    """Figure 1 (one pair; Hindi in the paper) and Figure 2 (every pair), `model` rows only."""
-    frames = []
-    for pair, path in csvs.items():
-        d = pd.read_csv(path)
-        if d.empty:
-            raise XltError(f"{path}: no word-pair distances")
-        frames.append(d.assign(pair=pair, model=model))
-    dist = pd.concat(frames, ignore_index=True)
-    if fig1_pair not in csvs:
-        raise XltError(f"config key align.l2.fig1_pair: {fig1_pair!r} is not an aligned pair; allowed: {', '.join(csvs)}")
-    out = Path(out_dir)
-    l2_figure(dist, [fig1_pair], bins, "L2 distances of related vs unrelated word pairs", out / "fig1")
-    l2_figure(dist, list(csvs), bins, "L2 distances of related vs unrelated word pairs, every pair", out / "fig2")

@@ -7,7 +7,8 @@
     {results}/align/en-{xx}/{backend}/aer.json                              vs gold (the world)
     {results}/align/en-{xx}/{backend}/l2/{encoder}.{csv,json}               word-pair distances
     {results}/tables/align/aer.{md,csv}
-    {results}/figures/adjust/{fig1,fig2}.{png,pdf,csv}
+
+The distances are the original-model rows of adjust's Figures 1-2 (its plugin draws them).
 """
 
 from __future__ import annotations
@@ -18,17 +19,11 @@ from xlt.errors import XltError
 
 WILDCARDS = {"xx": r"[a-z]{2,3}", "backend": "|".join(BACKENDS), "size": r"\d+"}
 AER_FORMATS = ("md", "csv")
-L2_FIGURES = ("fig1", "fig2")  # adjust's Figure 1 (one pair) and Figure 2 (every pair)
-# The index's title and captions of the stage's table and figures: no paper plugin declares
-# them (adjust's plugin, once written, owns its figures' captions and takes precedence).
+# The index's title and caption of the stage's table: no paper plugin declares them.
 TITLES = {"align": "Word alignment (the bitext of the adjust paper, aligned and scored)"}
 CAPTIONS = {
     ("align", "aer"): "Alignment error rate (precision, recall, AER %) of each configured aligner and stage of its "
                       "links against the world's gold links, per language pair.",
-    ("adjust", "fig1"): "Histograms of the L2 distances between the last-layer vectors of related (aligned) and "
-                        "unrelated word pairs, for one language pair (align.l2.fig1_pair).",
-    ("adjust", "fig2"): "Histograms of the L2 distances between the last-layer vectors of related (aligned) and "
-                        "unrelated word pairs, for every aligned language pair.",
 }
 
 
@@ -84,7 +79,7 @@ def sample_sizes(cfg: dict, xx: str) -> list[int]:
 
 
 def sample_files(cfg: dict) -> list[str]:
-    return [f"{backend_dir(cfg, xx)}/samples/n{n}.seed{seed}.jsonl"
+    return [T.aligned_pairs_file(cfg, xx, n, seed)
             for xx in pairs(cfg) for n in sample_sizes(cfg, xx) for seed in spec(cfg)["samples"]["seeds"]]  # fmt: skip
 
 
@@ -112,21 +107,15 @@ def l2_inputs(cfg: dict) -> list[str]:
     return [f"{backend_dir(cfg, xx)}/l2/{l2_encoder(cfg)}.csv" for xx in pairs(cfg)]
 
 
-def l2_figures(cfg: dict) -> list[str]:
-    return [f for fig in L2_FIGURES for f in T.figure_files(cfg, "adjust", fig)]
-
-
 def align_tables(cfg: dict) -> list[str]:
-    """What `all_tables` gets from this stage: the L2 figures, and the AER table when gold
-    links exist (the tiny world)."""
-    if not cfg.get("align"):
-        return []
-    return (aer_table(cfg) if cfg.get("world") else []) + l2_figures(cfg)
+    """What `all_tables` gets from this stage: the AER table when gold links exist (the tiny world)."""
+    return aer_table(cfg) if cfg.get("align") and cfg.get("world") else []
 
 
 def align_all(cfg: dict) -> list[str]:
-    """Everything of the stage: every sample, the AER table (world) and the L2 figures."""
-    return sample_files(cfg) + align_tables(cfg) if cfg.get("align") else []
+    """Everything of the stage: every sample, the AER table (world) and the original encoder's
+    L2 distances (adjust's figures draw them)."""
+    return sample_files(cfg) + align_tables(cfg) + l2_inputs(cfg) if cfg.get("align") else []
 
 
 def l2_job_config(cfg: dict) -> dict:

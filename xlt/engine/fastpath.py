@@ -228,3 +228,13 @@ def encode(encoder, input_ids: torch.Tensor, attention_mask: torch.Tensor, token
     kw = {"token_type_ids": token_type_ids} if token_type_ids is not None else {}
     with installed(encoder, hooks, attention_mask) if hooks else contextlib.nullcontext():
         return encoder(input_ids=input_ids, attention_mask=attention_mask, **kw).last_hidden_state
+
+
+REPRESENTATIONS = "representations"  # model(batch, task=REPRESENTATIONS): a paired batch's encoder outputs, no head
+
+
+def encode_pair(encoder, batch: dict, lean: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+    """Both sides' last hidden states of a paired batch ({"source": …, "target": …};
+    xlt.engine.streams.PairedStream), each side encoded on its own."""
+    return tuple(encode(encoder, side["input_ids"], side["attention_mask"], side.get("token_type_ids"), lean=lean)
+                 for side in (batch["source"], batch["target"]))

@@ -177,15 +177,17 @@ def encode_qa(records: list[dict], tokenizer, max_length: int, stride: int, trai
 # Which subwords make a word's vector in an aligned pair (Cao et al. 2020; the adjust paper's
 # Table 6): the first, the last, or the average of all.
 WORD_VECTORS = ("start", "end", "avg")
+# Which tokens of a pair are aligned (the adjust paper's Table 7): its words and both specials
+# (the main setting), the words only, [CLS] only, or [CLS] and [SEP] only.
+ALIGNED_TOKENS = ("all", "words", "cls", "cls_sep")
 
 
 def _word_side(words: list[str], pieces: dict[str, list[int]], cls: int, sep: int, max_length: int,
-               mode: str, specials: bool) -> tuple[dict, int]:
+               mode: str) -> tuple[dict, int]:
     """One side of an aligned pair: its subword ids and, per subword, the row of the word vector
-    it enters (-1: none). Rows: [CLS] 0, word k at k+1, [SEP] after the last word kept; the
-    specials enter their rows only when they are aligned too (`specials`). Words past
-    `max_length` subwords are cut. Returns (feature, words kept)."""
-    ids, rows = [cls], [0 if specials else -1]
+    it enters (-1: none). Rows: [CLS] 0, word k at k+1, [SEP] after the last word kept. Words
+    past `max_length` subwords are cut. Returns (feature, words kept)."""
+    ids, rows = [cls], [0]
     kept = 0
     for k, w in enumerate(words):
         sub = pieces[w]
@@ -199,19 +201,22 @@ def _word_side(words: list[str], pieces: dict[str, list[int]], cls: int, sep: in
         rows += r
         kept = k + 1
     ids.append(sep)
-    rows.append(kept + 1 if specials else -1)
+    rows.append(kept + 1)
     return {"input_ids": ids, "word_rows": rows}, kept
 
 
 def encode_aligned_pairs(records: list[dict], tokenizer, max_length: int, mode: str = "avg",
-                         specials: bool = True) -> Encoded:
+                         tokens: str = "all") -> Encoded:
     """Aligned sentence pairs {"src": words, "tgt": words, "links": [[i, j], …]} as paired
-    features (xlt.engine.streams.PairedStream): each side's subword ids and word rows, and the
-    pair's `links` as [source row, target row] (word i is row i+1), plus [CLS]–[CLS] and
-    [SEP]–[SEP] when `specials`. Each word is tokenised on its own (an empty one as the unknown
-    token), as the authors' code does; links to words cut by `max_length` are dropped."""
+    features (xlt.engine.streams.PairedStream): each side's subword ids and word rows ([CLS],
+    every word, [SEP]: what the anchor term keeps in place), and the pair's `links` as [source
+    row, target row] (word i is row i+1): the word links, [CLS]–[CLS] and [SEP]–[SEP], as
+    `tokens` says (ALIGNED_TOKENS). Each word is tokenised on its own (an empty one as the
+    unknown token), as the authors' code does; links to words cut by `max_length` are dropped."""
     if mode not in WORD_VECTORS:
         raise XltError(f"word vectors mode={mode!r}; allowed: {', '.join(WORD_VECTORS)}")
+    if tokens not in ALIGNED_TOKENS:
+        raise XltError(f"aligned tokens={tokens!r}; allowed: {', '.join(ALIGNED_TOKENS)}")
     cls, sep = _specials(tokenizer)
     vocab = sorted({w for r in records for side in ("src", "tgt") for w in r[side]})
     ids = tokenizer(vocab, add_special_tokens=False)["input_ids"] if vocab else []
@@ -219,13 +224,16 @@ def encode_aligned_pairs(records: list[dict], tokenizer, max_length: int, mode: 
     feats = []
     for n, r in enumerate(records):
         try:
-            src, n_src = _word_side(r["src"], pieces, cls, sep, max_length, mode, specials)
-            tgt, n_tgt = _word_side(r["tgt"], pieces, cls, sep, max_length, mode, specials)
-            links = [[int(i) + 1, int(j) + 1] for i, j in r["links"] if int(i) < n_src and int(j) < n_tgt]
+            src, n_src = _word_side(r["src"], pieces, cls, sep, max_length, mode)
+            tgt, n_tgt = _word_side(r["tgt"], pieces, cls, sep, max_length, mode)
+            words = [[int(i) + 1, int(j) + 1] for i, j in r["links"] if int(i) < n_src and int(j) < n_tgt]
         except (KeyError, TypeError, ValueError) as e:
             raise XltError(f"aligned pair {n + 1}: expected {{'src': [words], 'tgt': [words], 'links': [[i, j], ...]}} "
                            f"({e.__class__.__name__}: {e})") from None
-        if specials:
-            links += [[0, 0], [n_src + 1, n_tgt + 1]]
+        links = words if tokens in ("all", "words") else []
+        if tokens != "words":
+            links = [[0, 0], *links]
+        if tokens in ("all", "cls_sep"):
+            links.append([n_src + 1, n_tgt + 1])
         feats.append({"source": src, "target": tgt, "links": links})
     return Encoded(feats, [max(len(f["source"]["input_ids"]), len(f["target"]["input_ids"])) for f in feats])

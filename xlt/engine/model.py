@@ -17,7 +17,7 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 
 from xlt.engine.extras import build_extra
-from xlt.engine.fastpath import encode, use_keep_mask_dropout
+from xlt.engine.fastpath import REPRESENTATIONS, encode, encode_pair, use_keep_mask_dropout
 from xlt.engine.hooks import LayerHooks
 from xlt.engine.kinds import Kind, resolve
 from xlt.errors import XltError
@@ -108,7 +108,12 @@ class TaskModel(nn.Module):
             h = extra(h, states, batch)
         return h
 
-    def forward(self, batch: dict, task: str | None = None) -> dict:
+    def forward(self, batch: dict, task: str | None = None):
+        """The head of `task` (default: the main task) on the batch; with task
+        REPRESENTATIONS, a paired batch's encoder outputs, both sides (continual learning's
+        alignment terms read them; no extra or head acts)."""
+        if task == REPRESENTATIONS:
+            return encode_pair(self.encoder, batch, self.fast_path)
         return self.heads[task or self.task.name](self.features(batch), batch)
 
 

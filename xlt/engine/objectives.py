@@ -16,16 +16,20 @@ from typing import Callable
 
 import torch
 
+from xlt.engine.fastpath import REPRESENTATIONS
 from xlt.engine.kinds import IGNORE, Kind
 from xlt.errors import XltError
 from xlt.registry import Task
 
 
 def alignment_loss(src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
-    """Σ‖f(s) − f(t)‖² over aligned vector pairs (rows), divided by the number of pairs."""
+    """Σ‖f(s) − f(t)‖² over aligned vector pairs (rows), divided by the number of pairs and
+    the width: the authors' mean squared error, in whose units their weights are given (the
+    0.01 of continual learning, Eq. 2). Eq. 1 as printed sums; the scale changes neither the
+    ratio of its two terms nor (up to Adam's eps) the adjustment."""
     if src.shape != tgt.shape:
         raise XltError(f"alignment loss: {tuple(src.shape)} vs {tuple(tgt.shape)} aligned vectors")
-    return (src.float() - tgt.float()).pow(2).sum(-1).mean()
+    return (src.float() - tgt.float()).pow(2).mean()
 
 
 def word_vectors(h: torch.Tensor, word_rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, int]:
@@ -41,7 +45,6 @@ def word_vectors(h: torch.Tensor, word_rows: torch.Tensor) -> tuple[torch.Tensor
     return sums / counts.clamp(min=1).unsqueeze(1).to(h.dtype), counts > 0, w
 
 
-REPRESENTATIONS = "representations"  # model(batch, task=REPRESENTATIONS): a paired batch's encoder outputs, no head
 
 
 def pair_representations(model, batch: dict) -> tuple[torch.Tensor, torch.Tensor]:
@@ -73,8 +76,8 @@ def alignment_term(stream: str = "pairs", weight: float = 1.0) -> "Term":
 
 def anchor_term(reference, stream: str = "pairs", side: str = "source", weight: float = 1.0) -> "Term":
     """Eq. 1's second sum: ‖f(e) − f₀(e)‖² over the words of one side (English) against the
-    frozen reference f₀ (xlt.engine.reference), averaged over words. Both sums average
-    squared distances, so their ratio is the authors' (whose MSE also divides by the width)."""
+    frozen reference f₀ (xlt.engine.reference), averaged over words and the width as the
+    alignment term is (alignment_loss), so their ratio and scale are the authors'."""
 
     def fn(model, batch, step):
         h = pair_representations(model, batch)[0 if side == "source" else 1]

@@ -23,13 +23,13 @@ import yaml
 from xlt import targets as T
 from xlt.align.targets import align_tables
 from xlt.errors import XltError, unknown
-from xlt.papers import crossmulti, dlfa, underspec
+from xlt.papers import adjust, crossmulti, dlfa, underspec
 from xlt.papers.base import Figure, Paper, Table
 from xlt.papers.published import paper_title, table_info
 from xlt.tables import write_table
 from xlt.targets import figure_files, table_files
 
-PAPERS: dict[str, Paper] = {p.slug: p for p in (crossmulti.PAPER, dlfa.PAPER, underspec.PAPER)}
+PAPERS: dict[str, Paper] = {p.slug: p for p in (crossmulti.PAPER, dlfa.PAPER, adjust.PAPER, underspec.PAPER)}
 INDEX = "index.md"  # results/tables/index.md: every table beside its caption (xlt.report)
 
 __all__ = ["PAPERS", "Figure", "Paper", "Table", "get_paper", "get_table", "get_figure", "all_tables"]
@@ -127,6 +127,12 @@ def figure_inputs(cfg: dict, slug: str, figure_id: str) -> list[str]:
     if figure_id not in figure_names(cfg, slug):
         raise unknown(f"figure of paper {slug} (with this config)", figure_id, figure_names(cfg, slug))
     return paper.figure_inputs(cfg)
+
+
+def figure_spec(cfg: dict, slug: str) -> dict:
+    """What a paper's `draw` gets: its `figure_spec(cfg)`, else its config block."""
+    paper = get_paper(slug)
+    return paper.figure_spec(cfg) if paper.figure_spec else cfg["papers"][slug]
 
 
 def make_table(slug: str, table_id: str, spec: dict, inputs: list[str], out_prefix: str):

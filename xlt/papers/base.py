@@ -89,6 +89,8 @@ class Paper:
     figure_inputs: Callable[[dict], list[str]] | None = None
     # (spec, input files, out_dir, figure id) -> writes <out_dir>/<figure>.{png,pdf,csv}
     draw: Callable[[dict, list[str], str, str], object] | None = None
+    # config -> the JSON `draw` gets; None: the paper's config block (papers.<slug>)
+    figure_spec: Callable[[dict], dict] | None = None
     # (config, papers.<slug>) -> None; raises XltError naming the key. The generic checks of
     # xlt.config (encoder, hparams, language sets, tasks, metrics) run for every paper.
     check: Callable[[dict, dict], None] | None = None

@@ -21,8 +21,8 @@ from pathlib import Path
 from torch import nn
 
 from xlt.engine.config import FAST_PATH
-from xlt.engine.fastpath import encode, use_keep_mask_dropout
-from xlt.engine.features import WORD_VECTORS, encode_aligned_pairs
+from xlt.engine.fastpath import encode_pair, use_keep_mask_dropout
+from xlt.engine.features import ALIGNED_TOKENS, WORD_VECTORS, encode_aligned_pairs
 from xlt.engine.loop import Loop
 from xlt.engine.model import load_encoder
 from xlt.engine.objectives import REPRESENTATIONS, Objective, alignment_term, anchor_term
@@ -48,7 +48,7 @@ class AdjustConfig:
     max_grad_norm: float = 0.0  # no clipping (the authors')
     max_length: int = 128  # subwords per sentence, specials included; words past it are cut
     word_vectors: str = "avg"  # a word's vector: its subwords' "avg", or the "start" / "end" subword
-    specials: bool = True  # [CLS]–[CLS] and [SEP]–[SEP] aligned too (and anchored)
+    tokens: str = "all"  # aligned: words, [CLS] and [SEP] ("all"), or "words", "cls", "cls_sep" (ALIGNED_TOKENS)
     align_weight: float = 1.0
     anchor_weight: float = 1.0  # the authors' base_rate
     dropout: float = 0.1  # the adjusted encoder trains with its dropout on; the reference runs without
@@ -66,7 +66,7 @@ class AdjustConfig:
         if unknown := sorted(set(d) - names):
             raise XltError(f"{where}: unknown adjustment option(s) {unknown}; allowed: {sorted(names)}")
         cfg = cls(**{**d, **({"adam_betas": tuple(d["adam_betas"])} if "adam_betas" in d else {})})
-        for key, allowed in (("word_vectors", WORD_VECTORS), ("fast_path", FAST_PATH),
+        for key, allowed in (("word_vectors", WORD_VECTORS), ("tokens", ALIGNED_TOKENS), ("fast_path", FAST_PATH),
                              ("precision", ("auto", "bf16", "fp32")), ("device", ("auto", "cpu", "cuda"))):
             if getattr(cfg, key) not in allowed:
                 raise XltError(f"{where}: {key}={getattr(cfg, key)!r}; allowed: {', '.join(allowed)}")
@@ -88,8 +88,7 @@ class AdjustModel(nn.Module):
     def forward(self, batch: dict, task: str | None = None):
         if task != REPRESENTATIONS:
             raise XltError(f"the adjusted encoder has no head: forward(task={task!r})")
-        return tuple(encode(self.encoder, side["input_ids"], side["attention_mask"], side.get("token_type_ids"),
-                            lean=self.fast_path) for side in (batch["source"], batch["target"]))
+        return encode_pair(self.encoder, batch, self.fast_path)
 
 
 def read_aligned_pairs(files: list[str | Path]) -> list[dict]:
@@ -111,6 +110,19 @@ def read_aligned_pairs(files: list[str | Path]) -> list[dict]:
     return pairs
 
 
+def aligned_pairs_stream(name: str, files: list[str | Path], tokenizer, batch_size: int, seed: int, max_length: int,
+                         word_vectors: str = "avg", tokens: str = "all") -> PairedStream:
+    """The paired stream of the aligned pairs in `files` (English the source side)."""
+    enc = encode_aligned_pairs(read_aligned_pairs(files), tokenizer, max_length, word_vectors, tokens)
+    return PairedStream(name, enc.features, batch_size, seed, tokenizer.pad_token_id,
+                        {"input_ids": None, "word_rows": -1}, pair_pad_values={"links": -1})
+
+
+def alignment_terms(reference: FrozenReference, stream: str, align_weight: float, anchor_weight: float) -> list:
+    """Eq. 1's two sums on a paired stream: aligned words closer, English words kept near f₀."""
+    return [alignment_term(stream, align_weight), anchor_term(reference, stream, "source", anchor_weight)]
+
+
 def adjust_encoder(cfg: AdjustConfig, encoder: str, pair_files: list[str | Path], out_dir: str | Path,
                    checkpoint_dir: str | Path, revision: str | None = None, resolved_config: dict | None = None,
                    stop_after_steps: int | None = None, kill_after_steps: int | None = None) -> dict:
@@ -125,10 +137,9 @@ def adjust_encoder(cfg: AdjustConfig, encoder: str, pair_files: list[str | Path]
     reference = FrozenReference(hf.to(device))
     model = AdjustModel(hf).to(device)
     model.fast_path = cfg.fast_path != "off"
-    enc = encode_aligned_pairs(read_aligned_pairs(pair_files), tokenizer, cfg.max_length, cfg.word_vectors, cfg.specials)
-    stream = PairedStream("pairs", enc.features, cfg.batch_size, cfg.seed, tokenizer.pad_token_id,
-                          {"input_ids": None, "word_rows": -1}, pair_pad_values={"links": -1})
-    objective = Objective([alignment_term("pairs", cfg.align_weight), anchor_term(reference, "pairs", "source", cfg.anchor_weight)])
+    stream = aligned_pairs_stream("pairs", pair_files, tokenizer, cfg.batch_size, cfg.seed, cfg.max_length,
+                                  cfg.word_vectors, cfg.tokens)
+    objective = Objective(alignment_terms(reference, "pairs", cfg.align_weight, cfg.anchor_weight))
     ddp_model = dist.wrap(model, device)
     optimizer = build_optimizer(ddp_model, cfg.lr, cfg.weight_decay, cfg.adam_betas, cfg.adam_eps, device)
     scheduler = build_scheduler(optimizer, cfg.epochs * stream.per_epoch(), cfg.warmup_ratio, "constant")
@@ -140,8 +151,8 @@ def adjust_encoder(cfg: AdjustConfig, encoder: str, pair_files: list[str | Path]
                 stop_after_steps=stop_after_steps, kill_after_steps=kill_after_steps, precision=precision)
     state = loop.run()
     summary = {"steps": state["global_step"], "losses": state["losses"], "resumed_from": state["resumed_from"],
-               "steps_this_process": state["steps_this_process"], "pairs": len(enc.features),
-               "links": sum(len(f["links"]) for f in enc.features), "seconds_this_process": state["seconds_this_process"],
+               "steps_this_process": state["steps_this_process"], "pairs": len(stream.features),
+               "links": sum(len(f["links"]) for f in stream.features), "seconds_this_process": state["seconds_this_process"],
                "precision": precision}
     if dist.main:
         with atomic_dir(out_dir) as tmp:

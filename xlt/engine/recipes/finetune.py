@@ -16,11 +16,16 @@ from xlt.engine.kinds import Kind, resolve
 from xlt.engine.loop import Loop
 from xlt.engine.model import ModelSpec, build_model, load_encoder, save_model
 from xlt.engine.objectives import Objective, task_term
+from xlt.engine.recipes.adjust import aligned_pairs_stream, alignment_terms
+from xlt.engine.reference import FrozenReference
 from xlt.engine.runtime import Checkpointer, Dist, build_optimizer, build_scheduler, resolve_precision, seed_everything
 from xlt.engine.streams import Stream
 from xlt.errors import XltError
 from xlt.provenance import provenance
 from xlt.registry import Task
+
+
+ALIGNED_PAIRS = "aligned_pairs"  # the kind (and stream name) of continual learning's auxiliary stream
 
 
 def _seed_of(seed: int, name: str) -> int:
@@ -59,13 +64,24 @@ def train(
 ) -> dict:
     """Fine-tune and save the selected model to `out_dir`; return its summary.
 
-    `aux`: auxiliary task streams, each {"task", "files", "weight", "batch_size"?}; a batch
-    of each is drawn every step and its loss added with its weight (multi-task learning).
+    `aux`: auxiliary streams; a batch of each is drawn every step and its loss added with its
+    weight. A task stream {"task", "files", "weight", "batch_size"?} adds that task's loss
+    (multi-task learning); an aligned-pairs stream {"kind": "aligned_pairs", "files",
+    "weight", "anchor_weight", "reference", "batch_size"?, "max_length"?, "word_vectors"?,
+    "tokens"?} adds the adjustment's two terms (xlt.engine.recipes.adjust) with `weight` and
+    `anchor_weight`, against the frozen encoder `reference` (continual learning, the adjust
+    paper's Eq. 2).
     Testing aids: `stop_after_steps` stops like a grace signal would (checkpoint, then
     Preempted); `kill_after_steps` SIGKILLs this process after that many steps.
     """
     task, kind = resolve(cfg.task)  # the one lookup: the task and its kind travel from here
     aux = aux or []
+    if bad := sorted({a.get("kind") for a in aux} - {None, "task", ALIGNED_PAIRS}):
+        raise XltError(f"auxiliary stream kind(s) {bad}; allowed: task, {ALIGNED_PAIRS}")
+    pair_aux = [a for a in aux if a.get("kind") == ALIGNED_PAIRS]
+    if len(pair_aux) > 1:
+        raise XltError(f"at most one auxiliary stream of kind {ALIGNED_PAIRS!r}; got {len(pair_aux)}")
+    aux = [a for a in aux if a.get("kind", "task") == "task"]
     aux_tasks = [resolve(a["task"]) for a in aux]
     dist = Dist()
     device = dist.device(cfg.device)
@@ -98,6 +114,14 @@ def train(
         streams[at.name] = Stream(at.name, aenc.features, a.get("batch_size", cfg.batch_size), cfg.seed,
                                   tokenizer.pad_token_id, akind.pad_values, akind.scalars)
         terms.append(task_term(at, akind, weight=float(a["weight"])))
+    for a in pair_aux:
+        with torch.random.fork_rng(devices=[]):  # loading f₀ leaves the training RNG as it was
+            original, _ = load_encoder(a["reference"], a.get("reference_revision"))
+        streams[ALIGNED_PAIRS] = aligned_pairs_stream(
+            ALIGNED_PAIRS, a["files"], tokenizer, int(a.get("batch_size", cfg.batch_size)), cfg.seed,
+            int(a.get("max_length", cfg.max_length)), a.get("word_vectors", "avg"), a.get("tokens", "all"))
+        terms += alignment_terms(FrozenReference(original.to(device)), ALIGNED_PAIRS, float(a["weight"]),
+                                 float(a.get("anchor_weight", 1.0)))
     total = cfg.epochs * streams[task.name].per_epoch()
     ddp_model = dist.wrap(model, device)
     optimizer = build_optimizer(ddp_model, cfg.lr, cfg.weight_decay, cfg.adam_betas, cfg.adam_eps, device)
@@ -144,7 +168,7 @@ def train(
         "world_size": dist.world,
         "precision": precision,
     }
-    aux_files = [f for a in aux for f in a["files"]]
+    aux_files = [f for a in [*aux, *pair_aux] for f in a["files"]]
     meta = {
         "labels": list(task.labels) if task.labels else None,
         "train": summary,

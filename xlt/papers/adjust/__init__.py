@@ -1,0 +1,380 @@
+"""adjust: The Impact of Cross-Lingual Adjustment of Contextual Word Representations on
+Zero-Shot Transfer.
+
+A row's `model`: `original` = EN fine-tuning of the encoder as released (the EN-only model
+other papers train with the same profile: one model), `adjusted` = EN fine-tuning of the
+encoder adjusted on en–xx aligned pairs (init `adjust-<xx>-n<size>-seed<seed>`, xlt.targets.
+Adjusted; one adjustment per target language and seed, as the authors' scripts do), and
+`adjusted_continual` = the same with continual learning (the recipe's aux set, Eq. 2). Every
+model is scored on every language of the paper's set; a column xx reads the models adjusted
+on en–xx. Tables 2 (XNLI), 3 (NER), 5 (en–ru sample sizes), 6 (how subword vectors make a
+word's), 7 (which tokens are aligned). This module only declares (no torch).
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+import re
+
+from xlt.align import targets as align
+from xlt.errors import XltError, check_config_ref
+from xlt.papers.base import Figure, Paper, Table
+from xlt.papers.published import load_published
+from xlt.tables import COLLAPSE_NOTE, eval_rows, paper_vs_ours, render_grid
+from xlt.targets import Adjusted, Recipe, dataset_name, encoder_dir, eval_file, model_dir, paper_language_set
+
+SLUG = "adjust"
+MODELS = ("original", "adjusted", "adjusted_continual")
+PUBLISHED_DATASET = {"xnli": "xnli", "ner": "wikiann", "qa": "xquad"}  # the published tables' dataset key per task
+LABELS = {"original": "Original", "adjusted": "Adjusted", "adjusted_continual": "Adjusted + continual",
+          "xnli": "XNLI", "xnli_mixed": "mixed-language XNLI", "ner": "NER", "start": "start", "end": "end", "avg": "avg", "cls": "[CLS]",
+          "cls_sep": "[CLS]+[SEP]", "words": "words", "all": "all"}
+
+
+def targets(cfg: dict) -> list[str]:
+    """The target languages: papers.adjust.targets, by default every language English is
+    aligned with (config align.pairs)."""
+    return list(cfg["papers"][SLUG].get("targets") or cfg["align"]["pairs"])
+
+
+def _recipe(p: dict, model: str) -> str:
+    base = Recipe((p["source"],), p["hparams"])
+    return Recipe(base.train_langs, base.hparams, p["continual"]).name if model == "adjusted_continual" else base.name
+
+
+def _init(p: dict, model: str, pair: str, seed: int, size: int | None = None, word_vectors: str = "avg",
+          tokens: str = "all") -> str:
+    if model == "original":
+        return "pretrained"
+    return Adjusted(pair, size or p["size"], seed, word_vectors, tokens).name
+
+
+def _eval(cfg: dict, p: dict, task: str, model: str, pair: str, seed: int, **variant) -> str:
+    return eval_file(cfg, p["encoder"], _init(p, model, pair, seed, **variant), dataset_name(cfg, SLUG, task),
+                     _recipe(p, model), seed, "test", paper_language_set(p, task))
+
+
+def _scores(spec: dict, inputs: list[str], column: str = "model") -> pd.DataFrame:
+    """Per-seed rows (task, <column>, lang, seed, value, collapsed) of the evaluation files, each
+    kept for its own column: an adjusted model for the language it was adjusted on; the
+    original for every target language. The row's setting is read from the model's path."""
+    rows = []
+    for path in inputs:
+        init = path.split("/")[-5]  # results/eval/<encoder>/<init>/<task>/<recipe>/seed<s>/<file>
+        part = eval_rows([path], spec["metric"], setting_of=lambda r: "continual" if r.aux else "plain")
+        if init == "pretrained":
+            part = part[part["lang"].isin(spec["targets"])].assign(init="pretrained", pair=None, size=None,
+                                                                   word_vectors=None, tokens=None)
+        else:
+            it = Adjusted.parse(init)
+            part = part[part["lang"] == it.pair].assign(init=init, pair=it.pair, size=it.size,
+                                                        word_vectors=it.word_vectors, tokens=it.tokens)
+        rows.append(part)
+    ours = pd.concat(rows, ignore_index=True)
+    ours["model"] = [("original" if i == "pretrained" else "adjusted_continual" if s == "continual" else "adjusted")
+                     for i, s in zip(ours["init"], ours["setting"])]
+    return ours
+
+
+def _gains(ours: pd.DataFrame, column: str) -> pd.DataFrame:
+    """Per seed, each adjusted variant's score minus the original's (same task, language, seed)."""
+    base = ours[ours["model"] == "original"].set_index(["task", "lang", "seed"])["value"]
+    adj = ours[ours["model"] == "adjusted"].copy()
+    adj["value"] = [v - base[(t, lang, s)] for t, lang, s, v in zip(adj["task"], adj["lang"], adj["seed"], adj["value"])]
+    return adj[["task", column, "lang", "seed", "value", "collapsed"]]
+
+
+def _notes(spec: dict, ours: pd.DataFrame, extra: list[str]) -> list[str]:
+    seeds = sorted(ours["seed"].unique().tolist())
+    return [
+        f"Encoder: {spec['encoder']}. Seeds: {seeds}; each seed redoes the adjustment (its own sample of aligned "
+        "pairs) and the fine-tuning. Fine-tuning on English only (profile " + spec["hparams"] + "), "
+        "zero-shot on the target language; the adjusted models of a column are adjusted on English paired with it.",
+        f"Aligned pairs: the alignment stage's links ({spec['aligner']}, 1-to-1; docs/align.md has each aligner's "
+        "AER on the world's gold links), the paper's: fast_align, intersected.",
+        *extra,
+        "Significance marks (the paper's * and **) are not computed yet.",
+        COLLAPSE_NOTE,
+    ]
+
+
+def table_spec(cfg: dict) -> dict:
+    """The paper block, with what its builders need from the rest of the config."""
+    return {**cfg["papers"][SLUG], "targets": targets(cfg), "aligner": cfg["align"]["backend"]}
+
+
+# ---- Tables 2 and 3: original, adjusted, adjusted + continual --------------------------------
+
+
+def _main_inputs(cfg: dict, task: str) -> list[str]:
+    p = cfg["papers"][SLUG]
+    if task not in p["tasks"]:
+        return []
+    out = [_eval(cfg, p, task, "original", None, seed) for seed in p["seeds"]]
+    return out + [_eval(cfg, p, task, model, xx, seed) for model in MODELS[1:] for xx in targets(cfg) for seed in p["seeds"]]
+
+
+def _main_table(spec: dict, inputs: list[str], task: str, table_id: str, title: str, published: pd.DataFrame,
+                keys: list[str]) -> tuple[pd.DataFrame, str, str]:
+    ours = _scores(spec, inputs)
+    ours = ours[ours["task"] == task]
+    if "dataset" in keys:
+        ours = ours.assign(dataset=PUBLISHED_DATASET[task])
+    table = paper_vs_ours(ours[[*keys, "seed", "value", "collapsed"]], published, keys)
+    notes = _notes(spec, ours, [f"{LABELS[task]} {spec['metric'][task]} on the test sets, x100."])
+    md, tex = render_grid(table, [k for k in keys if k != "lang"], "lang", title, notes, labels=LABELS,
+                          columns=spec["targets"])
+    return table, md, tex
+
+
+def table2_inputs(cfg: dict) -> list[str]:
+    return _main_inputs(cfg, "xnli")
+
+
+def table2(spec: dict, inputs: list[str]):
+    published = load_published(SLUG, "table2")
+    table, md, tex = _main_table(spec, inputs, "xnli", "table2", "adjust Table 2: XNLI accuracy", published,
+                                 ["dataset", "model", "lang"])
+    note = ("- xnli_mixed (premise or hypothesis replaced by the English original) is not built yet: its rows show "
+            "the paper only.\n")
+    return table, md + note, tex
+
+
+def table3_inputs(cfg: dict) -> list[str]:
+    return _main_inputs(cfg, "ner")
+
+
+def table3(spec: dict, inputs: list[str]):
+    return _main_table(spec, inputs, "ner", "table3", "adjust Table 3: NER (WikiANN) F1", load_published(SLUG, "table3"),
+                       ["model", "lang"])
+
+
+# ---- Tables 5-7: gains over the original by sample size, subword vectors, aligned tokens ------
+
+
+def _variant_inputs(cfg: dict, table: str) -> list[str]:
+    p = cfg["papers"][SLUG]
+    t = p.get(table)
+    if not t:
+        return []
+    out = []
+    for task in t["tasks"]:
+        for seed in p["seeds"]:
+            out.append(_eval(cfg, p, task, "original", None, seed))
+            for variant in _variants(cfg, table):
+                out.append(_eval(cfg, p, task, "adjusted", t["pair"], seed, **variant))
+    return list(dict.fromkeys(out))
+
+
+def _variants(cfg: dict, table: str) -> list[dict]:
+    t = cfg["papers"][SLUG][table]
+    if table == "table5":
+        return [{"size": n} for n in t["sizes"]]
+    if table == "table6":
+        return [{"word_vectors": m} for m in t["modes"]]
+    return [{"tokens": k} for k in t["tokens"]]
+
+
+VARIANT_COLUMN = {"table5": "size", "table6": "word_vectors", "table7": "tokens"}
+PUBLISHED_COLUMN = {"table5": "size", "table6": "mode", "table7": "tokens"}
+VARIANT_TITLE = {
+    "table5": "adjust Table 5: gain over the original by the number of en–{pair} sentence pairs",
+    "table6": "adjust Table 6: gain over the original by how subword vectors make a word's ({pair})",
+    "table7": "adjust Table 7: gain over the original by which tokens are aligned ({pair})",
+}
+
+
+def _variant_table(spec: dict, inputs: list[str], table_id: str, notes: list[str]):
+    t = spec[table_id]
+    column, pub_column = VARIANT_COLUMN[table_id], PUBLISHED_COLUMN[table_id]
+    ours = _scores(spec, inputs)
+    ours = ours[(ours["model"] == "original") & (ours["lang"] == t["pair"]) | (ours["pair"] == t["pair"])]
+    gains = _gains(ours, column).rename(columns={column: pub_column})
+    gains[pub_column] = gains[pub_column].astype(str)
+    published = load_published(SLUG, table_id)
+    published = published[published["task"].isin(t["tasks"]) & published["dataset"].isin(PUBLISHED_DATASET.values())]
+    published = published.assign(**{pub_column: published[pub_column].astype(str)}).drop(columns="dataset")
+    table = paper_vs_ours(gains, published, [pub_column, "task", "lang"])
+    table = table[table["lang"] == t["pair"]]
+    md, tex = render_grid(table, [pub_column], "task", VARIANT_TITLE[table_id].format(pair=t["pair"]),
+                          _notes(spec, ours, ["Each cell: the adjusted model's score minus the original's, per seed, "
+                                              "then mean ± std over seeds (points)."] + notes), labels=LABELS)
+    return table, md, tex
+
+
+VARIANT_NOTES = {
+    "table5": ["Sizes: sentence pairs drawn from the pool (align.samples); the paper's 5K-250K from a 250K "
+               "WikiMatrix pool."],
+    "table6": ["subword_alignment (the aligner run on WordPieces instead of words) is not built: it needs the pool "
+               "re-tokenised by the encoder's tokenizer and aligned again; its row shows the paper only."],
+    "table7": ["Every variant keeps the English vectors of all tokens near the original's (the anchor term); only the "
+               "aligned pairs change."],
+}
+
+
+def variant_table(table_id: str) -> Table:
+    """Table 5, 6 or 7: the gains of one family of adjustment variants on one language pair."""
+    return Table(table_id, inputs=lambda cfg: _variant_inputs(cfg, table_id), spec=table_spec,
+                 build=lambda spec, inputs: _variant_table(spec, inputs, table_id, VARIANT_NOTES[table_id]))
+
+
+# ---- Figures 1-2: L2 distances of related vs unrelated word pairs, per model ----------------
+# A row's distances: the original encoder's are the alignment stage's (rules/align.smk); every
+# other row's are computed by rule adjust_l2 from that row's encoder, one seed's models:
+#     results/adjust/l2/en-{xx}/{row}.seed{seed}.{csv,json}
+# row = adjusted | <task>.finetuned | <task>.adjusted_finetuned | <task>.adjusted_continual
+ROW_KINDS = ("finetuned", "adjusted_finetuned", "adjusted_continual")
+ROW_LABELS = {"original": "original", "adjusted": "adjusted", "finetuned": "fine-tuned",
+              "adjusted_finetuned": "adjusted + fine-tuned", "adjusted_continual": "adjusted + continual"}
+WILDCARDS = {"row": r"adjusted|[a-z]+\.(" + "|".join(ROW_KINDS) + ")"}
+
+
+def l2_rows(cfg: dict, tasks: list[str] | None = None) -> list[str]:
+    p = cfg["papers"][SLUG]
+    return ["adjusted"] + [f"{task}.{kind}" for task in (tasks or p["tasks"]) for kind in ROW_KINDS]
+
+
+def l2_file(cfg: dict, xx: str, row: str, seed: int) -> str:
+    return f"{cfg['results']}/adjust/l2/en-{xx}/{row}.seed{seed}.csv"
+
+
+def l2_model(cfg: dict, xx: str, row: str, seed: int) -> str:
+    """The directory made by the DAG that holds a row's encoder: the adjusted encoder, or a model."""
+    p = cfg["papers"][SLUG]
+    adjusted = Adjusted(xx, p["size"], int(seed)).name
+    if row == "adjusted":
+        return encoder_dir(cfg, p["encoder"], adjusted)
+    task, kind = row.split(".")
+    model = "original" if kind == "finetuned" else "adjusted_continual" if kind == "adjusted_continual" else "adjusted"
+    return model_dir(cfg, p["encoder"], "pretrained" if model == "original" else adjusted, dataset_name(cfg, SLUG, task),
+                     _recipe(p, model), int(seed))
+
+
+def l2_encoder(cfg: dict, xx: str, row: str, seed: int) -> str:
+    """A row's encoder: the adjusted encoder's directory, or a model's encoder folder."""
+    where = l2_model(cfg, xx, row, seed)
+    return where if row == "adjusted" else f"{where}/encoder"
+
+
+def figure_seed(cfg: dict) -> int:
+    p = cfg["papers"][SLUG]
+    return int((p.get("figures") or {}).get("seed", p["seeds"][0]))
+
+
+def figure_inputs(cfg: dict) -> list[str]:
+    seed = figure_seed(cfg)
+    original = {xx: f"{align.backend_dir(cfg, xx)}/l2/{cfg['papers'][SLUG]['encoder']}.csv" for xx in targets(cfg)}
+    return [f for xx in targets(cfg) for f in [original[xx]] + [l2_file(cfg, xx, r, seed) for r in l2_rows(cfg)]]
+
+
+def figure_spec(cfg: dict) -> dict:
+    p = cfg["papers"][SLUG]
+    l2 = cfg["align"]["l2"]
+    return {"targets": targets(cfg), "tasks": p["tasks"], "fig1_pair": l2.get("fig1_pair", targets(cfg)[0]),
+            "fig1_task": (p.get("figures") or {}).get("fig1_task", p["tasks"][0]), "bins": l2.get("bins", 50)}
+
+
+def _row_of(path: str) -> tuple[str, str]:
+    """(pair, row) of a distances file: the alignment stage's (original) or adjust_l2's."""
+    if m := re.search(r"/adjust/l2/en-([a-z]+)/([a-z_.]+)\.seed\d+\.csv$", path):
+        return m[1], m[2]
+    if m := re.search(r"/align/en-([a-z]+)/[^/]+/l2/[^/]+\.csv$", path):
+        return m[1], "original"
+    raise XltError(f"{path}: not a distances file of adjust's figures")
+
+
+def _row_label(row: str) -> str:
+    if "." not in row:
+        return ROW_LABELS[row]
+    task, kind = row.split(".")
+    return f"{LABELS.get(task, task)} {ROW_LABELS[kind]}"
+
+
+def draw(spec: dict, inputs: list[str], out_dir: str, figure: str) -> None:
+    import pandas as pd
+
+    from xlt.align.report import l2_figure  # matplotlib: only when a figure is drawn
+
+    frames = []
+    for path in inputs:
+        pair, row = _row_of(path)
+        d = pd.read_csv(path)
+        if d.empty:
+            raise XltError(f"{path}: no word-pair distances")
+        frames.append(d.assign(pair=pair, row=row))
+    dist = pd.concat(frames, ignore_index=True)
+    if figure == "fig1":
+        keep = ["original", "adjusted"] + [f"{spec['fig1_task']}.{k}" for k in ROW_KINDS]
+        pairs = [spec["fig1_pair"]]
+        title = f"L2 distances of related vs unrelated word pairs (en-{spec['fig1_pair']}), {LABELS.get(spec['fig1_task'])}"
+    else:
+        keep = ["original", "adjusted"] + [f"{t}.{k}" for t in spec["tasks"] for k in ROW_KINDS]
+        pairs = spec["targets"]
+        title = "L2 distances of related vs unrelated word pairs, every pair and model"
+    dist = dist[dist["row"].isin(keep)].copy()
+    dist["row"] = pd.Categorical(dist["row"], keep, ordered=True)
+    dist = dist.sort_values("row", kind="stable")
+    dist["model"] = dist["row"].map(_row_label).astype(str)
+    l2_figure(dist.drop(columns="row"), pairs, spec["bins"], title, f"{out_dir}/{figure}")
+
+
+def check(cfg: dict, p: dict) -> None:
+    check_config_ref("aux set", f"papers.{SLUG}.continual", p["continual"], cfg.get("aux_sets") or {})
+    if (cfg["aux_sets"][p["continual"]]).get("kind") != "aligned_pairs":
+        raise XltError(f"config key papers.{SLUG}.continual: aux set {p['continual']!r} is not of kind aligned_pairs")
+    sizes = set(cfg["align"]["samples"]["sizes"])
+    if p["size"] not in sizes:
+        raise XltError(f"config key papers.{SLUG}.size: {p['size']} is not a sample size of align.samples.sizes "
+                       f"({sorted(sizes)})")
+    missing = sorted(set(p["seeds"]) - set(cfg["align"]["samples"]["seeds"]))
+    if missing:
+        raise XltError(f"config key papers.{SLUG}.seeds: {missing} have no aligned-pairs sample (align.samples.seeds)")
+    langs = cfg["language_sets"][paper_language_set(p, p["tasks"][0])]
+    for xx in targets(cfg):
+        if xx not in cfg["align"]["pairs"]:
+            raise XltError(f"config key papers.{SLUG}.targets: {xx!r} is not aligned with English (align.pairs: "
+                           f"{cfg['align']['pairs']})")
+        if xx not in langs:
+            raise XltError(f"config key papers.{SLUG}.targets: {xx!r} is not in the paper's language set ({langs})")
+    fig1 = figure_spec(cfg)
+    if fig1["fig1_pair"] not in targets(cfg):
+        raise XltError(f"config key align.l2.fig1_pair: {fig1['fig1_pair']!r} is not a target of papers.{SLUG} "
+                       f"(its Figure 1 shows that pair's models; targets: {targets(cfg)})")
+    check_config_ref("task", f"papers.{SLUG}.figures.fig1_task", fig1["fig1_task"], p["tasks"])
+    if figure_seed(cfg) not in p["seeds"]:
+        raise XltError(f"config key papers.{SLUG}.figures.seed: {figure_seed(cfg)} is not one of papers.{SLUG}.seeds "
+                       f"({p['seeds']})")
+    for table in ("table5", "table6", "table7"):
+        t = p.get(table)
+        if t and t["pair"] not in targets(cfg):
+            raise XltError(f"config key papers.{SLUG}.{table}.pair: {t['pair']!r} is not aligned (align.pairs: "
+                           f"{targets(cfg)})")
+        if t and table == "table5":
+            sweep = cfg["align"]["samples"].get("sweep") or {}
+            have = set(cfg["align"]["samples"]["sizes"]) | (set(sweep.get("sizes", [])) if t["pair"] in sweep.get("pairs", []) else set())
+            if bad := sorted(set(t["sizes"]) - have):
+                raise XltError(f"config key papers.{SLUG}.table5.sizes: {bad} are not sampled for {t['pair']} "
+                               "(align.samples.sizes, align.samples.sweep)")
+
+
+PAPER = Paper(
+    SLUG,
+    tables=(
+        Table("table2", inputs=table2_inputs, build=table2, spec=table_spec),
+        Table("table3", inputs=table3_inputs, build=table3, spec=table_spec),
+        *(variant_table(t) for t in VARIANT_NOTES),
+    ),
+    figures=(
+        Figure("fig1", "Histograms of the L2 distances between the last-layer vectors of related (aligned) and "
+                       "unrelated word pairs of one language pair (align.l2.fig1_pair): original, adjusted, fine-tuned "
+                       "on English NLI, adjusted + fine-tuned, adjusted + continual learning."),
+        Figure("fig2", "Histograms of the L2 distances of related vs unrelated word pairs for every aligned language "
+                       "pair: original, adjusted, and per task fine-tuned, adjusted + fine-tuned, adjusted + continual."),
+    ),
+    figure_inputs=figure_inputs,
+    draw=draw,
+    figure_spec=figure_spec,
+    check=check,
+    wildcards=WILDCARDS,
+)
