@@ -60,6 +60,7 @@ __all__ = [
     "qa_example_scores",
     "ner_span_counts",
     "f1_of_counts",
+    "f1_of_sums",
     "reduce_example_scores",
 ]
 
@@ -583,9 +584,14 @@ def ner_span_counts(
 
 
 def f1_of_counts(counts: np.ndarray) -> np.ndarray:
-    """F1 in percent of ``(tp, predicted, gold)`` sums over the second-to-last axis; 0 where
-    nothing was predicted or gold."""
-    tp, pred, gold = np.moveaxis(np.asarray(counts, dtype=float).sum(axis=-2), -1, 0)
+    """F1 in percent of ``(tp, predicted, gold)`` rows summed over the second-to-last axis."""
+    return f1_of_sums(np.asarray(counts, dtype=float).sum(axis=-2))
+
+
+def f1_of_sums(sums: np.ndarray) -> np.ndarray:
+    """F1 in percent of summed ``(tp, predicted, gold)`` (last axis); 0 where nothing was
+    predicted or gold."""
+    tp, pred, gold = np.moveaxis(np.asarray(sums, dtype=float), -1, 0)
     denom = pred + gold
     return np.where(denom > 0, 200.0 * tp / np.where(denom > 0, denom, 1.0), 0.0)
 
