@@ -69,24 +69,26 @@ def alternate(sides: dict[str, Callable[[Path], dict]], repeats: int, root: Path
     return runs
 
 
-def report(runs: dict[str, list[dict]], ours: str, metric: str, header: str, json_path: str | None = None) -> dict:
-    """Print one row per side (best-of samples/s, the metric of that run, ours / side) and the
-    ratio against the fastest Hugging Face side (ablations of xlt are rows, never the
-    baseline); return (and optionally write) the numbers."""
+def report(runs: dict[str, list[dict]], ours: str, metric: str, header: str, json_path: str | None = None,
+           unit: str = "samples", others: list[str] | None = None, others_label: str = "fastest HF side",
+           extra: dict | None = None) -> dict:
+    """Print one row per side (best-of `unit`/s, the metric of that run, ours / side) and the
+    ratio against the fastest of `others` (default: the Hugging Face sides; ablations of xlt
+    are rows, never the baseline); return (and optionally write, with `extra`) the numbers."""
     best = {name: min(rs, key=lambda x: x["seconds"]) for name, rs in runs.items()}
-    rate = {name: b["samples"] / b["seconds"] for name, b in best.items()}
-    others = [n for n in best if n.startswith("HF")]
-    fastest = max(others, key=rate.get)
+    rate = {name: b[unit] / b["seconds"] for name, b in best.items()}
+    fastest = max(others or [n for n in best if n.startswith("HF")], key=rate.get)
+    width = max(32, *map(len, best))
     print(header)
-    print(f"{'side':32} {'samples/s':>10} {'seconds':>8} {metric:>12} {'xlt/side':>9}  all runs (s)")
+    print(f"{'side':{width}} {unit + '/s':>10} {'seconds':>8} {metric:>12} {'xlt/side':>9}  all runs (s)")
     for name, b in best.items():
         all_s = " ".join(f"{r['seconds']:.1f}" for r in runs[name])
-        print(f"{name:32} {rate[name]:10.1f} {b['seconds']:8.1f} {b[metric]:12.3f} {rate[ours] / rate[name]:9.2f}  {all_s}")
+        print(f"{name:{width}} {rate[name]:10.1f} {b['seconds']:8.1f} {b[metric]:12.3f} {rate[ours] / rate[name]:9.2f}  {all_s}")
     ratio = rate[ours] / rate[fastest]
-    print(f"ratio (xlt / fastest HF side, {fastest}): {ratio:.2f}x")
-    result = {"sides": {n: {**best[n], "samples_per_s": rate[n], "all_seconds": [r["seconds"] for r in runs[n]]}
+    print(f"ratio (xlt / {others_label}, {fastest}): {ratio:.2f}x")
+    result = {"sides": {n: {**best[n], f"{unit}_per_s": rate[n], "all_seconds": [r["seconds"] for r in runs[n]]}
                         for n in best},
-              "fastest_other": fastest, "ratio": ratio, "torch_threads": torch.get_num_threads()}
+              "fastest_other": fastest, "ratio": ratio, "torch_threads": torch.get_num_threads(), **(extra or {})}
     if json_path:
         Path(json_path).write_text(json.dumps(result, indent=2, default=str))
     return result

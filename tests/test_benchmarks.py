@@ -42,3 +42,16 @@ def test_dlfa_overhead_small_mode_reports_both_sides(tmp_path):
     assert set(result["sides"]) == {"xlt engine", "xlt engine + DLFA"}
     assert all(side["samples_per_s"] > 0 and "dev_accuracy" in side for side in result["sides"].values())
     assert "DLFA overhead:" in run.stdout
+
+
+def test_adjust_throughput_small_mode_reports_every_side(tmp_path):
+    out = tmp_path / "result.json"
+    run = subprocess.run([sys.executable, str(REPO / "benchmarks" / "adjust_throughput.py"), "--pairs", "64", "--heldout", "16",
+                          "--encoder-steps", "2", "--repeats", "1", "--json", str(out)], capture_output=True, text=True,
+                         timeout=300, cwd=tmp_path, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert run.returncode == 0, run.stderr[-3000:]
+    result = json.loads(out.read_text())
+    assert set(result["sides"]) == {"xlt adjust_encoder", "authors' loop (4 pairs / forward)", "one pair per forward"}
+    for side in result["sides"].values():
+        assert side["pairs_per_s"] > 0 and side["pairs"] == 64 and side["heldout_loss"] > 0
+    assert result["ratio"] > 0 and "ratio (xlt / baseline, authors' loop (4 pairs / forward))" in run.stdout

@@ -30,7 +30,9 @@ import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from numbers import Integral
+from typing import NamedTuple
 
+import numpy as np
 from sklearn.metrics import accuracy_score
 from sklearn.metrics import f1_score as sk_f1_score
 
@@ -53,6 +55,13 @@ __all__ = [
     "qa_f1",
     "attachment_scores",
     "MLQA_LANGUAGES",
+    "ExampleScores",
+    "accuracy_example_scores",
+    "qa_example_scores",
+    "ner_span_counts",
+    "f1_of_counts",
+    "f1_of_sums",
+    "reduce_example_scores",
 ]
 
 
@@ -516,3 +525,81 @@ def label_collapse(task_name: str, values: Sequence) -> dict:
     majority, n_major = counts.most_common(1)[0]
     return {"collapsed": len(counts) == 1, "labels_predicted": len(counts), "majority": majority,
             "majority_share": round(n_major / len(values), 6), "n": len(values)}
+
+
+# --------------------------------------------------------------------------- per-example scores
+
+
+class ExampleScores(NamedTuple):
+    """One model's scores per test example, from which one metric of its evaluation JSON is
+    rebuilt (significance tests pair them across models, xlt.stats.compare_outputs).
+
+    ``reduce`` says how: ``"mean"`` - ``values`` has one score per example (percent) and the
+    metric is their mean (accuracy, QA F1); ``"f1"`` - ``values`` has one row
+    ``(true positives, predicted, gold)`` per example and the metric is the F1 of the column
+    sums, in percent (span F1: not a mean of per-sentence scores).
+    """
+
+    metric: str
+    reduce: str
+    values: np.ndarray
+
+
+def accuracy_example_scores(golds: Sequence[str], preds: Sequence[str], labels=None) -> ExampleScores:
+    """100 where the predicted label is the gold one, else 0: the mean is ``accuracy``."""
+    _check_lengths(golds, preds, what="examples")
+    _check_labels(golds, labels, "gold")
+    _check_labels(preds, labels, "predicted")
+    return ExampleScores("accuracy", "mean", 100.0 * np.array([g == p for g, p in zip(golds, preds)], dtype=float))
+
+
+def qa_example_scores(golds: Sequence, preds: Sequence[str], lang: str | None = None) -> ExampleScores:
+    """Each question's F1 (max over its gold answers, percent): the mean is ``qa_metrics``'s ``f1``."""
+    _check_lengths(golds, preds, what="questions")
+    _check_qa_lang(lang)
+    return ExampleScores("f1", "mean", 100.0 * np.array([qa_f1(p, _gold_texts(g, i), lang)
+                                                         for i, (g, p) in enumerate(zip(golds, preds, strict=True))]))
+
+
+def ner_span_counts(
+    golds: Sequence[Sequence[str]], preds: Sequence[Sequence[str]], labels=None
+) -> ExampleScores:
+    """Per sentence ``(correct spans, predicted spans, gold spans)``, read as :func:`ner_metrics`
+    reads them (:func:`repair_bio`, then seqeval's strict IOB2 spans): the F1 of the column
+    sums is ``ner_metrics``'s ``span_f1`` (micro F1 = 2 tp / (predicted + gold); 0 with no
+    span on either side, as there)."""
+    from seqeval.scheme import IOB2, Tokens
+
+    _check_lengths(golds, preds, what="sentences")
+    _check_sequences(golds, preds, labels)
+
+    def spans(seq):
+        return {e.to_tuple()[1:] for e in Tokens(repair_bio(seq), scheme=IOB2).entities}
+
+    rows = []
+    for g, p in zip(golds, preds, strict=True):
+        sg, sp = spans(g), spans(p)
+        rows.append((len(sg & sp), len(sp), len(sg)))
+    return ExampleScores("span_f1", "f1", np.array(rows, dtype=float).reshape(-1, 3))
+
+
+def f1_of_counts(counts: np.ndarray) -> np.ndarray:
+    """F1 in percent of ``(tp, predicted, gold)`` rows summed over the second-to-last axis."""
+    return f1_of_sums(np.asarray(counts, dtype=float).sum(axis=-2))
+
+
+def f1_of_sums(sums: np.ndarray) -> np.ndarray:
+    """F1 in percent of summed ``(tp, predicted, gold)`` (last axis); 0 where nothing was
+    predicted or gold."""
+    tp, pred, gold = np.moveaxis(np.asarray(sums, dtype=float), -1, 0)
+    denom = pred + gold
+    return np.where(denom > 0, 200.0 * tp / np.where(denom > 0, denom, 1.0), 0.0)
+
+
+def reduce_example_scores(scores: ExampleScores) -> float:
+    """The metric ``scores`` rebuild (see :class:`ExampleScores`)."""
+    if scores.reduce == "mean":
+        return float(np.mean(scores.values))
+    if scores.reduce == "f1":
+        return float(f1_of_counts(scores.values))
+    raise XltError(f"unknown reduction {scores.reduce!r} of example scores; known: mean, f1")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -18,7 +20,19 @@ def _sps():
     return stats
 
 
-__all__ = ["paired_ttest", "permutation_test", "mean_std", "confidence_interval_95"]
+__all__ = [
+    "paired_ttest",
+    "permutation_test",
+    "f1_permutation_test",
+    "seed_averaged_ttest",
+    "significance_mark",
+    "SeedOutputs",
+    "read_seed_outputs",
+    "predictions_file",
+    "compare_outputs",
+    "mean_std",
+    "confidence_interval_95",
+]
 
 
 def _values(values, name: str = "values", min_n: int = 1) -> np.ndarray:
@@ -99,20 +113,84 @@ def permutation_test(
             metric_fn(golds, [pool[j] for j in ib])
         )
 
-    idx_a = np.arange(n)
-    idx_b = np.arange(n, 2 * n)
-    observed = diff(idx_a, idx_b)
+    observed = diff(np.arange(n), np.arange(n, 2 * n))
+    pvalue = _swap_test(n, lambda x, y: abs(diff(x, y)), rounds, seed, batch=min(rounds, 100))
+    return {"difference": observed, "pvalue": pvalue}
+
+
+def _swap_test(n: int, statistic, rounds: int, seed: int, batch: int, vectorized: bool = False) -> float:
+    """p-value of SciPy's paired swap test on example indices (see `permutation_test`): A's
+    example ``i`` is ``i``, B's is ``n + i``; `statistic(x, y[, axis])` reads them."""
     res = _sps().permutation_test(
-        (idx_a, idx_b),
-        lambda x, y: abs(diff(x, y)),
+        (np.arange(n), np.arange(n, 2 * n)),
+        statistic,
         permutation_type="samples",
-        vectorized=False,
+        vectorized=vectorized,
         n_resamples=rounds,
         alternative="greater",
-        batch=min(rounds, 100),
+        batch=batch,
         rng=np.random.default_rng(seed),
     )
-    return {"difference": observed, "pvalue": float(res.pvalue)}
+    return float(res.pvalue)
+
+
+def f1_permutation_test(counts_a, counts_b, rounds: int = 1000, seed: int = 0) -> dict[str, float]:
+    """`permutation_test` of an F1 built from per-unit counts, vectorised.
+
+    ``counts_a`` / ``counts_b``: one row ``(true positives, predicted, gold)`` per unit (e.g.
+    per sentence: ``xlt.metrics.ner_span_counts``), paired by row. F1 = 2 tp / (predicted +
+    gold) of the column sums (``xlt.metrics.f1_of_counts``; percent), so a round is one
+    matrix product (which units swap) x (B's counts - A's), not a re-run of seqeval. Same
+    test, p-value convention (exact enumeration when 2**n <= rounds) and seeding as
+    `permutation_test`. 1,000 rounds over 50,000 units: ~10 s on one core, ~8 of them
+    SciPy's drawing of the swaps.
+
+    Returns ``{"difference": F1(A) - F1(B), "pvalue"}``.
+    """
+    from xlt.metrics import f1_of_counts, f1_of_sums  # deferred: the DAG imports this module, not scikit-learn
+
+    a, b = (np.asarray(c, dtype=float) for c in (counts_a, counts_b))
+    for name, c in (("counts_a", a), ("counts_b", b)):
+        if c.ndim != 2 or c.shape[1] != 3:
+            raise XltError(f"f1_permutation_test: {name} must have one (tp, predicted, gold) row per unit, got shape {c.shape}")
+    if a.shape != b.shape:
+        raise XltError(f"f1_permutation_test: counts_a has {len(a)} units but counts_b has {len(b)}; must be paired")
+    if len(a) == 0:
+        raise XltError("f1_permutation_test: nothing to compare (0 units)")
+    if rounds < 1:
+        raise XltError(f"f1_permutation_test: rounds must be >= 1, got {rounds}")
+    n, sum_a, sum_b, moved = len(a), a.sum(axis=0), b.sum(axis=0), b - a
+
+    def stat(x, y, axis=-1):  # x: A's side after the swaps, as indices ((batch, n) or (n,)); n + i = B's row i
+        delta = (np.moveaxis(x, axis, -1) >= n).astype(float) @ moved  # what the swapped rows move from B to A
+        return np.abs(f1_of_sums(sum_a + delta) - f1_of_sums(sum_b - delta))
+
+    observed = float(f1_of_counts(a) - f1_of_counts(b))
+    batch = max(1, min(rounds, 4_000_000 // n))  # SciPy's index arrays of a batch: ~32 MB at most
+    return {"difference": observed, "pvalue": _swap_test(n, stat, rounds, seed, batch, vectorized=True)}
+
+
+def seed_averaged_ttest(scores_a, scores_b) -> dict[str, float]:
+    """The adjust paper's XNLI / QA test: each example's score averaged over seeds, then
+    `paired_ttest` over examples (zero-variance differences answered, not NaN: identical
+    systems p = 1).
+
+    ``scores_a`` / ``scores_b``: shape (seeds, examples), the same examples in the same order
+    (the seeds need not be as many on both sides). Returns `paired_ttest`'s dict plus
+    ``difference`` = mean(A) - mean(B).
+    """
+    a, b = (np.asarray(s, dtype=float) for s in (scores_a, scores_b))
+    for name, s in (("scores_a", a), ("scores_b", b)):
+        if s.ndim != 2 or s.shape[0] < 1:
+            raise XltError(f"seed_averaged_ttest: {name} must be shaped (seeds, examples), got shape {s.shape}")
+    ma, mb = a.mean(axis=0), b.mean(axis=0)
+    return {**paired_ttest(ma, mb), "difference": float(ma.mean() - mb.mean())}
+
+
+def significance_mark(pvalue: float, mark: str = "*", alpha: float = 0.05) -> str:
+    """`mark` when ``pvalue < alpha``, else "" (NaN, i.e. no test, gives ""). Two-sided: a
+    significant drop is marked too, as the adjust paper marks them (Table 3, es)."""
+    return mark if pvalue is not None and not math.isnan(pvalue) and pvalue < alpha else ""
 
 
 def mean_std(values: Sequence[float]) -> tuple[float, float]:
@@ -138,3 +216,143 @@ def confidence_interval_95(values: Sequence[float]) -> tuple[float, float]:
         return mean, mean
     lo, hi = _sps().t.interval(0.95, df=arr.size - 1, loc=mean, scale=sem)
     return float(lo), float(hi)
+
+
+# ---- per-example outputs of evaluated models (the adjust paper's significance marks) ---------
+
+
+@dataclass(frozen=True)
+class SeedOutputs:
+    """One model's per-example scores on one language's test set, every seed.
+
+    ``values``: shape (seeds, examples) for a metric that is a mean over examples (reduce
+    "mean": XNLI accuracy, QA F1), (seeds, examples, 3) for an F1 of counts (reduce "f1": NER
+    span F1, one ``(tp, predicted, gold)`` row per sentence); see xlt.metrics.ExampleScores.
+    """
+
+    task: str
+    lang: str
+    split: str
+    metric: str
+    reduce: str
+    seeds: tuple[int, ...]
+    ids: tuple
+    values: np.ndarray
+    files: tuple[str, ...]  # the predictions files, one per seed (for messages)
+
+
+def predictions_file(eval_json: str | Path) -> Path:
+    """`{split}.{langset}.predictions.jsonl` beside the evaluation JSON `{split}.{langset}.json`."""
+    p = Path(eval_json)
+    if p.suffix != ".json":
+        raise XltError(f"{p}: not an evaluation JSON (…/{{split}}.{{langset}}.json)")
+    return p.with_suffix(".predictions.jsonl")
+
+
+def _gold_file(eval_json: Path, report: dict, lang: str) -> Path:
+    """The test file the evaluation read for `lang`, from its provenance, checked unchanged."""
+    from xlt.io import sha256_file
+
+    recorded = report.get("provenance", {}).get("data_sha256", {})
+    hits = [k for k in recorded if Path(k).parent.name == lang and Path(k).name == f"{report['split']}.jsonl"]
+    if len(hits) != 1:
+        raise XltError(f"{eval_json}: provenance.data_sha256 names {len(hits)} {report['split']} file(s) of {lang!r} "
+                       f"(files: {', '.join(recorded) or 'none'}); expected one")
+    gold = Path(hits[0])
+    if not gold.exists():
+        raise XltError(f"{eval_json}: its test file {gold} is missing (paths are relative to the workflow directory)")
+    if sha256_file(gold) != recorded[hits[0]]:
+        raise XltError(f"{gold}: changed since {eval_json} was evaluated on it (sha256 differs)")
+    return gold
+
+
+def _seed_scores(eval_json: Path, lang: str, answer_lang: str | None):
+    """(report, ids, ExampleScores) of one seed's evaluation of `lang`."""
+    from xlt.engine.kinds import kind_of
+    from xlt.io import read_json, read_jsonl
+    from xlt.metrics import reduce_example_scores
+    from xlt.registry import get_task
+
+    report = read_json(eval_json)
+    if lang not in report.get("metrics", {}):
+        raise XltError(f"{eval_json}: no metrics for {lang!r}; has {', '.join(report.get('metrics', {})) or 'none'}")
+    task = get_task(report["task"])
+    kind = kind_of(task)
+    pred_file = predictions_file(eval_json)
+    rows = [r for r in read_jsonl(pred_file) if r["lang"] == lang]
+    gold_file = _gold_file(eval_json, report, lang)
+    records = read_jsonl(gold_file)
+    ids = [r["id"] for r in rows]
+    if ids != [r.get("id") for r in records]:
+        raise XltError(f"{pred_file} ({lang}) and {gold_file}: different examples or order "
+                       f"({len(ids)} vs {len(records)} examples)")
+    scores = kind.example_scores(task, [kind.gold(task, r) for r in records], [r["prediction"] for r in rows],
+                                 answer_lang)
+    ours, theirs = reduce_example_scores(scores), report["metrics"][lang].get(scores.metric)
+    if theirs is None or not math.isclose(ours, theirs, rel_tol=1e-9, abs_tol=1e-6):
+        raise XltError(f"{pred_file} ({lang}): per-example scores give {scores.metric} {ours:.6f}, "
+                       f"{eval_json} says {theirs}; predictions and gold do not match the evaluation")
+    return report, tuple(ids), scores
+
+
+def read_seed_outputs(eval_jsons: Sequence[str | Path], lang: str, answer_lang: str | None = None) -> SeedOutputs:
+    """Per-example scores of one model (one evaluation JSON per seed) on `lang`.
+
+    Reads what the workflow's `evaluate` rule wrote: each ``…/seed{s}/{split}.{langset}.json``
+    (task, split, seed, metrics; its provenance names the test files and their sha256) and
+    the predictions beside it (one line ``{"lang", "id", "prediction"}`` per example:
+    a label for classification, a tag list for tagging, an answer string for span QA); the
+    gold comes from the test file the evaluation read, checked unchanged. Each seed's scores
+    must rebuild the metric in its JSON (accuracy, f1, span_f1), and every seed must hold
+    the same examples in the same order (ids): else XltError naming the files.
+    `answer_lang`: QA answer normalisation (None: SQuAD v1.1, what `evaluate` uses).
+    """
+    if not eval_jsons:
+        raise XltError(f"read_seed_outputs: no evaluation JSONs for {lang!r}")
+    seen = [_seed_scores(Path(p), lang, answer_lang) for p in eval_jsons]
+    (first, ids0, sc0), files = seen[0], tuple(str(predictions_file(p)) for p in eval_jsons)
+    for (report, ids, sc), f in zip(seen[1:], files[1:]):
+        if (report["task"], report["split"]) != (first["task"], first["split"]):
+            raise XltError(f"{f}: {report['task']}/{report['split']}, but {files[0]}: {first['task']}/{first['split']}")
+        if ids != ids0:
+            raise XltError(f"{f} and {files[0]} ({lang}): different examples or order")
+    seeds = tuple(int(r["seed"]) for r, _, _ in seen)
+    if len(set(seeds)) != len(seeds):
+        raise XltError(f"read_seed_outputs: seed(s) repeated in {', '.join(files)}: {seeds}")
+    return SeedOutputs(first["task"], lang, first["split"], sc0.metric, sc0.reduce, seeds, ids0,
+                       np.stack([sc.values for _, _, sc in seen]), files)
+
+
+def compare_outputs(a: SeedOutputs, b: SeedOutputs, rounds: int = 1000, seed: int = 0) -> dict:
+    """The adjust paper's significance test of model `a` against model `b` (Sect. 5):
+
+    - a metric that is a mean over examples (XNLI accuracy, QA F1): `seed_averaged_ttest`;
+    - NER span F1: the seeds' per-sentence counts concatenated (seed after seed, sentence
+      ``i`` of seed ``s`` of A paired with the same of B), `f1_permutation_test` with
+      `rounds` rounds seeded by `seed`; the unit swapped is a sentence, as the authors saved
+      predictions per sentence and a span cannot be split between models.
+
+    Seeds are paired by number: both sides must have the same seeds and the same examples
+    in the same order (ids), else XltError naming both sides' files.
+    Returns ``{"test", "metric", "a", "b", "difference", "pvalue", "n"}`` (+ ``"statistic"``
+    for the t-test); ``a`` / ``b``: the metric over all seeds (mean, or the pooled F1).
+    """
+    from xlt.metrics import f1_of_counts
+
+    where = f"{a.files[0]} vs {b.files[0]}"
+    if (a.task, a.lang, a.split, a.metric) != (b.task, b.lang, b.split, b.metric):
+        raise XltError(f"{where}: not the same test set ({a.task}/{a.split}/{a.lang} {a.metric} vs "
+                       f"{b.task}/{b.split}/{b.lang} {b.metric})")
+    if a.ids != b.ids:
+        raise XltError(f"{where}: different examples or order ({a.lang}: {len(a.ids)} vs {len(b.ids)} examples)")
+    if sorted(a.seeds) != sorted(b.seeds):
+        raise XltError(f"{where}: seeds {sorted(a.seeds)} vs {sorted(b.seeds)}; paired by seed, they must agree")
+    va, vb = a.values[np.argsort(a.seeds)], b.values[np.argsort(b.seeds)]
+    if a.reduce == "mean":
+        t = seed_averaged_ttest(va, vb)
+        return {"test": "paired t-test over examples (seed means)", "metric": a.metric, "a": float(va.mean()),
+                "b": float(vb.mean()), "n": len(a.ids), **t}
+    ca, cb = va.reshape(-1, 3), vb.reshape(-1, 3)
+    r = f1_permutation_test(ca, cb, rounds=rounds, seed=seed)
+    return {"test": f"paired permutation test, {rounds} rounds, sentences of all seeds", "metric": a.metric,
+            "a": float(f1_of_counts(ca)), "b": float(f1_of_counts(cb)), "n": len(ca), **r}

@@ -15,7 +15,7 @@ import pandas as pd
 
 from xlt.errors import XltError
 from xlt.io import read_json, write_text
-from xlt.stats import mean_std
+from xlt.stats import mean_std, significance_mark
 from xlt.targets import Recipe
 
 PM_TEX = "$\\pm$"
@@ -58,16 +58,53 @@ def _fmt_delta(x: float) -> str:
     return "–" if x is None or math.isnan(x) else f"{x:+.2f}"
 
 
+def _mark(row, column: str) -> str:
+    value = row.get(column)
+    return value if isinstance(value, str) else ""
+
+
 def cell_text(row) -> tuple[str, str, str]:
+    """paper / ours / Δ; a significance mark (`add_marks`) follows its value: 74.82*, 75.10* ± 0.31."""
+    mark = _mark(row, "ours_mark")
     if math.isnan(row["ours_mean"]):
         ours = "–"
     elif math.isnan(row["ours_std"]):  # one seed: no spread to show
-        ours = f"{row['ours_mean']:.2f} (1 seed)"
+        ours = f"{row['ours_mean']:.2f}{mark} (1 seed)"
     else:
-        ours = f"{row['ours_mean']:.2f} ± {row['ours_std']:.2f}"
+        ours = f"{row['ours_mean']:.2f}{mark} ± {row['ours_std']:.2f}"
     if row.get("n_collapsed", 0) > 0:
         ours += f" †{int(row['n_collapsed'])}"
-    return _fmt(row["paper"]), ours, _fmt_delta(row["delta"])
+    paper = _fmt(row["paper"])
+    return paper + (_mark(row, "paper_mark") if paper != "–" else ""), ours, _fmt_delta(row["delta"])
+
+
+def add_marks(table: pd.DataFrame, keys: list[str], marks: dict[str, str], by: str,
+              published: pd.DataFrame | None = None, tests: pd.DataFrame | None = None,
+              alpha: float = 0.05) -> pd.DataFrame:
+    """`table` (`paper_vs_ours`) with the paper's significance marks and ours, which `cell_text` prints.
+
+    `marks` maps a value of column `by` to the mark its rows carry when significant (adjust:
+    ``{"adjusted": "*", "adjusted_continual": "**"}`` on ``model``; other rows get none).
+    `published`: the paper's table with its boolean ``significant`` column -> ``paper_mark``.
+    `tests`: keys + ``pvalue`` (e.g. xlt.stats.compare_outputs per cell) -> columns ``pvalue``
+    and ``ours_mark`` (xlt.stats.significance_mark at `alpha`). A test naming no cell of the
+    table fails loudly.
+    """
+    out = table.copy()
+    mark_of = out[by].map(lambda v: marks.get(v, ""))
+    if published is not None:
+        if "significant" not in published:
+            raise XltError(f"add_marks: the published table has no 'significant' column (columns: {', '.join(published)})")
+        sig = out[keys].merge(published[keys + ["significant"]], on=keys, how="left")["significant"].eq(True)
+        out["paper_mark"] = [m if s else "" for m, s in zip(mark_of, sig)]
+    if tests is not None:
+        unknown = tests[keys].merge(out[keys], on=keys, how="left", indicator=True)
+        unknown = unknown[unknown["_merge"] == "left_only"]
+        if len(unknown):
+            raise XltError(f"add_marks: tests for cells the table lacks: {unknown[keys].to_dict('records')}")
+        out["pvalue"] = out[keys].merge(tests[keys + ["pvalue"]], on=keys, how="left")["pvalue"].to_numpy()
+        out["ours_mark"] = [significance_mark(p, m, alpha) for p, m in zip(out["pvalue"], mark_of)]
+    return out
 
 
 COLLAPSE_NOTE = ("†k: k of the cell's seeds collapsed (dev predictions all one class or tag); they are kept in "

@@ -51,6 +51,11 @@ class Kind:
         """The labels whose variety tells a collapsed run (None: the kind has no classes)."""
         return list(preds)
 
+    def example_scores(self, task: Task, golds: list, preds: list, lang: str | None = None):
+        """Per-example scores that rebuild one of the task's metrics (xlt.metrics.ExampleScores),
+        for significance tests that pair examples across models."""
+        raise XltError(f"task {task.name}: kind {self.name!r} has no per-example scores")
+
     def metrics(self, task: Task, golds: list, preds: list, lang: str | None = None) -> dict:
         """The task's metrics (Task.metrics, percent); `lang` picks QA's answer normalisation."""
         from xlt.metrics import checked_metrics  # deferred: scikit-learn and seqeval load only to score
@@ -74,6 +79,13 @@ class Tagging(Kind):
     def encode(self, task, records, tokenizer, cfg, train, positions=None):
         return feat.encode_token_task(task, records, tokenizer, cfg.max_length, cfg.stride, train)
 
+    @staticmethod
+    def spans(task) -> bool:
+        """Scored as BIO spans (seqeval), not as tags."""
+        from xlt.metrics import is_bio_labelset  # deferred, as above
+
+        return task.name == "ner" or is_bio_labelset(task.labels)
+
     def build_head(self, task, hidden, dropout):
         return heads.TaggingHead(hidden, task.num_labels, dropout)
 
@@ -86,11 +98,17 @@ class Tagging(Kind):
     def scores(self, task, golds, preds, lang):
         from xlt import metrics as M  # deferred, as above
 
-        bio = task.name == "ner" or M.is_bio_labelset(task.labels)  # spans (seqeval) or tags
-        return (M.ner_metrics if bio else M.tagging_metrics)(golds, preds, labels=task.labels)
+        return (M.ner_metrics if self.spans(task) else M.tagging_metrics)(golds, preds, labels=task.labels)
 
     def predicted_labels(self, preds):
         return [t for seq in preds for t in seq]
+
+    def example_scores(self, task, golds, preds, lang=None):
+        from xlt import metrics as M  # deferred, as above
+
+        if not self.spans(task):  # tag accuracy: not needed by any paper yet
+            return super().example_scores(task, golds, preds, lang)
+        return M.ner_span_counts(golds, preds, labels=task.labels)
 
 
 class Classification(Kind):
@@ -115,6 +133,11 @@ class Classification(Kind):
         from xlt.metrics import classification_metrics  # deferred, as above
 
         return classification_metrics(golds, preds, labels=task.labels)
+
+    def example_scores(self, task, golds, preds, lang=None):
+        from xlt.metrics import accuracy_example_scores  # deferred, as above
+
+        return accuracy_example_scores(golds, preds, labels=task.labels)
 
 
 class SpanQA(Kind):
@@ -143,6 +166,11 @@ class SpanQA(Kind):
 
     def predicted_labels(self, preds):
         return None  # answers are spans, not classes
+
+    def example_scores(self, task, golds, preds, lang=None):
+        from xlt.metrics import qa_example_scores  # deferred, as above
+
+        return qa_example_scores(golds, preds, lang=lang)
 
 
 class Biaffine(Kind):
