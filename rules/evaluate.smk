@@ -1,4 +1,5 @@
-# Evaluation of a fine-tuned model on one split of a named language set.
+# Evaluation of a fine-tuned model on one split of a named language set: of its own dataset,
+# or of another dataset of its task (evaluate_on).
 
 
 rule evaluate:
@@ -21,3 +22,17 @@ rule evaluate:
         "evaluate.py --model {input.model} --data {input.data}"
         " --split {wildcards.split} --langs {params.langs} --out {output.metrics}"
         " --predictions {output.predictions} --threads {threads} 2> {log}"
+
+
+# The same model scored on another dataset of its task (a named set: qa -> qa.mlqa), under
+# on-<testset>/; xlt.targets.check_testset refuses another task, naming both, and a split or
+# language the set lacks.
+use rule evaluate as evaluate_on with:
+    input:
+        model=f"{RESULTS}/models/{{encoder}}/{{init}}/{{task}}/{{recipe}}/seed{{seed}}",
+        data=lambda w: T.check_testset(config, w.task, w.testset, w.split, w.langset),
+    output:
+        metrics=f"{RESULTS}/eval/{{encoder}}/{{init}}/{{task}}/{{recipe}}/seed{{seed}}/on-{{testset}}/{{split}}.{{langset}}.json",
+        predictions=f"{RESULTS}/eval/{{encoder}}/{{init}}/{{task}}/{{recipe}}/seed{{seed}}/on-{{testset}}/{{split}}.{{langset}}.predictions.jsonl",
+    log:
+        "logs/eval/{encoder}/{init}/{task}/{recipe}/seed{seed}/on-{testset}/{split}.{langset}.log",

@@ -3,7 +3,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from xlt.config import deep_merge, validate
+from xlt.config import check_workflow_config, deep_merge, validate
 from xlt.errors import XltError
 
 REPO = Path(__file__).resolve().parent.parent
@@ -84,13 +84,32 @@ def base():
          r"papers\.underspec\.figures\.fig3\[2\]\.target: unknown target language \(not in the targets set\) 'ja'"),
         (lambda c: c["language_sets"].update(underspec_targets=["de", "xx"]),
          r"papers\.underspec\.targets: task xnli has no data for \['xx'\]"),
+        # named sets (data.<task>.sets) and the datasets that name them
+        (lambda c: c["aux_sets"]["crossmulti_fa"]["tasks"]["ner"].append("pos.ancora"),
+         r"config key aux_sets\.crossmulti_fa\.tasks\.ner\[2\]: unknown treebank set 'ancora'"),
+        (lambda c: c["aux_sets"]["crossmulti_fa"]["tasks"]["ner"].append("qa.mlq"),
+         r"config key aux_sets\.crossmulti_fa\.tasks\.ner\[2\]: dataset 'qa\.mlq': unknown set 'mlq' of task 'qa' "
+         r"\(config key data\.qa\.sets\); allowed: mlqa, mlqa_q_en, mlqa_q_target, translated, tydiqa, xquad"),
+        (lambda c: c["data"]["qa"]["sets"]["mlqa"]["languages"].append("sw"),
+         r"config key data\.qa\.sets\.mlqa\.languages: task qa has no data for \['sw'\]; its source offers: en, ar"),
+        # MLQA has no Russian: no download delivers the file
+        (lambda c: c["data"]["qa"]["sets"]["mlqa"]["languages"].append("ru"),
+         r"dataset 'qa\.mlqa', language 'ru', split 'test': no catalog source delivers mlqa/ru/test-00000-of-00001\.parquet"),
+        (lambda c: c["data"]["qa"]["sets"]["xquad_q_en"].update(cross={"question": "es"}),
+         r"config key data\.qa\.sets\.xquad_q_en\.cross: 'es' is one of the set's own languages"),
+        (lambda c: c["data"]["xnli"]["sets"]["mixed"].update(mix={"with": "en"}),
+         r"config key data\.xnli\.sets\.mixed\.mix: 'seed' is a required property"),
+        (lambda c: c["data"]["xnli"]["sets"]["mixed"].update(cross={"question": "en"}),
+         r"config key data\.xnli\.sets\.mixed: unknown key\(s\) \['cross'\]"),
+        (lambda c: c["data"]["xnli"]["sets"].update(Mixed={"languages": ["es"]}),
+         r"config key data\.xnli\.sets: 'Mixed' does not match"),
     ],
 )
 def test_bad_config_names_the_key_and_allowed_values(mutate, message):
     cfg = base()
     mutate(cfg)
     with pytest.raises(XltError, match=message):
-        validate(cfg)
+        check_workflow_config(cfg)  # validate, then the target lists (a source no download delivers)
 
 
 class _NoDuplicates(yaml.SafeLoader):

@@ -168,3 +168,49 @@ def test_fine_tunes_are_prioritised_by_expected_cost():
     multi = finetune_priority({"epochs": 5}, "de+en+es+fr.crossmulti")
     assert multi == 20 > finetune_priority({"epochs": 4}, "en+ru.underspec") > finetune_priority({"epochs": 5}, "en.crossmulti")
     assert finetune_priority({}, "en.p") == 3  # TrainConfig's default epochs
+
+
+# ---- named sets of any task, and evaluation on another dataset of a model's task ---------
+
+
+def test_a_model_is_scored_on_another_dataset_of_its_task_under_on_testset():
+    cfg = base()
+    cfg["language_sets"]["adjust"] = ["es", "vi", "hi"]
+    own = T.eval_file(cfg, "mbert", "pretrained", "qa", "en.underspec", 1, "test", "adjust")
+    assert own == "results/eval/mbert/pretrained/qa/en.underspec/seed1/test.adjust.json"  # unchanged
+    assert T.eval_file(cfg, "mbert", "pretrained", "qa", "en.underspec", 1, "test", "adjust", testset="qa.mlqa") == (
+        "results/eval/mbert/pretrained/qa/en.underspec/seed1/on-qa.mlqa/test.adjust.json")
+    assert T.check_testset(cfg, "qa.translated", "qa.mlqa", "test", "adjust") == "results/data/qa.mlqa"
+    with pytest.raises(XltError, match="trained on 'qa' \\(task 'qa'\\) is scored on datasets of its own task only, not of task 'xnli'"):
+        T.eval_file(cfg, "mbert", "pretrained", "qa", "en.underspec", 1, "test", "adjust", testset="xnli.mixed")
+    with pytest.raises(XltError, match="that is the model's own dataset"):
+        T.check_testset(cfg, "qa", "qa", "test", "adjust")
+    cfg["language_sets"]["adjust"] = ["es", "ru", "vi", "hi"]
+    with pytest.raises(XltError, match=r"dataset 'qa.mlqa' has no language ru; config key data.qa.sets.mlqa.languages: es, vi, hi"):
+        T.eval_file(cfg, "mbert", "pretrained", "qa", "en.underspec", 1, "test", "adjust", testset="qa.mlqa")
+    with pytest.raises(XltError, match=r"dataset 'qa.xquad' has no dev split; config key data.qa.sets.xquad.splits: test"):
+        T.check_testset(cfg, "qa", "qa.xquad", "dev", "adjust")
+    with pytest.raises(XltError, match=r"unknown set 'mlq' of task 'qa' \(config key data.qa.sets\); allowed: mlqa, mlqa_q_en"):
+        T.check_testset(cfg, "qa", "qa.mlq", "test", "adjust")
+    with pytest.raises(XltError, match="unknown treebank set 'ancora'"):  # UD's message, as before
+        T.check_testset(cfg, "pos", "pos.ancora", "test", "crossmulti")
+
+
+def test_a_named_set_declares_its_languages_splits_and_sources():
+    cfg = base()
+    assert T.task_languages(cfg, "qa.mlqa") == ["es", "vi", "hi"]
+    assert T.dataset_splits(cfg, "qa.translated") == ("train", "dev") and T.dataset_splits(cfg, "qa") == ("train", "dev", "test")
+    sc = T.source_cfg(cfg, "qa.xquad_q_en")
+    assert sc["qa"] == {"splits": ["test"], "cross": {"question": "en"}} and "sets" not in sc["xnli"]
+    assert sc["ud"] == T.source_cfg(cfg, "qa")["ud"]  # the default UD selection
+    assert T.source_cfg(cfg, "xnli.mixed")["xnli"]["train_source"] == {"en": "mnli/train-00000-of-00001.parquet"}  # laid over
+    # the files of the partner language come from the catalog too
+    assert T.raw_sources(cfg, "qa.xquad_q_target") == {"xquad-json": ["es", "en", "ru", "vi", "hi"]}
+    assert T.raw_sources(cfg, "qa.mlqa_q_target") == {"mlqa-zip": ["es", "vi", "hi"]}
+    assert T.raw_sources(cfg, "xnli.mixed") == {"xnli": ["es", "en", "ru", "vi", "hi"]}
+    assert T.raw_sources(cfg, "qa.translated") == {"xtreme-squad-translate-train": ["es", "ru", "vi", "hi"]}
+    # fetched with the rest once a paper reads the task; prepared only when a job reads them
+    cfg["papers"]["adjust"] = {"tasks": ["qa"], "languages": "en_only"}
+    cfg["language_sets"]["en_only"] = ["en"]
+    assert {"mlqa", "mlqa-zip", "tydiqa", "xtreme-squad-translate-train"} <= set(T.download_plan(cfg))
+    assert "results/data/qa.mlqa" not in T.data_all(cfg)

@@ -119,6 +119,21 @@ def test_full_scale_dag_adapts_mbert_and_xlmr_by_mlm(tmp_path):
     assert "results/encoders/xlmr_large/mlm-xnli-xtreme_xnli" in out
 
 
+def test_full_scale_dag_scores_a_model_on_another_dataset_of_its_task(tmp_path):
+    """eval .../on-<testset>/: the model of its own dataset, the named set prepared from its downloads."""
+    target = "results/eval/mbert/pretrained/xnli/en.underspec/seed1/on-xnli.mixed/test.underspec_targets.json"
+    run = subprocess.run([*SNAKEMAKE, "-n", target, "--directory", str(tmp_path)], capture_output=True, text=True, timeout=300)
+    out = run.stdout + run.stderr
+    assert run.returncode == 1 and "dataset 'xnli.mixed' has no language ar, de, fr, zh" in out  # its languages: es ru vi hi
+    (tmp_path / "adjust.yaml").write_text(yaml.safe_dump({"language_sets": {"adjust": ["es", "ru", "vi", "hi"]}}))
+    run = subprocess.run([*SNAKEMAKE, "-n", target.replace("underspec_targets", "adjust"), "--configfile", str(tmp_path / "adjust.yaml"),
+                          "--directory", str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    counts = job_counts(run.stdout + run.stderr)
+    assert counts["evaluate_on"] == 1 and counts["finetune"] == 1 and counts["prepare_task"] == 2  # xnli, xnli.mixed
+    assert "results/data/xnli.mixed" in run.stdout and "evaluate " not in run.stdout
+
+
 @pytest.mark.slow
 def test_tiny_adapted_encoder_is_made_then_fine_tuned(tmp_path, zygote):
     (tmp_path / "shrink.yaml").write_text(yaml.safe_dump({**SHRINK, "adapt": {"mlm": {"steps": 8, "batch_size": 16}}}))

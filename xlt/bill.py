@@ -38,12 +38,16 @@ SHAPE_OF_HUB = {"bert-base-multilingual": "mbert", "xlm-roberta-base": "mbert", 
 # Rules that run an encoder (job kinds with a GPU in xlt.resources.KINDS); every other rule
 # (downloads, preparation, tables, figures) costs no device time. One not in PATTERNS is
 # listed as not priced, never silently free. A paper's own priced rules: its bill_rules.
-ENCODER_RULES = {"build_encoder", "adapt_mlm", "adjust_encoder", "finetune", "evaluate", "align_l2", "adjust_l2"}
+ENCODER_RULES = {"build_encoder", "adapt_mlm", "adjust_encoder", "finetune", "evaluate", "evaluate_on", "align_l2",
+                 "adjust_l2"}
 # Path grammar of the jobs that are priced (output paths relative to the results folder).
 PATTERNS = {
     "finetune": re.compile(r"models/(?P<encoder>[^/]+)/(?P<init>[^/]+)/(?P<dataset>[^/]+)/(?P<recipe>[^/]+)/seed(?P<seed>\d+)$"),
     "evaluate": re.compile(r"eval/(?P<encoder>[^/]+)/(?P<init>[^/]+)/(?P<dataset>[^/]+)/(?P<recipe>[^/]+)/seed(?P<seed>\d+)/"
                            r"(?P<split>[a-z]+)\.(?P<langset>[A-Za-z0-9_]+)\.json$"),
+    # the model of `dataset` scored on another dataset of its task (xlt.targets.eval_file's testset)
+    "evaluate_on": re.compile(r"eval/(?P<encoder>[^/]+)/(?P<init>[^/]+)/(?P<dataset>[^/]+)/(?P<recipe>[^/]+)/seed(?P<seed>\d+)/"
+                              r"on-(?P<testset>[^/]+)/(?P<split>[a-z]+)\.(?P<langset>[A-Za-z0-9_]+)\.json$"),
 }
 # rule -> (paper, its BillRule): the rules of the papers' own that run an encoder
 PAPER_RULES = {r.rule: (slug, r) for slug, paper in P.PAPERS.items() for r in paper.bill_rules}
@@ -157,7 +161,8 @@ def job_costs(cfg: dict, jobs: list[tuple[str, str]], examples: Examples) -> tup
                 train = epochs * examples.tokens(dataset, recipe.train_langs, "train")
                 evals = epochs * examples.tokens(dataset, recipe.train_langs, "dev")  # model selection
             else:
-                train, evals = 0.0, examples.tokens(dataset, cfg["language_sets"][w["langset"]], w["split"])
+                scored = w.get("testset") or dataset
+                train, evals = 0.0, examples.tokens(scored, cfg["language_sets"][w["langset"]], w["split"])
         c = costs[(paper, shape_of(cfg, w["encoder"]), workload_of(dataset))]
         c.train_tokens += train
         c.eval_tokens += evals

@@ -89,7 +89,16 @@ def check_workflow_config(config: dict) -> dict:
     so that a value pointing nowhere (a source override no download delivers) fails here."""
     validate(config)
     P.all_tables(config), T.data_all(config)
+    if not config.get("world"):  # every named set's files: a catalog source must deliver them
+        for dataset in all_named_sets(config):
+            T.raw_sources(config, dataset)
     return config
+
+
+def all_named_sets(config: dict) -> list[str]:
+    """`<task>.<set>` of every named set of `data.<task>.sets` (UD's treebank sets aside)."""
+    return [f"{task}.{name}" for task, block in config.get("data", {}).items()
+            if task in TASKS and isinstance(block, dict) for name in block.get("sets") or {}]
 
 
 def check_finite(obj, path: tuple = ()) -> None:
@@ -153,6 +162,12 @@ def _check_references(config: dict) -> None:
             TrainConfig.from_dict({"task": task, "encoder": "", **base, **own}, where=where)
     check_align(config)  # before the papers, whose checks read the align block
     sets = (config.get("data", {}).get("ud") or {}).get("sets") or {}
+    _check_named_sets(config)
+    for name, aux in (config.get("aux_sets") or {}).items():
+        for main, datasets in (aux.get("tasks") or {}).items():  # an aligned-pairs set reads no dataset
+            check_config_ref("task", f"aux_sets.{name}.tasks", main, TASKS)
+            for k, dataset in enumerate(datasets):
+                _check_dataset(config, dataset, f"aux_sets.{name}.tasks.{main}[{k}]")
     for slug, paper in config.get("papers", {}).items():
         if slug in P.PAPERS and P.PAPERS[slug].check:  # a block not of the one-encoder shape (xlt.papers)
             P.PAPERS[slug].check(config, paper)
@@ -190,6 +205,38 @@ def _check_references(config: dict) -> None:
                 )
             if TASKS[task].source == "ud":
                 _check_treebanks(config, slug, paper.get("treebanks"), task, langs)
+
+
+def _check_dataset(config: dict, dataset: str, key: str) -> None:
+    """A dataset name (`<task>[.<set>]`) in the config: a known task and, if named, a known set."""
+    check_config_ref("task", key, T.task_of(dataset), TASKS)
+    try:
+        T.named_set(config, dataset)
+    except XltError as e:
+        raise XltError(f"config key {key}: {e}") from None
+
+
+def _check_named_sets(config: dict) -> None:
+    """The named sets of `data.<task>.sets`: languages (and a mixed or cross-lingual set's
+    partner language) that the task's source offers, splits the task has."""
+    for dataset in all_named_sets(config):
+        task, name = T.task_of(dataset), T.set_of(dataset)
+        key, spec = f"data.{task}.sets.{name}", config["data"][task]["sets"][name]
+        offered = TASKS[task].languages
+        missing = [lang for lang in spec["languages"] if lang not in offered]
+        if missing:
+            raise XltError(f"config key {key}.languages: task {task} has no data for {missing}; "
+                           f"its source offers: {', '.join(offered)}")
+        bad = [s for s in spec.get("splits") or () if s not in TASKS[task].splits]
+        if bad:
+            raise XltError(f"config key {key}.splits: task {task} has no split {bad[0]!r}; allowed: {', '.join(TASKS[task].splits)}")
+        partner = (spec.get("mix") or {}).get("with") or next(iter((spec.get("cross") or {}).values()), None)
+        if partner is not None:
+            where = f"{key}.{'mix.with' if 'mix' in spec else 'cross'}"
+            check_config_ref("language", where, partner, offered)
+            if partner in spec["languages"]:
+                raise XltError(f"config key {where}: {partner!r} is one of the set's own languages "
+                               f"({key}.languages): a pair would mix a language with itself")
 
 
 def _check_treebanks(config: dict, slug: str, set_name: str | None, task: str, langs: list[str]) -> None:

@@ -30,6 +30,13 @@ sets other than XQuAD are a ``qa.test_source`` override, e.g.
 ``tydiqa/validation-00000-of-00001.parquet`` (TyDiQA-GoldP has no test split). `xlt.world.World.source_cfg()` gives
 the source config of the tiny world.
 
+A task's block may also say which splits there are (``splits: [test]``: a named test set) and
+build a split from two languages' records (`xlt.evalsets`): ``mix: {with: en, seed: 1}``
+(XNLI: one side of each pair replaced by the parallel English one) or ``cross: {question: en}``
+/ ``cross: {context: en}`` (QA: English questions with the language's paragraphs, or the
+language's questions with English paragraphs, joined on the question id). `xlt.targets.source_cfg`
+writes a named set (`data.<task>.sets.<set>`) this way.
+
 Besides the registry's tasks there is ``bitext`` (split ``train`` only): WikiMatrix en-<lang>.
 
 `raw_patterns` says which raw files a split is read from; the layout lives there only, and
@@ -43,6 +50,7 @@ import logging
 from collections.abc import Mapping
 from pathlib import Path
 
+from xlt import evalsets
 from xlt.errors import DataFormatError, XltError
 from xlt.formats import conllu, hub_parquet, marc_jsonl, squad_json, tsv
 from xlt.io import atomic_dir, sha256_file, write_json, write_jsonl
@@ -97,10 +105,42 @@ def _ud_selection(source_cfg: dict, lang: str) -> tuple[str, list[str] | str]:
     return root, list(tbs)
 
 
+TWO_LANGUAGES = ("mix", "cross")  # a split built from the records of two languages (xlt.evalsets)
+
+
+def _partner(task: str, source_cfg: dict) -> tuple[str, str, dict] | None:
+    """(`mix` or `cross`, the partner language, the source config without it) of a task whose
+    splits are built from two languages' records; None for any other."""
+    block = source_cfg.get(task) or {}
+    kinds = [k for k in TWO_LANGUAGES if k in block]
+    if not kinds:
+        return None
+    if len(kinds) > 1 or (kinds[0] == "cross" and len(block["cross"]) != 1):
+        raise XltError(f"source_cfg.{task}: one of mix: {{with: <lang>, seed: <int>}} or "
+                       "cross: {question: <lang>} / {context: <lang>}")
+    kind = kinds[0]
+    partner = block["mix"].get("with", "en") if kind == "mix" else next(iter(block["cross"].values()))
+    return kind, partner, {**source_cfg, task: {k: v for k, v in block.items() if k not in TWO_LANGUAGES}}
+
+
+def raw_files(task_name: str, lang: str, split: str, source_cfg: dict | None = None) -> list[tuple[str, str]]:
+    """`raw_patterns`, each with the language whose data it holds (a two-language split reads
+    its partner language's files too)."""
+    source_cfg = source_cfg or {}
+    two = _partner(task_name, source_cfg) if task_name != "bitext" else None
+    if two is not None:
+        _, partner, plain = two
+        return [*raw_files(task_name, lang, split, plain), *raw_files(task_name, partner, split, plain)]
+    return [(p, lang) for p in _own_patterns(task_name, lang, split, source_cfg)]
+
+
 def raw_patterns(task_name: str, lang: str, split: str, source_cfg: dict | None = None) -> list[str]:
     """The raw files (glob patterns, relative to the raw root unless an override is absolute)
     that `prepare_split` reads for one (task, language, split)."""
-    source_cfg = source_cfg or {}
+    return [p for p, _ in raw_files(task_name, lang, split, source_cfg)]
+
+
+def _own_patterns(task_name: str, lang: str, split: str, source_cfg: dict) -> list[str]:
     if task_name == "bitext":
         return [f"wikimatrix/WikiMatrix.en-{lang}.tsv.gz"]
     source = get_task(task_name).source
@@ -223,6 +263,8 @@ def prepare_split(
         return _bitext(lang, split, raw_root, source_cfg)
     task = get_task(task_name)
     check_language(task, lang)
+    if _partner(task_name, source_cfg) is not None:
+        return _two_languages(task_name, lang, split, raw_root, source_cfg, stats)
     read = _existing_files(task_name, lang, split, raw_root, source_cfg)
     for path in read:  # a truncated download or an interrupted copy
         if path.stat().st_size == 0:
@@ -250,6 +292,37 @@ def prepare_split(
         raise XltError(f"{', '.join(map(str, read)) or raw_root}: no records for task {task_name!r}, "
                        f"language {lang!r}, split {split!r}")
     return records
+
+
+def _two_languages(task: str, lang: str, split: str, raw_root: Path, source_cfg: dict, stats: dict | None) -> list[dict]:
+    """A split built from `lang`'s records and its partner's (`mix` or `cross`, xlt.evalsets)."""
+    kind, partner, plain = _partner(task, source_cfg)
+    spec = source_cfg[task][kind]
+    if partner == lang:
+        raise XltError(f"source_cfg.{task}.{kind}: language {lang!r} would be paired with itself")
+    own, other = (prepare_split(task, x, split, raw_root, plain, stats=stats) for x in (lang, partner))
+    own_file, other_file = (", ".join(map(str, _existing_files(task, x, split, raw_root, plain))) for x in (lang, partner))
+    stats = {} if stats is None else stats
+    if kind == "mix":
+        if "text_pair" not in own[0]:
+            raise XltError(f"source_cfg.{task}.mix: task {task!r} has no sentence pairs to mix")
+        out = evalsets.mix_pairs(own, other, lang=lang, seed=spec["seed"], partner=partner,
+                                 target_file=own_file, english_file=other_file)
+        sides = stats.setdefault("mixed", {}).setdefault(f"{lang}/{split}", dict.fromkeys(evalsets.SIDES, 0))
+        for r in out:
+            sides[r["mixed"]["replaced"]] += 1
+        return out
+    if task != "qa":
+        raise XltError(f"source_cfg.{task}.cross: cross-lingual question / paragraph pairs are QA's (task 'qa')")
+    (side,) = spec
+    if side not in ("question", "context"):
+        raise XltError(f"source_cfg.{task}.cross: {side!r} is not allowed; allowed: question, context")
+    (questions, q_file), (contexts, c_file) = (((other, other_file), (own, own_file)) if side == "question"
+                                               else ((own, own_file), (other, other_file)))
+    count: dict = {}
+    out = evalsets.cross_qa(questions, contexts, stats=count, question_file=q_file, context_file=c_file)
+    stats.setdefault("cross_unmatched", {})[f"{lang}/{split}"] = count["unmatched"]
+    return out
 
 
 def _existing_files(task: str, lang: str, split: str, raw_root: Path, source_cfg: dict) -> list[Path]:
@@ -294,6 +367,7 @@ def prepare_task(task_name: str, langs: list[str], raw_root: str | Path, source_
     """
 
     splits = get_task(task_name).splits if task_name != "bitext" else ("train",)
+    splits = (source_cfg.get(task_name) or {}).get("splits") or splits  # a named set's own
     counts: dict[str, dict[str, int]] = {}
     stats: dict = {}
     files: dict[str, str] = {}

@@ -8,6 +8,9 @@
     results/data/{task}/                                          normalised data ({lang}/{split}.jsonl)
     results/models/{encoder}/{init}/{task}/{recipe}/seed{seed}/   a fine-tuned model
     results/eval/{encoder}/{init}/{task}/{recipe}/seed{seed}/{split}.{langset}.json
+    results/eval/{encoder}/{init}/{task}/{recipe}/seed{seed}/on-{testset}/{split}.{langset}.json
+                                                                  the same model scored on another dataset of
+                                                                  its task (`eval_file(..., testset=...)`)
     results/tables/{paper}/{table}.{csv,md,tex}
     results/figures/{paper}/{figure}.{png,pdf,csv}
     results/{paper}/…                                             a paper's own analyses (its plugin and
@@ -18,8 +21,11 @@ A recipe is `<training languages joined by '+'>.<hparams profile>[.<aux set>]`, 
 an aux set (config `aux_sets`) adds auxiliary task streams: `en.<profile>.<aux set>`. A profile
 `<profile>-<tag>` adds the extra a paper's tag names (xlt.papers.hparams).
 
-The `{task}` of a path is a *dataset*: the registry task, plus `.<treebank set>` for a UD task
-whose paper picks a named selection (`pos.es_ancora`, `pos.xtreme`; config `data.ud.sets`).
+The `{task}` of a path is a *dataset*: the registry task, plus `.<set>` for a named data set of
+it: a UD treebank selection a paper picks (`pos.es_ancora`, `pos.xtreme`; config `data.ud.sets`),
+or a named set of another task (`qa.mlqa`, `xnli.mixed`; config `data.<task>.sets`), which
+declares its own languages and splits and is prepared (`results/data/<task>.<set>/`) when a
+job reads it, e.g. an evaluation `on-<testset>`.
 """
 
 from __future__ import annotations
@@ -39,7 +45,8 @@ WILDCARDS = {
     "encoder": r"[A-Za-z0-9_]+",
     # see Init and Adjusted
     "init": r"pretrained|mlm-[a-z]+(\.[a-z0-9_]+)?-[A-Za-z0-9_]+|adjust-[a-z]{2,3}-n\d+-seed\d+(-(start|end))?(-(words|cls|cls_sep))?",
-    "task": r"[a-z]+(\.[a-z0-9_]+)?",  # a dataset: <task>[.<treebank set>]
+    "task": r"[a-z]+(\.[a-z0-9_]+)?",  # a dataset: <task>[.<set>]
+    "testset": r"[a-z]+(\.[a-z0-9_]+)?",  # another dataset of the model's task (an eval `on-<testset>`)
     "entry": r"[a-z0-9][a-z0-9.-]*",  # a catalog entry (xlt/sources/catalog.yaml)
     "recipe": r"[a-z]{2,3}(\+[a-z]{2,3})*\.[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)?",  # [.<aux set>]
     "seed": r"\d+",
@@ -121,8 +128,31 @@ def model_dir(cfg: dict, encoder: str, init: str, task: str, recipe: str, seed: 
     return f"{cfg['results']}/models/{encoder}/{init}/{task}/{recipe}/seed{seed}"
 
 
-def eval_file(cfg: dict, encoder: str, init: str, task: str, recipe: str, seed: int, split: str, langset: str) -> str:
-    return f"{cfg['results']}/eval/{encoder}/{init}/{task}/{recipe}/seed{seed}/{split}.{langset}.json"
+def eval_file(cfg: dict, encoder: str, init: str, task: str, recipe: str, seed: int, split: str, langset: str,
+              testset: str | None = None) -> str:
+    """The metrics of a model (trained on dataset `task`) on one split of a language set: of its
+    own dataset, or, with `testset`, of another dataset of the same task (`qa` -> `qa.mlqa`),
+    under `on-<testset>/` (checked: same task, a known set holding the split and the languages)."""
+    where = f"{cfg['results']}/eval/{encoder}/{init}/{task}/{recipe}/seed{seed}"
+    if testset is None:
+        return f"{where}/{split}.{langset}.json"
+    check_testset(cfg, task, testset, split, langset)
+    return f"{where}/on-{testset}/{split}.{langset}.json"
+
+
+def check_testset(cfg: dict, dataset: str, testset: str, split: str, langset: str) -> str:
+    """The data folder a model trained on `dataset` is scored on as `testset`; raises XltError
+    for another task, the model's own dataset (its eval path has no `on-`), an unknown set, or a
+    split or language the set does not have."""
+    if task_of(testset) != task_of(dataset):
+        raise XltError(f"evaluation on {testset!r}: a model trained on {dataset!r} (task {task_of(dataset)!r}) "
+                       f"is scored on datasets of its own task only, not of task {task_of(testset)!r}")
+    if testset == dataset:
+        raise XltError(f"evaluation on {testset!r}: that is the model's own dataset (eval_file without testset)")
+    if langset not in cfg["language_sets"]:
+        raise XltError(f"unknown language set {langset!r}; allowed: {', '.join(sorted(cfg['language_sets']))}")
+    check_languages(cfg, testset, cfg["language_sets"][langset], split)
+    return data_dir(cfg, testset)
 
 
 def table_outputs(cfg: dict, paper: str, table: str) -> dict[str, str]:
@@ -310,7 +340,7 @@ def hparams(cfg: dict, recipe: str, dataset: str | None = None,
     return hp
 
 
-# ---- datasets: a task's prepared data, per treebank selection ------------------------------
+# ---- datasets: a task's prepared data, per named set ------------------------------------
 
 
 def paper_language_set(paper: dict, task: str) -> str:
@@ -324,7 +354,8 @@ def paper_languages(cfg: dict, paper: str, task: str) -> list[str]:
 
 
 def dataset_name(cfg: dict, paper: str, task: str) -> str:
-    """The data folder a paper's task reads: the task, `.<set>` added for a named UD selection."""
+    """The data folder a paper's task reads: the task, `.<set>` added for a named UD selection
+    (a paper's other named sets are datasets it names itself, e.g. `eval_file(..., testset=...)`)."""
     tb_set = cfg["papers"][paper].get("treebanks")
     return f"{task}.{tb_set}" if tb_set and get_task(task).source == "ud" else task
 
@@ -333,8 +364,54 @@ def task_of(dataset: str) -> str:
     return dataset.partition(".")[0]
 
 
-def treebank_set_of(dataset: str) -> str | None:
+def set_of(dataset: str) -> str | None:
+    """The named set of a dataset (`mlqa` of `qa.mlqa`), None for the task's own data."""
     return dataset.partition(".")[2] or None
+
+
+treebank_set_of = set_of  # a UD task's set is a treebank selection
+
+
+def task_sets(cfg: dict, task: str) -> tuple[str, dict]:
+    """(config key, named sets) of a registry task: `data.ud.sets` (treebank selections) for a UD
+    task, `data.<task>.sets` for any other."""
+    block = "ud" if get_task(task).source == "ud" else task
+    return f"data.{block}.sets", (cfg["data"].get(block) or {}).get("sets") or {}
+
+
+def named_set(cfg: dict, dataset: str) -> dict | None:
+    """The config of a named set of a task other than UD (`data.<task>.sets.<set>`), None for a
+    task's own data or a UD selection; an unknown set raises XltError naming the allowed ones."""
+    task, name = task_of(dataset), set_of(dataset)
+    key, sets = task_sets(cfg, task)
+    if name is not None and name not in sets:
+        if get_task(task).source == "ud":  # the message of ud_selection, as before
+            ud_selection(cfg, name)
+        raise XltError(f"dataset {dataset!r}: unknown set {name!r} of task {task!r} (config key {key}); "
+                       f"allowed: {', '.join(sorted(sets)) or '(none)'}")
+    return None if name is None or get_task(task).source == "ud" else sets[name]
+
+
+def dataset_splits(cfg: dict, dataset: str) -> tuple[str, ...]:
+    """The splits a dataset is prepared with: its task's, or those its named set declares."""
+    spec = named_set(cfg, dataset)
+    return tuple(spec.get("splits") or get_task(task_of(dataset)).splits) if spec else get_task(task_of(dataset)).splits
+
+
+def check_languages(cfg: dict, dataset: str, langs: list[str], split: str | None = None) -> None:
+    """Raise XltError when a named set lacks one of `langs` (or `split`); other datasets hold the
+    languages the papers ask for."""
+    spec = named_set(cfg, dataset)
+    if spec is None:
+        return
+    key = f"data.{task_of(dataset)}.sets.{set_of(dataset)}"
+    missing = [lang for lang in langs if lang not in spec["languages"]]
+    if missing:
+        raise XltError(f"dataset {dataset!r} has no language {', '.join(missing)}; "
+                       f"config key {key}.languages: {', '.join(spec['languages'])}")
+    if split is not None and split not in dataset_splits(cfg, dataset):
+        raise XltError(f"dataset {dataset!r} has no {split} split; config key {key}.splits: "
+                       f"{', '.join(dataset_splits(cfg, dataset))}")
 
 
 def datasets(cfg: dict) -> dict[str, list[str]]:
@@ -347,11 +424,21 @@ def datasets(cfg: dict) -> dict[str, list[str]]:
 
 
 def task_languages(cfg: dict, task: str) -> list[str]:
-    """Every language any configured paper needs for `task` (a dataset name), in a stable order."""
+    """Every language any configured paper needs for `task` (a dataset name), in a stable order;
+    for a named set of a task other than UD, the languages the set declares."""
+    spec = named_set(cfg, task)
+    if spec is not None:
+        return list(spec["languages"])
     try:
         return datasets(cfg)[task]
     except KeyError:
         raise XltError(f"no configured paper uses task {task!r}") from None
+
+
+def named_sets(cfg: dict) -> list[str]:
+    """The named sets (`<task>.<set>`, UD selections aside) of every task a configured paper reads."""
+    tasks = dict.fromkeys(task_of(d) for d in datasets(cfg))
+    return [f"{t}.{name}" for t in tasks if get_task(t).source != "ud" for name in task_sets(cfg, t)[1]]
 
 
 def data_dir(cfg: dict, dataset: str) -> str:
@@ -378,10 +465,17 @@ def ud_selection(cfg: dict, set_name: str | None = None) -> dict:
 
 
 def source_cfg(cfg: dict, dataset: str) -> dict:
-    """The `data` block `prepare_task` reads for `dataset`, `ud` resolved to its selection."""
-    out = {k: v for k, v in cfg["data"].items() if k != "ud"}
+    """The `data` block `prepare_task` reads for `dataset`, `ud` resolved to its selection and a
+    named set of another task laid over its task's block (its `languages` left out: they are
+    the job's)."""
+    out = {k: {f: x for f, x in v.items() if f != "sets"} if isinstance(v, dict) else v
+           for k, v in cfg["data"].items() if k != "ud"}
     if "ud" in cfg["data"]:
-        out["ud"] = ud_selection(cfg, treebank_set_of(dataset))
+        out["ud"] = ud_selection(cfg, set_of(dataset) if get_task(task_of(dataset)).source == "ud" else None)
+    spec = named_set(cfg, dataset)
+    if spec is not None:
+        task = task_of(dataset)
+        out[task] = {**out.get(task, {}), **{k: v for k, v in spec.items() if k != "languages"}}
     return out
 
 
@@ -392,17 +486,18 @@ def raw_sources(cfg: dict, dataset: str) -> dict[str, list[str]]:
     """The catalog sources whose files `prepare_task` reads for `dataset`, each with the
     languages to fetch (empty for a source holding all languages in one file).
 
-    Computed from `xlt.prepare.raw_patterns` (the raw layout) and the catalog's file paths, so a
-    path the catalog does not deliver fails here, when the DAG is built.
+    Computed from `xlt.prepare.raw_files` (the raw layout; a two-language set reads the files of
+    its partner language too) and the catalog's file paths, so a path the catalog does not
+    deliver fails here, when the DAG is built.
     """
-    from xlt.prepare import raw_patterns
+    from xlt.prepare import raw_files
     from xlt.sources.catalog import providers
 
     task, cfg_for_task = task_of(dataset), source_cfg(cfg, dataset)
     out: dict[str, list[str]] = {}
-    for lang in task_languages(cfg, dataset):
-        for split in get_task(task).splits:
-            for pattern in raw_patterns(task, lang, split, cfg_for_task):
+    for own in task_languages(cfg, dataset):
+        for split in dataset_splits(cfg, dataset):
+            for pattern, lang in raw_files(task, own, split, cfg_for_task):
                 if Path(pattern).is_absolute():
                     continue  # a file of the user's own, outside the raw root
                 found = providers(pattern, lang)
@@ -422,11 +517,13 @@ def raw_sources(cfg: dict, dataset: str) -> dict[str, list[str]]:
 
 
 def download_plan(cfg: dict) -> dict[str, list[str]]:
-    """Every catalog source the configured papers read, with its languages; none with the world."""
+    """Every catalog source the configured papers read, with its languages; none with the world.
+    The named sets of a task a paper reads (`data.<task>.sets`: test sets other jobs evaluate on)
+    are read too: they are prepared only when a job asks for them, but fetched with the rest."""
     if cfg.get("world"):
         return {}
     plan: dict[str, list[str]] = {}
-    for dataset in datasets(cfg):
+    for dataset in [*datasets(cfg), *named_sets(cfg)]:
         for source, langs in raw_sources(cfg, dataset).items():
             plan[source] = list(dict.fromkeys(plan.get(source, []) + langs))
     return dict(sorted(plan.items()))

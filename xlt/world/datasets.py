@@ -594,15 +594,16 @@ def build_qa(world, langs: list[str]) -> list[Unit]:
         units.append(Unit(f"xquad/xquad.{lang}.json", lambda p, a=arts: write_squad(p, a), {("qa", lang, "test"): recs}))
     if "en" not in langs:
         return units
-    # XTREME translate-train (English SQuAD train in xx) and translate-test (XQuAD xx in English)
-    train = qa_paragraphs(world, "train")
+    # XTREME translate-train / -dev (English SQuAD train / dev in xx) and translate-test (XQuAD xx in English)
+    train, dev = qa_paragraphs(world, "train"), qa_paragraphs(world, "dev")
     for lang in langs:
         if lang == "en":
             continue
-        arts, _ = _squad_articles(world, lang, train, "train", rng_for(world, "qa", "train", lang), False)
-        path = f"xtreme_translations/SQuAD/translate-train/squad.translate.train.en-{lang}.json"
-        units.append(translations.squad_file(Unit, path, lang, "train", arts, translations.Noise(world, "squad", lang)))
-        units.append(translations.squad_file(Unit, translations.gold_path(path), lang, "train", arts))
+        for split, paragraphs, stream in (("train", train, "squad"), ("dev", dev, "squad-dev")):
+            arts, _ = _squad_articles(world, lang, paragraphs, split, rng_for(world, "qa", split, lang), split != "train")
+            path = f"xtreme_translations/SQuAD/translate-{split}/squad.translate.{split}.en-{lang}.json"
+            units.append(translations.squad_file(Unit, path, lang, split, arts, translations.Noise(world, stream, lang)))
+            units.append(translations.squad_file(Unit, translations.gold_path(path), lang, split, arts))
         path = f"xtreme_translations/XQuAD/translate-test/xquad.translate.test.{lang}-en.json"
         units.append(translations.squad_file(Unit, path, lang, "test", xquad["en"], translations.Noise(world, "xquad", lang)))
         units.append(translations.squad_file(Unit, translations.gold_path(path), lang, "test", xquad["en"]))

@@ -1,0 +1,65 @@
+"""Data sets made of two languages' records of one split (named sets of `data.<task>.sets`,
+built by `xlt.prepare` from the records of the set's language and of a partner language):
+
+- `mix_pairs` (`mix: {with: en, seed: N}`, XNLI): the adjust paper's mixed-language XNLI
+  (its Section 4.2). XNLI's test sets are parallel: the k-th pair of every language's file
+  is the translation of the k-th English pair (the Hub's parquet keeps the order of
+  `xnli.test.tsv`, where each pairID appears once per language); the normalised ids end in
+  that row number. In each target pair, premise or hypothesis (one side, drawn with the seed)
+  is replaced by the English original of the same row.
+- `cross_qa` (`cross: {question: en}` or `cross: {context: en}`, QA): cross-lingual QA pairs
+  from two parallel QA files (XQuAD: the same question ids in every language): the question of
+  one language with the paragraph and answers of the other, joined on the question id.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+from xlt.errors import XltError
+
+SIDES = ("premise", "hypothesis")  # XNLI's names of a record's `text` and `text_pair`
+FIELD = {"premise": "text", "hypothesis": "text_pair"}
+
+
+def row_number(rid: str) -> str:
+    """The row number a normalised id ends in (`es-test-41` -> `41`)."""
+    return str(rid).rsplit("-", 1)[-1]
+
+
+def mix_pairs(target: list[dict], english: list[dict], *, lang: str, seed: int, partner: str = "en",
+              target_file: str | Path = "?", english_file: str | Path = "?") -> list[dict]:
+    """Each target pair with one side (premise or hypothesis, drawn from `seed` and `lang`)
+    replaced by the same side of the parallel `english` pair; the label stays. Each record
+    carries `mixed: {seed, replaced, with, source_id}`. Raises XltError naming the file when the
+    two are not parallel: another count, another row number or another label in a row."""
+    if len(target) != len(english):
+        raise XltError(f"{target_file}: {len(target)} pairs, not parallel to {english_file} ({len(english)} pairs); "
+                       f"a mixed-language set needs the same examples in the same order")
+    rng = random.Random(f"mix:{seed}:{lang}:{partner}")  # str seeds are hashed stably (sha512)
+    out = []
+    for k, (t, e) in enumerate(zip(target, english, strict=True)):
+        if row_number(t["id"]) != row_number(e["id"]) or t["label"] != e["label"]:
+            raise XltError(f"{target_file}: pair {k} (id {t['id']!r}, label {t['label']!r}) is not parallel to "
+                           f"{english_file} (id {e['id']!r}, label {e['label']!r})")
+        side = SIDES[rng.random() < 0.5]
+        out.append({**t, FIELD[side]: e[FIELD[side]],
+                    "mixed": {"seed": seed, "replaced": side, "with": partner, "source_id": e["id"]}})
+    return out
+
+
+def cross_qa(questions: list[dict], contexts: list[dict], *, stats: dict | None = None,
+             question_file: str | Path = "?", context_file: str | Path = "?") -> list[dict]:
+    """Records with the question of `questions` and the context and answers of `contexts`, for
+    every question id both hold (in the order of `contexts`). Ids only one side holds are
+    counted in `stats["unmatched"]` (the world drops a question whose answer a contraction hides
+    in one language; the real XQuAD holds every id in every language). None in common raises."""
+    asked = {r["id"]: r["question"] for r in questions}
+    out = [{**c, "question": asked[c["id"]]} for c in contexts if c["id"] in asked]
+    if not out:
+        raise XltError(f"{question_file} and {context_file}: no question id in common; "
+                       "a cross-lingual QA set needs parallel files (the same question ids)")
+    if stats is not None:
+        stats["unmatched"] = stats.get("unmatched", 0) + len(questions) + len(contexts) - 2 * len(out)
+    return out
