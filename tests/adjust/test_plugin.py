@@ -5,8 +5,9 @@ evaluation files."""
 from __future__ import annotations
 
 import copy
-import json
 import re
+
+import pandas as pd
 
 import pytest
 
@@ -65,8 +66,9 @@ def test_tables_read_one_adjustment_per_target_and_seed(tiny_cfg):
     files = table_inputs(tiny_cfg, "adjust", "table2")
     p = tiny_cfg["papers"]["adjust"]
     targets = A.targets(tiny_cfg)
-    assert len(files) == len(p["seeds"]) * (1 + 2 * len(targets))
-    assert sum("/pretrained/xnli/en.underspec/" in f for f in files) == len(p["seeds"])  # underspec's θ_src, shared
+    assert len(files) == 2 * len(p["seeds"]) * (1 + 2 * len(targets))  # XNLI and the mixed-language set
+    assert any("/adjust-vi-n300-seed1/xnli/en.underspec/seed1/on-xnli.mixed/test.adjust_targets.json" in f for f in files)
+    assert len({f.split("/seed")[0] for f in files if "/pretrained/" in f}) == 1  # one original: underspec's θ_src
     assert any("/adjust-hi-n300-seed2/xnli/en.underspec.adjust_continual/seed2/" in f for f in files)
     t6 = table_inputs(tiny_cfg, "adjust", "table6")
     assert any("/adjust-hi-n300-seed1-start/" in f for f in t6) and not any("-avg" in f for f in t6)
@@ -88,52 +90,77 @@ def test_bad_adjust_settings_are_named(tiny_cfg, edit, message):
         A.check(cfg, cfg["papers"]["adjust"])
 
 
-def _eval(tmp_path, init: str, recipe: str, task: str, seed: int, scores: dict, metric: str) -> str:
-    path = tmp_path / "results/eval/tiny" / init / task / recipe / f"seed{seed}" / "test.adjust.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"task": task, "seed": seed, "model": f"results/models/tiny/{init}/{task}/{recipe}/seed{seed}",
-                                "metrics": {lang: {metric: 100 * v, "n": 10} for lang, v in scores.items()},
-                                "collapsed": False}))  # scores x100, as evaluate writes them
-    return str(path)
+XNLI_LABELS = ("entailment", "neutral", "contradiction")
 
 
-def test_table2_puts_each_adjusted_model_in_its_own_column_and_keeps_every_published_cell(tiny_cfg, tmp_path):
+def _eval(tmp_path, init: str, recipe: str, task: str, seed: int, correct: dict, n: int = 10) -> str:
+    """What `evaluate` writes for one model and seed: per language, `correct[lang]` of `n` XNLI
+    test examples right (the first ones), the metrics JSON naming the test files, the predictions."""
+    from xlt.io import sha256_file, write_json, write_jsonl
+    from xlt.stats import predictions_file
+
+    out = tmp_path / "results/eval/tiny" / init / task / recipe / f"seed{seed}" / "test.adjust.json"
+    metrics, preds, data = {}, [], {}
+    for lang, k in correct.items():
+        gold = tmp_path / "data" / task / lang / "test.jsonl"
+        records = [{"id": f"{lang}{i}", "text": "a", "text_pair": "b", "label": XNLI_LABELS[i % 3]} for i in range(n)]
+        write_jsonl(gold, records)
+        data[str(gold)] = sha256_file(gold)
+        preds += [{"lang": lang, "id": r["id"], "prediction": r["label"] if i < k else XNLI_LABELS[(i + 1) % 3]}
+                  for i, r in enumerate(records)]
+        metrics[lang] = {"accuracy": 100 * k / n, "f1_macro": 0.0, "n": n}
+    write_jsonl(predictions_file(out), preds)
+    write_json(out, {"task": task, "split": "test", "seed": seed, "metrics": metrics, "collapsed": False,
+                     "model": f"results/models/tiny/{init}/{task}/{recipe}/seed{seed}", "provenance": {"data_sha256": data}})
+    return str(out)
+
+
+def test_table2_puts_each_adjusted_model_in_its_own_column_with_the_papers_marks(tiny_cfg, tmp_path):
     spec = {**A.table_spec(tiny_cfg), "targets": ["ru", "hi"]}
+    spec.pop("mixed", None)
+    plain, continual = "en.underspec", "en.underspec.adjust_continual"
+    right = {  # (init, recipe) -> correct answers of 10 per seed (1, 2)
+        ("pretrained", plain): {"ru": (5, 7), "hi": (4, 4)},
+        ("adjust-ru-n300-seed{s}", plain): {"ru": (6, 8)}, ("adjust-hi-n300-seed{s}", plain): {"hi": (5, 5)},
+        ("adjust-ru-n300-seed{s}", continual): {"ru": (9, 9)}, ("adjust-hi-n300-seed{s}", continual): {"hi": (10, 10)},
+    }
     files = []
-    for seed, shift in ((1, 0.0), (2, 2.0)):
-        files.append(_eval(tmp_path, "pretrained", "en.underspec", "xnli", seed,
-                           {"en": 0.9, "ru": 0.50 + shift / 100, "hi": 0.40}, "accuracy"))
-        for xx, gain in (("ru", 0.05), ("hi", 0.10)):
-            # the adjusted model's score on the other language must not enter any cell
-            other = "hi" if xx == "ru" else "ru"
-            for recipe, extra in (("en.underspec", 0.0), ("en.underspec.adjust_continual", 0.01)):
-                files.append(_eval(tmp_path, f"adjust-{xx}-n300-seed{seed}", recipe, "xnli", seed,
-                                   {xx: {"ru": 0.50, "hi": 0.40}[xx] + gain + extra + shift / 100, other: 0.0}, "accuracy"))
+    for (init, recipe), langs in right.items():
+        for seed in (1, 2):
+            scores = {lang: k[seed - 1] for lang, k in langs.items()}
+            if init != "pretrained":  # the adjusted model's score on the other language enters no cell
+                scores["hi" if "ru" in init else "ru"] = 0
+            files.append(_eval(tmp_path, init.format(s=seed), recipe, "xnli", seed, scores))
     table, md, _ = A.table2(spec, files)
     cell = table.set_index(["dataset", "model", "lang"])
-    assert cell.loc[("xnli", "original", "ru"), "ours_mean"] == pytest.approx(51.0)
-    assert cell.loc[("xnli", "adjusted", "hi"), "ours_mean"] == pytest.approx(51.0)  # 40 + 10 + 1 (mean shift)
-    assert cell.loc[("xnli", "adjusted_continual", "ru"), "ours_mean"] == pytest.approx(57.0)
+    assert cell.loc[("xnli", "original", "ru"), "ours_mean"] == pytest.approx(60.0)
+    assert cell.loc[("xnli", "adjusted", "hi"), "ours_mean"] == pytest.approx(50.0)
+    assert cell.loc[("xnli", "adjusted_continual", "ru"), "ours_mean"] == pytest.approx(90.0)
     assert cell.loc[("xnli", "adjusted", "ru"), "n_seeds"] == 2
+    # continual-hi is right on 5 examples adjusted-hi gets wrong (every seed): marked **
+    assert cell.loc[("xnli", "adjusted_continual", "hi"), "ours_mark"] == "**"
+    assert cell.loc[("xnli", "adjusted_continual", "hi"), "pvalue"] < 0.05
+    assert cell.loc[("xnli", "adjusted", "hi"), "ours_mark"] == ""  # 5 vs 4 right of 10: not significant
+    assert cell.loc[("xnli", "original", "ru"), "ours_mark"] == ""  # the baseline carries no mark
+    assert cell.loc[("xnli", "adjusted", "hi"), "paper_mark"] == "*"  # the paper's marks, from its CSV
     mixed = cell.loc[("xnli_mixed", "adjusted", "hi")]
-    assert mixed["paper"] > 0  # published, ours missing: the cell is kept
-    assert pytest.approx(float("nan"), nan_ok=True) == mixed["ours_mean"]
-    assert "xnli_mixed" in md and "systran_align" in md
+    assert mixed["paper"] > 0 and pd.isna(mixed["ours_mean"])  # published, not configured: the cell is kept
+    assert "xnli_mixed: not configured" in md and "systran_align" in md and "paired t-test" in md
 
 
 def test_table6_reports_gains_over_the_original_per_seed(tiny_cfg, tmp_path):
     spec = A.table_spec(tiny_cfg)
     files = []
-    for seed, base in ((1, 0.40), (2, 0.44)):
-        files.append(_eval(tmp_path, "pretrained", "en.underspec", "xnli", seed, {"hi": base, "ru": 0.5}, "accuracy"))
-        for mode, gain in (("start", 0.02), ("end", -0.01), ("avg", 0.03)):
+    for seed, base in ((1, 4), (2, 5)):  # of 10 right: 40%, 50%
+        files.append(_eval(tmp_path, "pretrained", "en.underspec", "xnli", seed, {"hi": base, "ru": 5}))
+        for mode, gain in (("start", 2), ("end", -1), ("avg", 3)):
             init = Adjusted("hi", 300, seed, mode).name
-            files.append(_eval(tmp_path, init, "en.underspec", "xnli", seed, {"hi": base + gain + seed / 100}, "accuracy"))
+            files.append(_eval(tmp_path, init, "en.underspec", "xnli", seed, {"hi": base + gain + seed - 1}))
     table, md, _ = get_table("adjust", "table6").build(spec, files)
     rows = table[table["task"] == "xnli"].set_index("mode")
-    assert rows.loc["start", "ours_mean"] == pytest.approx(3.5)  # (2+1 + 2+2) / 2 points
-    assert rows.loc["end", "ours_mean"] == pytest.approx(0.5)
-    assert rows.loc["avg", "ours_std"] == pytest.approx(0.7071, abs=1e-3)
+    assert rows.loc["start", "ours_mean"] == pytest.approx(25.0)  # (20 + 30) / 2 points
+    assert rows.loc["end", "ours_mean"] == pytest.approx(-5.0)
+    assert rows.loc["avg", "ours_std"] == pytest.approx(7.071, abs=1e-3)
     assert rows.loc["subword_alignment", "paper"] == pytest.approx(2.37)  # published, not built: kept with a reason
     assert "subword_alignment" in md and "not built" in md
 

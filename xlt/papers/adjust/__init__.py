@@ -21,7 +21,7 @@ from xlt.align import targets as align
 from xlt.errors import XltError, check_config_ref
 from xlt.papers.base import Figure, Paper, Table
 from xlt.papers.published import load_published
-from xlt.tables import COLLAPSE_NOTE, eval_rows, paper_vs_ours, render_grid
+from xlt.tables import COLLAPSE_NOTE, add_marks, eval_rows, paper_vs_ours, render_grid
 from xlt.targets import Adjusted, Recipe, dataset_name, encoder_dir, eval_file, model_dir, paper_language_set
 
 SLUG = "adjust"
@@ -50,19 +50,31 @@ def _init(p: dict, model: str, pair: str, seed: int, size: int | None = None, wo
     return Adjusted(pair, size or p["size"], seed, word_vectors, tokens).name
 
 
-def _eval(cfg: dict, p: dict, task: str, model: str, pair: str, seed: int, **variant) -> str:
+def _eval(cfg: dict, p: dict, task: str, model: str, pair: str, seed: int, mixed: bool = False, **variant) -> str:
+    m = p.get("mixed") if mixed else None
     return eval_file(cfg, p["encoder"], _init(p, model, pair, seed, **variant), dataset_name(cfg, SLUG, task),
-                     _recipe(p, model), seed, "test", paper_language_set(p, task))
+                     _recipe(p, model), seed, "test", m["languages"] if m else paper_language_set(p, task),
+                     testset=m["dataset"] if m else None)
 
 
-def _scores(spec: dict, inputs: list[str], column: str = "model") -> pd.DataFrame:
-    """Per-seed rows (task, <column>, lang, seed, value, collapsed) of the evaluation files, each
-    kept for its own column: an adjusted model for the language it was adjusted on; the
-    original for every target language. The row's setting is read from the model's path."""
+def _where(path: str) -> tuple[str, str | None]:
+    """(init, test set or None) of an evaluation file:
+    results/eval/<encoder>/<init>/<task>/<recipe>/seed<s>/[on-<testset>/]<file>."""
+    parts = path.split("/")
+    k = max(i for i, x in enumerate(parts) if re.fullmatch(r"seed\d+", x))
+    return parts[k - 3], (parts[k + 1][3:] if parts[k + 1].startswith("on-") else None)
+
+
+def _scores(spec: dict, inputs: list[str]) -> pd.DataFrame:
+    """Per-seed rows (task, dataset, model, lang, seed, value, collapsed, path, …) of the
+    evaluation files, each kept for its own column: an adjusted model for the language it was
+    adjusted on; the original for every target language. The row's model is read from the
+    model's path; `dataset` is the published tables' name (`xnli_mixed` for the mixed set)."""
     rows = []
     for path in inputs:
-        init = path.split("/")[-5]  # results/eval/<encoder>/<init>/<task>/<recipe>/seed<s>/<file>
+        init, testset = _where(path)
         part = eval_rows([path], spec["metric"], setting_of=lambda r: "continual" if r.aux else "plain")
+        part = part.assign(path=path, dataset=[PUBLISHED_DATASET[t] + ("_mixed" if testset else "") for t in part["task"]])
         if init == "pretrained":
             part = part[part["lang"].isin(spec["targets"])].assign(init="pretrained", pair=None, size=None,
                                                                    word_vectors=None, tokens=None)
@@ -94,7 +106,6 @@ def _notes(spec: dict, ours: pd.DataFrame, extra: list[str]) -> list[str]:
         f"Aligned pairs: the alignment stage's links ({spec['aligner']}, 1-to-1; docs/align.md has each aligner's "
         "AER on the world's gold links), the paper's: fast_align, intersected.",
         *extra,
-        "Significance marks (the paper's * and **) are not computed yet.",
         COLLAPSE_NOTE,
     ]
 
@@ -111,18 +122,50 @@ def _main_inputs(cfg: dict, task: str) -> list[str]:
     p = cfg["papers"][SLUG]
     if task not in p["tasks"]:
         return []
-    out = [_eval(cfg, p, task, "original", None, seed) for seed in p["seeds"]]
-    return out + [_eval(cfg, p, task, model, xx, seed) for model in MODELS[1:] for xx in targets(cfg) for seed in p["seeds"]]
+    out = []
+    for mixed in (False, True) if task == "xnli" and p.get("mixed") else (False,):
+        out += [_eval(cfg, p, task, "original", None, seed, mixed) for seed in p["seeds"]]
+        out += [_eval(cfg, p, task, model, xx, seed, mixed) for model in MODELS[1:] for xx in targets(cfg)
+                for seed in p["seeds"]]
+    return out
+
+
+# which model a row's mark compares with (the paper's * and **)
+BASELINE_OF = {"adjusted": "original", "adjusted_continual": "adjusted"}
+MARKS = {"adjusted": "*", "adjusted_continual": "**"}
+
+
+def significance(ours: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """Per cell (keys) of an adjusted row, the paper's test against the row it is compared with
+    (xlt.stats.compare_outputs on every seed's per-example predictions): keys + pvalue + test."""
+    from xlt.stats import compare_outputs, read_seed_outputs  # numpy / scipy: only when a table is built
+
+    files = ours.groupby([*keys], sort=False)["path"].apply(list)
+    rows = []
+    for key, paths in files.items():
+        cell = dict(zip(keys, key if isinstance(key, tuple) else (key,)))
+        if cell["model"] not in BASELINE_OF:
+            continue
+        other = dict(cell, model=BASELINE_OF[cell["model"]])
+        base = files.get(tuple(other[k] for k in keys))
+        if base is None:
+            continue
+        r = compare_outputs(read_seed_outputs(paths, cell["lang"]), read_seed_outputs(base, cell["lang"]))
+        rows.append({**cell, "pvalue": r["pvalue"], "test": r["test"]})
+    return pd.DataFrame(rows, columns=[*keys, "pvalue", "test"])
 
 
 def _main_table(spec: dict, inputs: list[str], task: str, table_id: str, title: str, published: pd.DataFrame,
                 keys: list[str]) -> tuple[pd.DataFrame, str, str]:
     ours = _scores(spec, inputs)
     ours = ours[ours["task"] == task]
-    if "dataset" in keys:
-        ours = ours.assign(dataset=PUBLISHED_DATASET[task])
     table = paper_vs_ours(ours[[*keys, "seed", "value", "collapsed"]], published, keys)
-    notes = _notes(spec, ours, [f"{LABELS[task]} {spec['metric'][task]} on the test sets, x100."])
+    tests = significance(ours, keys)
+    table = add_marks(table, keys, MARKS, "model", published=published, tests=tests)
+    test = tests["test"].iloc[0] if len(tests) else "none (fewer than two models per cell)"
+    notes = _notes(spec, ours, [f"{LABELS[task]} {spec['metric'][task]} on the test sets, x100.",
+                                f"Marks: * adjusted vs original, ** adjusted + continual vs adjusted, p < 0.05 "
+                                f"(the paper's and ours; two-sided); ours: {test} (the CSV's pvalue column)."])
     md, tex = render_grid(table, [k for k in keys if k != "lang"], "lang", title, notes, labels=LABELS,
                           columns=spec["targets"])
     return table, md, tex
@@ -133,12 +176,14 @@ def table2_inputs(cfg: dict) -> list[str]:
 
 
 def table2(spec: dict, inputs: list[str]):
-    published = load_published(SLUG, "table2")
-    table, md, tex = _main_table(spec, inputs, "xnli", "table2", "adjust Table 2: XNLI accuracy", published,
-                                 ["dataset", "model", "lang"])
-    note = ("- xnli_mixed (premise or hypothesis replaced by the English original) is not built yet: its rows show "
-            "the paper only.\n")
-    return table, md + note, tex
+    table, md, tex = _main_table(spec, inputs, "xnli", "table2", "adjust Table 2: XNLI accuracy",
+                                 load_published(SLUG, "table2"), ["dataset", "model", "lang"])
+    if spec.get("mixed"):
+        md += (f"- xnli_mixed: the test set {spec['mixed']['dataset']} (data.xnli.sets): in each target pair the "
+               "premise or the hypothesis, drawn with a seed, is the English original.\n")
+    else:
+        md += "- xnli_mixed: not configured (papers.adjust.mixed): its rows show the paper only.\n"
+    return table, md, tex
 
 
 def table3_inputs(cfg: dict) -> list[str]:
@@ -321,6 +366,12 @@ def draw(spec: dict, inputs: list[str], out_dir: str, figure: str) -> None:
 
 def check(cfg: dict, p: dict) -> None:
     check_config_ref("aux set", f"papers.{SLUG}.continual", p["continual"], cfg.get("aux_sets") or {})
+    if (m := p.get("mixed")) and "xnli" in p["tasks"]:
+        check_config_ref("language set", f"papers.{SLUG}.mixed.languages", m["languages"], cfg["language_sets"])
+        try:
+            eval_file(cfg, p["encoder"], "pretrained", "xnli", "en.x", 1, "test", m["languages"], testset=m["dataset"])
+        except XltError as e:
+            raise XltError(f"config key papers.{SLUG}.mixed: {e}") from None
     if (cfg["aux_sets"][p["continual"]]).get("kind") != "aligned_pairs":
         raise XltError(f"config key papers.{SLUG}.continual: aux set {p['continual']!r} is not of kind aligned_pairs")
     sizes = set(cfg["align"]["samples"]["sizes"])
