@@ -82,7 +82,7 @@ def test_task_languages():
 
 def test_datasets_name_the_treebank_selection_of_ud_tasks():
     cfg = base()
-    assert T.datasets(cfg).keys() == {"pos.es_ancora", "ner", "pawsx", "marc", "xnli", "pos.xtreme", "pos", "parsing"}
+    assert T.datasets(cfg).keys() == {"pos.es_ancora", "ner", "pawsx", "marc", "xnli", "pos.xtreme", "pos", "parsing", "qa"}
     assert T.dataset_name(cfg, "crossmulti", "pos") == "pos.es_ancora"
     assert T.dataset_name(cfg, "crossmulti", "ner") == "ner"  # only UD tasks carry a selection
     assert T.dataset_name(cfg, "underspec", "parsing") == "parsing"  # the default selection
@@ -99,7 +99,9 @@ def test_datasets_name_the_treebank_selection_of_ud_tasks():
 
 # The catalog entries the default config reads: the UD releases (2.7 for crossmulti and
 # underspec, 2.5 for XTREME), WikiANN, PAWS-X, MARC, XNLI, and MultiNLI for English XNLI train.
-NEEDED = {"ud-2.5", "ud-2.7", "wikiann", "paws-x", "marc", "xnli", "mnli"}
+NEEDED = {"ud-2.5", "ud-2.7", "wikiann", "paws-x", "marc", "xnli", "mnli",
+          # adjust's QA: SQuAD, its test sets (XQuAD, MLQA with its cross-lingual files, TyDiQA), translated SQuAD
+          "squad-json", "xquad-json", "mlqa", "mlqa-zip", "tydiqa", "xtreme-squad-translate-train"}
 
 
 def test_download_plan_of_the_default_config():
@@ -112,7 +114,7 @@ def test_download_plan_of_the_default_config():
     assert T.download_langs(cfg, "squad") == []  # a source no paper reads: every language of the entry
     # data_all: every real source once (second routes to the same data left out), and the data
     everything = {"ud-2.5", "ud-2.7", "wikiann", "paws-x", "marc", "xnli", "mnli", "xnli-mt", "squad-json",
-                  "xquad-json", "mlqa", "tydiqa", "wikimatrix", "xtreme-xnli-translate-train",
+                  "xquad-json", "mlqa", "mlqa-zip", "tydiqa", "wikimatrix", "xtreme-xnli-translate-train",
                   "xtreme-pawsx-translate-train", "xtreme-squad-translate-train", "xtreme-xquad-translate-test"}
     manifests = [f"resources/raw/manifests/{s}.json" for s in sorted(everything)]
     assert T.data_all(cfg)[: len(everything)] == manifests

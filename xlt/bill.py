@@ -88,7 +88,7 @@ class Examples:
                 return sum(1 for line in f if line.strip())
         task = T.task_of(dataset)
         key_task = "pos" if task == "parsing" else task  # parsing reads the same UD sentences as POS
-        for key in ((key_task, lang, split), (key_task, None, split)):
+        for key in ((dataset, lang, split), (key_task, lang, split), (key_task, None, split)):  # a named set's own first
             if key in self._published:
                 n, where = self._published[key]
                 self.sources[where] += 1

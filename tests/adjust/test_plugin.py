@@ -180,3 +180,52 @@ def test_figure_rows_read_each_models_encoder(tiny_cfg):
     assert len(inputs) == len(A.targets(cfg)) * (2 + 3 * len(cfg["papers"]["adjust"]["tasks"]))
     for row in A.l2_rows(cfg):
         assert re.fullmatch(A.WILDCARDS["row"], row)
+
+
+def test_qa_tables_read_every_test_set_and_say_why_when_qa_is_not_run(tiny_cfg, tmp_path):
+    full = load_configs([])
+    files = table_inputs(full, "adjust", "table4")
+    p = full["papers"]["adjust"]
+    assert any("/adjust-ru-n30000-seed5/qa/en.adjust.adjust_continual/seed5/on-qa.tydiqa/test.adjust_tydiqa.json" in f
+               for f in files)
+    assert not any("adjust-ru" in f and "qa.mlqa/" in f for f in files)  # MLQA has no Russian
+    assert sum("/pretrained/" in f for f in files) == len(p["seeds"]) * len(p["qa_sets"])
+    t8 = table_inputs(full, "adjust", "table8")
+    assert "results/eval/mbert/pretrained/qa/en.adjust/seed1/dev.adjust_source.json" in t8
+    assert "results/eval/mbert/adjust-hi-n30000-seed2/qa.translated/hi.adjust/seed2/on-qa.mlqa/test.adjust_mlqa.json" in t8
+    # the tiny preset runs no QA: both tables keep every published cell and say why
+    assert table_inputs(tiny_cfg, "adjust", "table4") == []
+    table, md, _ = get_table("adjust", "table4").build(A.table_spec(tiny_cfg), [])
+    assert len(table) == 66 and table["ours_mean"].isna().all() and "Not run: qa is not in papers.adjust.tasks" in md
+
+
+def _qa_eval(tmp_path, init: str, dataset: str, recipe: str, seed: int, where: str, f1: dict) -> str:
+    import json as _json
+
+    path = tmp_path / "results/eval/mbert" / init / dataset / recipe / f"seed{seed}" / where
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(_json.dumps({"task": "qa", "seed": seed, "model": f"results/models/mbert/{init}/{dataset}/{recipe}/seed{seed}",
+                                 "metrics": {lang: {"f1": v, "exact_match": v - 10, "n": 10} for lang, v in f1.items()},
+                                 "collapsed": False}))
+    return str(path)
+
+
+def test_table8_compares_squad_dev_and_translated_training_by_alignment_language(tmp_path):
+    full = load_configs([])
+    spec = A.table_spec(full)
+    files = []
+    for seed in (1, 2):
+        files.append(_qa_eval(tmp_path, "pretrained", "qa", "en.adjust", seed, "dev.adjust_source.json", {"en": 80 + seed}))
+        files.append(_qa_eval(tmp_path, f"adjust-es-n30000-seed{seed}", "qa", "en.adjust", seed, "dev.adjust_source.json",
+                              {"en": 78 + seed}))
+        for init in ("pretrained", f"adjust-vi-n30000-seed{seed}"):
+            files.append(_qa_eval(tmp_path, init, "qa.translated", "vi.adjust", seed, "on-qa.mlqa/test.adjust_mlqa.json",
+                                  {"es": 0.0, "vi": 60 + seed + (init != "pretrained"), "hi": 0.0}))
+    table, md, _ = get_table("adjust", "table8").build(spec, files)
+    cell = table.set_index(["dataset", "model", "align_lang", "eval_lang"])
+    assert cell.loc[("squad", "original", "none", "en"), "ours_mean"] == pytest.approx(81.5)
+    assert cell.loc[("squad", "adjusted", "es", "en"), "ours_mean"] == pytest.approx(79.5)
+    assert cell.loc[("mlqa", "original", "none", "vi"), "ours_mean"] == pytest.approx(61.5)
+    assert cell.loc[("mlqa", "adjusted", "vi", "vi"), "ours_mean"] == pytest.approx(62.5)
+    assert pd.isna(cell.loc[("mlqa", "adjusted", "hi", "hi"), "ours_mean"])  # published, not given here: kept
+    assert not ((table["dataset"] == "mlqa") & (table["eval_lang"] == "es") & table["ours_mean"].notna()).any()

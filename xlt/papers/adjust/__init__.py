@@ -19,7 +19,7 @@ import re
 
 from xlt.align import targets as align
 from xlt.errors import XltError, check_config_ref
-from xlt.papers.base import Figure, Paper, Table
+from xlt.papers.base import DataSize, Figure, Paper, Table
 from xlt.papers.published import load_published
 from xlt.tables import COLLAPSE_NOTE, add_marks, eval_rows, paper_vs_ours, render_grid
 from xlt.targets import Adjusted, Recipe, dataset_name, encoder_dir, eval_file, model_dir, paper_language_set
@@ -50,11 +50,25 @@ def _init(p: dict, model: str, pair: str, seed: int, size: int | None = None, wo
     return Adjusted(pair, size or p["size"], seed, word_vectors, tokens).name
 
 
-def _eval(cfg: dict, p: dict, task: str, model: str, pair: str, seed: int, mixed: bool = False, **variant) -> str:
-    m = p.get("mixed") if mixed else None
+def _eval(cfg: dict, p: dict, task: str, model: str, pair: str | None, seed: int, testset: str | None = None,
+          langset: str | None = None, split: str = "test", **variant) -> str:
+    """A model's evaluation on its task's test set (the paper's language set), or on another
+    dataset of the task (`testset`, scored on `langset`)."""
     return eval_file(cfg, p["encoder"], _init(p, model, pair, seed, **variant), dataset_name(cfg, SLUG, task),
-                     _recipe(p, model), seed, "test", m["languages"] if m else paper_language_set(p, task),
-                     testset=m["dataset"] if m else None)
+                     _recipe(p, model), seed, split, langset or paper_language_set(p, task), testset=testset)
+
+
+def _test_sets(cfg: dict, task: str) -> list[tuple[str | None, str | None, list[str]]]:
+    """(test set, language set, target languages it has) of a main table's task: XNLI and its
+    mixed-language set (Table 2), NER's own test set (Table 3), Table 4's QA sets."""
+    p = cfg["papers"][SLUG]
+    if task == "qa":
+        return [(f"qa.{name}", langset, [x for x in targets(cfg) if x in cfg["language_sets"][langset]])
+                for name, langset in p["qa_sets"].items()]
+    own = [(None, None, targets(cfg))]
+    if task == "xnli" and p.get("mixed"):
+        own.append((p["mixed"]["dataset"], p["mixed"]["languages"], targets(cfg)))
+    return own
 
 
 def _where(path: str) -> tuple[str, str | None]:
@@ -63,6 +77,26 @@ def _where(path: str) -> tuple[str, str | None]:
     parts = path.split("/")
     k = max(i for i, x in enumerate(parts) if re.fullmatch(r"seed\d+", x))
     return parts[k - 3], (parts[k + 1][3:] if parts[k + 1].startswith("on-") else None)
+
+
+# Table 4's test sets: a named set of qa (data.qa.sets) -> (question, context, published dataset)
+QA_SETS = {
+    "mlqa": ("target", "target", "mlqa"), "xquad": ("target", "target", "xquad"), "tydiqa": ("target", "target", "tydiqa"),
+    "mlqa_q_target": ("target", "en", "mlqa"), "xquad_q_target": ("target", "en", "xquad"),
+    "mlqa_q_en": ("en", "target", "mlqa"), "xquad_q_en": ("en", "target", "xquad"),
+}
+
+
+def _labels(task: str, testset: str | None) -> dict:
+    """The published tables' keys of an evaluation: `dataset` (`xnli_mixed` for the mixed set,
+    `squad` for QA's own dev set) and, for Table 4's sets, `question` and `context`."""
+    if testset is None:
+        return {"dataset": "squad" if task == "qa" else PUBLISHED_DATASET[task]}
+    name = testset.partition(".")[2]
+    if task == "qa":
+        question, context, dataset = QA_SETS[name]
+        return {"dataset": dataset, "question": question, "context": context}
+    return {"dataset": f"{PUBLISHED_DATASET[task]}_{name}"}
 
 
 def _scores(spec: dict, inputs: list[str]) -> pd.DataFrame:
@@ -74,7 +108,9 @@ def _scores(spec: dict, inputs: list[str]) -> pd.DataFrame:
     for path in inputs:
         init, testset = _where(path)
         part = eval_rows([path], spec["metric"], setting_of=lambda r: "continual" if r.aux else "plain")
-        part = part.assign(path=path, dataset=[PUBLISHED_DATASET[t] + ("_mixed" if testset else "") for t in part["task"]])
+        if not len(part):
+            continue
+        part = part.assign(path=path, **_labels(part["task"].iloc[0], testset))
         if init == "pretrained":
             part = part[part["lang"].isin(spec["targets"])].assign(init="pretrained", pair=None, size=None,
                                                                    word_vectors=None, tokens=None)
@@ -123,9 +159,9 @@ def _main_inputs(cfg: dict, task: str) -> list[str]:
     if task not in p["tasks"]:
         return []
     out = []
-    for mixed in (False, True) if task == "xnli" and p.get("mixed") else (False,):
-        out += [_eval(cfg, p, task, "original", None, seed, mixed) for seed in p["seeds"]]
-        out += [_eval(cfg, p, task, model, xx, seed, mixed) for model in MODELS[1:] for xx in targets(cfg)
+    for testset, langset, langs in _test_sets(cfg, task):
+        out += [_eval(cfg, p, task, "original", None, seed, testset, langset) for seed in p["seeds"]]
+        out += [_eval(cfg, p, task, model, xx, seed, testset, langset) for model in MODELS[1:] for xx in langs
                 for seed in p["seeds"]]
     return out
 
@@ -157,6 +193,8 @@ def significance(ours: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
 
 def _main_table(spec: dict, inputs: list[str], task: str, table_id: str, title: str, published: pd.DataFrame,
                 keys: list[str]) -> tuple[pd.DataFrame, str, str]:
+    if not inputs:
+        return _not_run(spec, published, keys, task, title)
     ours = _scores(spec, inputs)
     ours = ours[ours["task"] == task]
     table = paper_vs_ours(ours[[*keys, "seed", "value", "collapsed"]], published, keys)
@@ -193,6 +231,83 @@ def table3_inputs(cfg: dict) -> list[str]:
 def table3(spec: dict, inputs: list[str]):
     return _main_table(spec, inputs, "ner", "table3", "adjust Table 3: NER (WikiANN) F1", load_published(SLUG, "table3"),
                        ["model", "lang"])
+
+
+def table4_inputs(cfg: dict) -> list[str]:
+    return _main_inputs(cfg, "qa")
+
+
+def table4(spec: dict, inputs: list[str]):
+    keys = ["question", "context", "dataset", "model", "lang"]
+    published = load_published(SLUG, "table4")
+    if not inputs:
+        return _not_run(spec, published, keys, "qa", "adjust Table 4: QA F1")
+    table, md, tex = _main_table(spec, inputs, "qa", "table4", "adjust Table 4: QA F1 (question · context · dataset)",
+                                 published, keys)
+    return table, md + ("- question / context: target = the target language, en = English (the cross-lingual "
+                        "directions of MLQA, and of XQuAD joined by question id: xlt.evalsets).\n"), tex
+
+
+def _not_run(spec: dict, published: pd.DataFrame, keys: list[str], task: str, title: str):
+    """A table whose task the config does not run: every published cell, with the reason."""
+    table = paper_vs_ours(pd.DataFrame(columns=[*keys, "seed", "value"]), published, keys)
+    md, tex = render_grid(table, [k for k in keys if k != "lang" and k != "eval_lang"],
+                          "lang" if "lang" in keys else "eval_lang", title,
+                          [f"Not run: {task} is not in papers.{SLUG}.tasks ({', '.join(spec['tasks'])}); the paper's "
+                           "values only."], labels=LABELS)
+    return table, md, tex
+
+
+# ---- Table 8: monolingual QA (SQuAD dev; MLQA after training on translated SQuAD) ----------
+
+
+def table8_inputs(cfg: dict) -> list[str]:
+    p = cfg["papers"][SLUG]
+    if "qa" not in p["tasks"]:
+        return []
+    t8 = p["table8"]
+    out = []
+    for seed in p["seeds"]:
+        out.append(_eval(cfg, p, "qa", "original", None, seed, split="dev", langset=t8["source_languages"]))
+        out += [_eval(cfg, p, "qa", "adjusted", xx, seed, split="dev", langset=t8["source_languages"]) for xx in targets(cfg)]
+        for xx in t8_langs(cfg):  # trained on SQuAD translated into xx, scored on MLQA xx
+            for model in ("original", "adjusted"):
+                out.append(eval_file(cfg, p["encoder"], _init(p, model, xx, seed), t8["train"], Recipe((xx,), p["hparams"]).name,
+                                     seed, "test", t8["test_languages"], testset=t8["test"]))
+    return out
+
+
+def t8_langs(cfg: dict) -> list[str]:
+    t8 = cfg["papers"][SLUG]["table8"]
+    return [x for x in targets(cfg) if x in cfg["language_sets"][t8["test_languages"]]]
+
+
+def table8(spec: dict, inputs: list[str]):
+    keys = ["dataset", "model", "align_lang", "eval_lang"]
+    published = load_published(SLUG, "table8")
+    if not inputs:
+        return _not_run(spec, published, keys, "qa", "adjust Table 8: monolingual QA F1")
+    rows = []
+    for path in inputs:
+        init, testset = _where(path)
+        part = eval_rows([path], spec["metric"], setting_of=lambda r: r.train_langs[0])
+        it = None if init == "pretrained" else Adjusted.parse(init)
+        if testset is None:  # SQuAD dev, English
+            dataset = "squad"
+        else:  # MLQA in the language of the translated training data
+            dataset = "mlqa"
+            part = part[part["lang"] == part["setting"]]
+        rows.append(part.assign(dataset=dataset, model="original" if it is None else "adjusted",
+                                align_lang="none" if it is None else it.pair, eval_lang=part["lang"]))
+    ours = pd.concat(rows, ignore_index=True)
+    table = paper_vs_ours(ours[[*keys, "seed", "value", "collapsed"]], published, keys)
+    notes = _notes(spec, ours, [
+        "squad: SQuAD v1.1 dev F1 (English) of the models of Table 4, by the language the encoder was adjusted on; "
+        "mlqa: MLQA F1 of models fine-tuned on SQuAD machine-translated into that language (data.qa.sets."
+        f"{spec['table8']['train'].partition('.')[2]}), from the original or the encoder adjusted on it."])
+    md, tex = render_grid(table, ["dataset", "model", "align_lang"], "eval_lang", "adjust Table 8: monolingual QA F1",
+                          notes, labels=LABELS)
+    return table, md, tex
 
 
 # ---- Tables 5-7: gains over the original by sample size, subword vectors, aligned tokens ------
@@ -364,14 +479,46 @@ def draw(spec: dict, inputs: list[str], out_dir: str, figure: str) -> None:
     l2_figure(dist.drop(columns="row"), pairs, spec["bins"], title, f"{out_dir}/{figure}")
 
 
+# Public sizes of the QA data the paper reads and prints no count of (the bill's counts of data not
+# prepared; xlt.bill): per language as the releases give them; the cross-lingual MLQA files
+# and translated SQuAD as upper bounds (their source sets' counts).
+QA_SIZES = {
+    ("qa", "en", "train"): 87599, ("qa", "en", "dev"): 10570,  # SQuAD v1.1
+    **{("qa.xquad", x, "test"): 1190 for x in ("es", "ru", "vi", "hi")},
+    **{(f"qa.{s}", x, "test"): 1190 for s in ("xquad_q_target", "xquad_q_en") for x in ("es", "ru", "vi", "hi")},
+    **{("qa.mlqa", x, "test"): n for x, n in (("es", 5253), ("vi", 5495), ("hi", 4918))},  # MLQA test
+    ("qa.tydiqa", "ru", "test"): 812,  # TyDiQA-GoldP dev (XTREME's test)
+}
+
+
+def data_sizes() -> list[DataSize]:
+    out = [DataSize(d, lang, split, n, "public release sizes (xlt/papers/adjust)", 1) for (d, lang, split), n in QA_SIZES.items()]
+    mlqa = {x: n for (d, x, _), n in QA_SIZES.items() if d == "qa.mlqa"}
+    out += [DataSize(f"qa.{s}", x, "test", n, "upper bound: the MLQA test set of the language", 3)
+            for s in ("mlqa_q_target", "mlqa_q_en") for x, n in mlqa.items()]
+    out += [DataSize("qa.translated", x, split, QA_SIZES[("qa", "en", split)], "upper bound: SQuAD's count", 3)
+            for x in ("es", "ru", "vi", "hi") for split in ("train", "dev")]
+    return out
+
+
 def check(cfg: dict, p: dict) -> None:
     check_config_ref("aux set", f"papers.{SLUG}.continual", p["continual"], cfg.get("aux_sets") or {})
+    tests = []  # (config key, model's dataset, test set, language set)
     if (m := p.get("mixed")) and "xnli" in p["tasks"]:
-        check_config_ref("language set", f"papers.{SLUG}.mixed.languages", m["languages"], cfg["language_sets"])
+        tests.append(("mixed", "xnli", m["dataset"], m["languages"]))
+    if "qa" in p["tasks"]:
+        for key in ("qa_sets", "table8"):
+            if key not in p:
+                raise XltError(f"config key papers.{SLUG}.{key}: required when qa is one of papers.{SLUG}.tasks")
+        tests += [(f"qa_sets.{name}", "qa", f"qa.{name}", langs) for name, langs in p["qa_sets"].items()]
+        t8 = p["table8"]
+        tests.append(("table8", t8["train"], t8["test"], t8["test_languages"]))
+    for key, dataset, testset, langs in tests:
+        check_config_ref("language set", f"papers.{SLUG}.{key}", langs, cfg["language_sets"])
         try:
-            eval_file(cfg, p["encoder"], "pretrained", "xnli", "en.x", 1, "test", m["languages"], testset=m["dataset"])
+            eval_file(cfg, p["encoder"], "pretrained", dataset, "en.x", 1, "test", langs, testset=testset)
         except XltError as e:
-            raise XltError(f"config key papers.{SLUG}.mixed: {e}") from None
+            raise XltError(f"config key papers.{SLUG}.{key}: {e}") from None
     if (cfg["aux_sets"][p["continual"]]).get("kind") != "aligned_pairs":
         raise XltError(f"config key papers.{SLUG}.continual: aux set {p['continual']!r} is not of kind aligned_pairs")
     sizes = set(cfg["align"]["samples"]["sizes"])
@@ -414,7 +561,9 @@ PAPER = Paper(
     tables=(
         Table("table2", inputs=table2_inputs, build=table2, spec=table_spec),
         Table("table3", inputs=table3_inputs, build=table3, spec=table_spec),
+        Table("table4", inputs=table4_inputs, build=table4, spec=table_spec),
         *(variant_table(t) for t in VARIANT_NOTES),
+        Table("table8", inputs=table8_inputs, build=table8, spec=table_spec),
     ),
     figures=(
         Figure("fig1", "Histograms of the L2 distances between the last-layer vectors of related (aligned) and "
@@ -427,5 +576,6 @@ PAPER = Paper(
     draw=draw,
     figure_spec=figure_spec,
     check=check,
+    data_sizes=data_sizes,
     wildcards=WILDCARDS,
 )
