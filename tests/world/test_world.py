@@ -244,6 +244,19 @@ def test_qa_questions_are_worded_from_their_paragraph():
             assert set(rest) <= ctx, (lang, r["question"], r["context"])
 
 
+def test_qa_sentences_per_context():
+    def n_sentences(lang, split, **qa):
+        w = World(default_config(seed=2, sizes=SMALL, tasks=["qa"], **qa))
+        return {r["context"].count(". ") + 1 for r in w.records("qa", lang, split)}
+
+    assert n_sentences("en", "train") == {1}  # the default: one sentence (docs/world.md, QA learnability)
+    assert n_sentences("de", "test", qa={"sentences": [2, 3]}) == {2, 3}
+    with pytest.raises(XltError, match=r"world\.qa\.sentences: expected \[min, max\]"):
+        World(default_config(qa={"sentences": [3, 2]}))
+    with pytest.raises(XltError, match=r"world\.qa\.paragraphs: unknown key"):
+        World(default_config(qa={"paragraphs": 2}))
+
+
 def test_labels_are_balanced_and_parallel(tiny_world):
     world, _raw, _ = tiny_world
     for task in ("pawsx", "xnli", "marc"):

@@ -485,7 +485,7 @@ def qa_paragraphs(world, split: str, stream: str = "qa") -> list[tuple[list[Clau
     target = world.cfg["sizes"]["qa"][split]
     out, n = [], 0
     while n < target:
-        k = rng.randint(3, 5)
+        k = rng.randint(*world.cfg["qa"]["sentences"])
         verbs = rng.sample(range(n_verbs), k)
         sents = [sampler.clause(rng, p_name=0.5, p_pp=0.5, p_passive=0.1, verb=v) for v in verbs]
         cands = [(i, role) for i, c in enumerate(sents) for role in ("agent", "patient", "place")
