@@ -222,6 +222,41 @@ def test_qa_answers_match_offsets(tiny_world):
     assert ids["en"] == ids["de"] == ids["zh"]
 
 
+def _qa_words(text: str) -> list[str]:
+    return re.findall(r"[^\s.,?!]+", text.lower())
+
+
+def test_qa_questions_are_worded_from_their_paragraph():
+    """A question quotes its sentence: without typos, every word of it but the wh-word (and a
+    preposition fronted with it) is a word of its paragraph, in every QA language. Before, the
+    question drew its own synonyms: ~30% of English questions had a word the paragraph lacks."""
+    w = World(default_config(seed=3, sizes=SMALL, tasks=["qa"], noise={"typo": 0.0}))
+    for lang in w.task_languages("qa"):
+        stems = w.realiser(lang).lang.stems
+        wh = {w.realiser(lang).lang.form(stems[k][0]).lower() for k in ("who", "what", "where")}
+        splits = ("train", "dev", "test") if lang == "en" else ("test",)
+        recs = [r for split in splits for r in w.records("qa", lang, split)]
+        assert len(recs) >= 12
+        for r in recs:
+            q, ctx = _qa_words(r["question"]), set(_qa_words(r["context"]))
+            i = next(i for i, t in enumerate(q) if t in wh)
+            rest = [t for j, t in enumerate(q) if j != i and not (j == i - 1 and q[j] not in ctx)]
+            assert set(rest) <= ctx, (lang, r["question"], r["context"])
+
+
+def test_qa_sentences_per_context():
+    def n_sentences(lang, split, **qa):
+        w = World(default_config(seed=2, sizes=SMALL, tasks=["qa"], **qa))
+        return {r["context"].count(". ") + 1 for r in w.records("qa", lang, split)}
+
+    assert n_sentences("en", "train") == {1}  # the default: one sentence (docs/world.md, QA learnability)
+    assert n_sentences("de", "test", qa={"sentences": [2, 3]}) == {2, 3}
+    with pytest.raises(XltError, match=r"world\.qa\.sentences: expected \[min, max\]"):
+        World(default_config(qa={"sentences": [3, 2]}))
+    with pytest.raises(XltError, match=r"world\.qa\.paragraphs: unknown key"):
+        World(default_config(qa={"paragraphs": 2}))
+
+
 def test_labels_are_balanced_and_parallel(tiny_world):
     world, _raw, _ = tiny_world
     for task in ("pawsx", "xnli", "marc"):

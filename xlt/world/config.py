@@ -14,6 +14,7 @@
       ud: {version: "2.7", textless: [ar]}   # textless: languages given an extra all-'_' treebank
       bitext: {below_threshold: 0.15}         # share of WikiMatrix rows scored under 1.04
       translations: {drop: 0.1, swap: 0.1}    # "machine" translations: word drops, neighbour swaps
+      qa: {sentences: [1, 1]}                 # sentences per QA context (min, max)
       vocab: {object: 30, verb: 24, ...}      # sizes of the concept inventory
 
 Language properties (all optional except that `order` defaults to SVO):
@@ -76,7 +77,10 @@ DEFAULT_VOCAB = {
 }  # fmt: skip
 DEFAULT_SIZES = {"train": 600, "dev": 150, "test": 150}
 DEFAULT_TRANSLATIONS = {"drop": 0.1, "swap": 0.1}  # noise of the "machine" translations
-_TOP_KEYS = ("seed", "languages", "sizes", "tasks", "noise", "ud", "bitext", "vocab", "translations")
+# Sentences per QA context: the tiny encoder does not learn to find the questioned sentence
+# among several (EN dev F1 78 with one, 37-51 with one or two, 13-18 with 3-5; docs/world.md)
+DEFAULT_QA = {"sentences": [1, 1]}
+_TOP_KEYS = ("seed", "languages", "sizes", "tasks", "noise", "ud", "bitext", "vocab", "translations", "qa")
 
 
 def _err(key: str, msg: str) -> XltError:
@@ -230,6 +234,16 @@ def resolve(world_cfg: dict) -> dict:
         raise _err("translations", "expected a mapping")
     _unknown_keys("translations.", mt, DEFAULT_TRANSLATIONS)
     out["translations"] = {k: _prob(f"translations.{k}", mt.get(k, v)) for k, v in DEFAULT_TRANSLATIONS.items()}
+
+    qa = cfg.get("qa", {})
+    if not isinstance(qa, dict):
+        raise _err("qa", "expected a mapping")
+    _unknown_keys("qa.", qa, DEFAULT_QA)
+    sents = qa.get("sentences", DEFAULT_QA["sentences"])
+    if not (isinstance(sents, list) and len(sents) == 2 and all(isinstance(x, int) and not isinstance(x, bool) for x in sents)
+            and 1 <= sents[0] <= sents[1]):
+        raise _err("qa.sentences", f"expected [min, max] with 1 <= min <= max, got {sents!r}")
+    out["qa"] = {"sentences": list(sents)}
 
     vocab = cfg.get("vocab", {})
     if not isinstance(vocab, dict):

@@ -485,7 +485,7 @@ def qa_paragraphs(world, split: str, stream: str = "qa") -> list[tuple[list[Clau
     target = world.cfg["sizes"]["qa"][split]
     out, n = [], 0
     while n < target:
-        k = rng.randint(3, 5)
+        k = rng.randint(*world.cfg["qa"]["sentences"])
         verbs = rng.sample(range(n_verbs), k)
         sents = [sampler.clause(rng, p_name=0.5, p_pp=0.5, p_passive=0.1, verb=v) for v in verbs]
         cands = [(i, role) for i, c in enumerate(sents) for role in ("agent", "patient", "place")
@@ -515,8 +515,12 @@ def _squad_paragraph(world, lang, paragraph, split, first_id, rng, multi: bool, 
     language on their own stream (MLQA's cross-lingual pairs), else they are in `lang`."""
     real = world.realiser(lang)
     qreal, qrng = (world.realiser(question[0]), question[1]) if question else (real, rng)
+    own = question is None
     sents, qs = paragraph
-    realised = [real.sentence(c, rng) for c in sents]
+    # each question is written from its sentence's wording (the same synonyms), as a reader's
+    # question quotes the text it asks about; a question in another language draws its own
+    wordings: list[dict] = [{} for _ in sents]
+    realised = [real.sentence(c, rng, wd) for c, wd in zip(sents, wordings)]
     starts, pos = [], 0
     for s in realised:
         starts.append(pos)
@@ -527,7 +531,8 @@ def _squad_paragraph(world, lang, paragraph, split, first_id, rng, multi: bool, 
         qid = f"{split}{first_id + j:06d}"
         code = _ROLE_CODE[role]
         s, off = realised[si], starts[si]
-        question = qreal.sentence(replace(sents[si], wh=role, front=False), qrng).text
+        wording = dict(wordings[si]) if own else None
+        question = qreal.sentence(replace(sents[si], wh=role, front=False), qrng, wording).text
         texts, begins = [], []
         variants = (False, True) if multi else (False,)
         for strip in variants:
