@@ -125,13 +125,32 @@ def test_full_scale_dag_scores_a_model_on_another_dataset_of_its_task(tmp_path):
     run = subprocess.run([*SNAKEMAKE, "-n", target, "--directory", str(tmp_path)], capture_output=True, text=True, timeout=300)
     out = run.stdout + run.stderr
     assert run.returncode == 1 and "dataset 'xnli.mixed' has no language ar, de, fr, zh" in out  # its languages: es ru vi hi
-    (tmp_path / "adjust.yaml").write_text(yaml.safe_dump({"language_sets": {"adjust": ["es", "ru", "vi", "hi"]}}))
-    run = subprocess.run([*SNAKEMAKE, "-n", target.replace("underspec_targets", "adjust"), "--configfile", str(tmp_path / "adjust.yaml"),
-                          "--directory", str(tmp_path)], capture_output=True, text=True, timeout=300)
+    run = subprocess.run([*SNAKEMAKE, "-n", target.replace("underspec_targets", "adjust_targets"), "--directory", str(tmp_path)],
+                         capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-3000:]
     counts = job_counts(run.stdout + run.stderr)
     assert counts["evaluate_on"] == 1 and counts["finetune"] == 1 and counts["prepare_task"] == 2  # xnli, xnli.mixed
     assert "results/data/xnli.mixed" in run.stdout and "evaluate " not in run.stdout
+
+
+def test_full_scale_dag_plans_adjusts_alignment_adjustment_and_fine_tuning_of_every_table(tmp_path):
+    """adjust on config.yaml: per seed (5) one adjustment per target language for Tables 2-4, the
+    en-ru size sweep (Table 5), the subword and token variants on Hindi (Tables 6-7); the
+    fine-tunes of each (plain and continual for the main adjustments; translated SQuAD for Table 8)."""
+    run = subprocess.run([*SNAKEMAKE, "-n", "adjust_all", "--directory", str(tmp_path)], capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    out = run.stdout + run.stderr
+    counts = job_counts(out)
+    # 4 pairs (main) + 4 more sizes (ru) + 2 word-vector modes + 3 token sets (hi), 5 seeds each
+    assert counts["adjust_encoder"] == (4 + 4 + 2 + 3) * 5
+    assert counts["align_sample"] == 40 and counts["align_links"] == 4  # 30K x 4 pairs + 4 sizes of ru, 5 seeds
+    for seed in range(1, 6):
+        assert f"results/encoders/mbert/adjust-hi-n30000-seed{seed}-cls_sep" in out
+        assert f"results/models/mbert/adjust-vi-n30000-seed{seed}/qa/en.adjust.adjust_continual/seed{seed}" in out
+    assert "results/models/mbert/adjust-ru-n250000-seed3/xnli/en.adjust/seed3" in out
+    assert "results/models/mbert/adjust-hi-n30000-seed1/qa.translated/hi.adjust/seed1" in out
+    assert counts["adjust_l2"] == 4 * (1 + 3 * 3)  # Figures 1-2: per pair the adjusted encoder and 3 rows per task
 
 
 @pytest.mark.slow
@@ -170,7 +189,7 @@ def test_full_scale_data_all_downloads_each_real_source_once(tmp_path):
     counts = job_counts(run.stdout + run.stderr)
     cfg = base()
     downloads = [p for p in T.data_all(cfg) if "/manifests/" in p]
-    assert counts["download"] == len(downloads) == 17  # the catalog's 20 entries less 3 second routes
+    assert counts["download"] == len(downloads) == 18  # the catalog's 20 entries less 2 second routes (adjust reads MLQA's zip too)
     assert counts["prepare_task"] == len(T.datasets(cfg))
     for source in T.download_plan(cfg):  # what the papers read is among them
         assert f"resources/raw/manifests/{source}.json" in run.stdout + run.stderr
