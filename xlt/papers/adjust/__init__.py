@@ -28,8 +28,9 @@ SLUG = "adjust"
 MODELS = ("original", "adjusted", "adjusted_continual")
 PUBLISHED_DATASET = {"xnli": "xnli", "ner": "wikiann", "qa": "xquad"}  # the published tables' dataset key per task
 LABELS = {"original": "Original", "adjusted": "Adjusted", "adjusted_continual": "Adjusted + continual",
-          "xnli": "XNLI", "xnli_mixed": "mixed-language XNLI", "ner": "NER", "start": "start", "end": "end", "avg": "avg", "cls": "[CLS]",
-          "cls_sep": "[CLS]+[SEP]", "words": "words", "all": "all"}
+          "xnli": "XNLI", "xnli_mixed": "mixed-language XNLI", "ner": "NER", "qa": "QA", "start": "start", "end": "end", "avg": "avg", "cls": "[CLS]",
+          "cls_sep": "[CLS]+[SEP]", "words": "words", "all": "all", "xnli:xnli": "XNLI", "ner:wikiann": "NER",
+          "qa:tydiqa": "QA TyDiQA", "qa:xquad": "QA XQuAD", "qa:mlqa": "QA MLQA"}
 
 
 def targets(cfg: dict) -> list[str]:
@@ -130,7 +131,7 @@ def _gains(ours: pd.DataFrame, column: str) -> pd.DataFrame:
     base = ours[ours["model"] == "original"].set_index(["task", "lang", "seed"])["value"]
     adj = ours[ours["model"] == "adjusted"].copy()
     adj["value"] = [v - base[(t, lang, s)] for t, lang, s, v in zip(adj["task"], adj["lang"], adj["seed"], adj["value"])]
-    return adj[["task", column, "lang", "seed", "value", "collapsed"]]
+    return adj[["task", "dataset", column, "lang", "seed", "value", "collapsed"]]
 
 
 def _notes(spec: dict, ours: pd.DataFrame, extra: list[str]) -> list[str]:
@@ -353,11 +354,22 @@ def _variant_table(spec: dict, inputs: list[str], table_id: str, notes: list[str
     gains = _gains(ours, column).rename(columns={column: pub_column})
     gains[pub_column] = gains[pub_column].astype(str)
     published = load_published(SLUG, table_id)
-    published = published[published["task"].isin(t["tasks"]) & published["dataset"].isin(PUBLISHED_DATASET.values())]
-    published = published.assign(**{pub_column: published[pub_column].astype(str)}).drop(columns="dataset")
-    table = paper_vs_ours(gains, published, [pub_column, "task", "lang"])
+    published = published.assign(**{pub_column: published[pub_column].astype(str)})
+    table = paper_vs_ours(gains, published, [pub_column, "task", "dataset", "lang"])
     table = table[table["lang"] == t["pair"]]
-    md, tex = render_grid(table, [pub_column], "task", VARIANT_TITLE[table_id].format(pair=t["pair"]),
+    if not_run := [task for task in dict.fromkeys(published["task"]) if task not in t["tasks"]]:
+        notes = [*notes, f"{', '.join(LABELS.get(x, x) for x in not_run)}: not run (papers.{SLUG}.{table_id}.tasks: "
+                         f"{', '.join(t['tasks'])}); the paper's values only."]
+    run = table["task"].isin(t["tasks"])
+    unmatched = sorted({str(v) for v in table.loc[run & table["ours_mean"].isna() & table["paper"].notna(), pub_column]},
+                       key=lambda v: (len(v), v))
+    if unmatched:
+        ours_only = ", ".join(str(v) for v in t.get("sizes", t.get("modes", t.get("tokens", [])))
+                              if str(v) not in set(published[pub_column]))
+        notes = [*notes, f"The paper's {', '.join(unmatched)}: not run here"
+                 + (f" (ours: {ours_only}, their own rows)" if ours_only else "") + "."]
+    table = table.assign(column=[f"{task}:{d}" for task, d in zip(table["task"], table["dataset"])])
+    md, tex = render_grid(table, [pub_column], "column", VARIANT_TITLE[table_id].format(pair=t["pair"]),
                           _notes(spec, ours, ["Each cell: the adjusted model's score minus the original's, per seed, "
                                               "then mean ± std over seeds (points)."] + notes), labels=LABELS)
     return table, md, tex
@@ -467,7 +479,7 @@ def draw(spec: dict, inputs: list[str], out_dir: str, figure: str) -> None:
     if figure == "fig1":
         keep = ["original", "adjusted"] + [f"{spec['fig1_task']}.{k}" for k in ROW_KINDS]
         pairs = [spec["fig1_pair"]]
-        title = f"L2 distances of related vs unrelated word pairs (en-{spec['fig1_pair']}), {LABELS.get(spec['fig1_task'])}"
+        title = f"L2 distances, related vs unrelated\nword pairs (en-{spec['fig1_pair']}), {LABELS.get(spec['fig1_task'])}"
     else:
         keep = ["original", "adjusted"] + [f"{t}.{k}" for t in spec["tasks"] for k in ROW_KINDS]
         pairs = spec["targets"]
