@@ -9,7 +9,7 @@ def main():
     ap.add_argument("--paper", required=True)
     ap.add_argument("--table", required=True)
     ap.add_argument("--spec", type=json_arg, required=True, help="what the table's builder reads (JSON)")
-    ap.add_argument("--inputs", nargs="+", required=True)
+    ap.add_argument("--inputs", nargs="*", default=[], help="the evaluation files the table reads (none: a table of a task the config does not run)")
     ap.add_argument("--out-prefix", required=True, help="writes <prefix>.csv, .md, .tex")
     a = ap.parse_args()
     from xlt.papers import make_table

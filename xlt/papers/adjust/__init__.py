@@ -7,15 +7,17 @@ encoder adjusted on en–xx aligned pairs (init `adjust-<xx>-n<size>-seed<seed>`
 Adjusted; one adjustment per target language and seed, as the authors' scripts do), and
 `adjusted_continual` = the same with continual learning (the recipe's aux set, Eq. 2). Every
 model is scored on every language of the paper's set; a column xx reads the models adjusted
-on en–xx. Tables 2 (XNLI), 3 (NER), 5 (en–ru sample sizes), 6 (how subword vectors make a
-word's), 7 (which tokens are aligned). This module only declares (no torch).
+on en–xx. Tables 2 (XNLI, mixed-language XNLI), 3 (NER), 4 (QA test sets, both cross-lingual
+directions), 5 (en–ru sample sizes), 6 (how subword vectors make a word's), 7 (which tokens
+are aligned), 8 (SQuAD dev; translated SQuAD on MLQA); Figures 1-2 (L2 distances of related
+and unrelated words, per model). This module only declares (no torch).
 """
 
 from __future__ import annotations
 
-import pandas as pd
-
 import re
+
+import pandas as pd
 
 from xlt.align import targets as align
 from xlt.errors import XltError, check_config_ref
@@ -28,9 +30,9 @@ SLUG = "adjust"
 MODELS = ("original", "adjusted", "adjusted_continual")
 PUBLISHED_DATASET = {"xnli": "xnli", "ner": "wikiann", "qa": "xquad"}  # the published tables' dataset key per task
 LABELS = {"original": "Original", "adjusted": "Adjusted", "adjusted_continual": "Adjusted + continual",
-          "xnli": "XNLI", "xnli_mixed": "mixed-language XNLI", "ner": "NER", "qa": "QA", "start": "start", "end": "end", "avg": "avg", "cls": "[CLS]",
-          "cls_sep": "[CLS]+[SEP]", "words": "words", "all": "all", "xnli:xnli": "XNLI", "ner:wikiann": "NER",
-          "qa:tydiqa": "QA TyDiQA", "qa:xquad": "QA XQuAD", "qa:mlqa": "QA MLQA"}
+          "xnli": "XNLI", "xnli_mixed": "mixed-language XNLI", "ner": "NER", "qa": "QA", "squad": "SQuAD", "mlqa": "MLQA",
+          "xquad": "XQuAD", "tydiqa": "TyDiQA", "target": "target", "en": "EN", "cls": "[CLS]", "cls_sep": "[CLS]+[SEP]",
+          "xnli:xnli": "XNLI", "ner:wikiann": "NER", "qa:tydiqa": "QA TyDiQA", "qa:xquad": "QA XQuAD", "qa:mlqa": "QA MLQA"}
 
 
 def targets(cfg: dict) -> list[str]:
