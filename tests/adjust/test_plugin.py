@@ -230,3 +230,40 @@ def test_table8_compares_squad_dev_and_translated_training_by_alignment_language
     assert cell.loc[("mlqa", "adjusted", "vi", "vi"), "ours_mean"] == pytest.approx(62.5)
     assert pd.isna(cell.loc[("mlqa", "adjusted", "hi", "hi"), "ours_mean"])  # published, not given here: kept
     assert not ((table["dataset"] == "mlqa") & (table["eval_lang"] == "es") & table["ours_mean"].notna()).any()
+
+
+def test_table4_reads_qa_predictions_by_block_and_marks_what_differs(tmp_path):
+    """Table 4 from hand-made QA evaluations (predictions and gold written as `evaluate` does):
+    each test set's cells in its block, the adjusted model compared with the original."""
+    from xlt.engine.kinds import kind_of
+    from xlt.io import sha256_file, write_json, write_jsonl
+    from xlt.registry import get_task
+    from xlt.stats import predictions_file
+
+    full = load_configs([])
+    spec = {**A.table_spec(full), "seeds": [1, 2], "targets": ["ru"], "qa_sets": {"tydiqa": "adjust_tydiqa"}}
+    task = get_task("qa")
+    kind = kind_of(task)
+    gold = tmp_path / "results/data/qa.tydiqa/ru/test.jsonl"
+    records = [{"id": f"q{i}", "context": "a b c d", "question": "q", "answers": {"text": ["b c"], "answer_start": [2]}}
+               for i in range(12)]
+    write_jsonl(gold, records)
+    files = []
+    for init, recipe, right in (("pretrained", "en.adjust", 4), ("adjust-ru-n30000-seed{s}", "en.adjust", 12)):
+        for seed in (1, 2):
+            out = (tmp_path / "results/eval/mbert" / init.format(s=seed) / "qa" / recipe / f"seed{seed}" / "on-qa.tydiqa"
+                   / "test.adjust_tydiqa.json")
+            preds = ["b c" if i < right else "d" for i in range(12)]
+            metrics = kind.metrics(task, [kind.gold(task, r) for r in records], preds)
+            write_jsonl(predictions_file(out), [{"lang": "ru", "id": r["id"], "prediction": p} for r, p in zip(records, preds)])
+            write_json(out, {"task": "qa", "split": "test", "seed": seed, "collapsed": False,
+                             "model": f"results/models/mbert/{init.format(s=seed)}/qa/{recipe}/seed{seed}",
+                             "metrics": {"ru": {**metrics, "n": 12}}, "provenance": {"data_sha256": {str(gold): sha256_file(gold)}}})
+            files.append(str(out))
+    table, md, _ = get_table("adjust", "table4").build(spec, files)
+    cell = table.set_index(["question", "context", "dataset", "model", "lang"])
+    assert cell.loc[("target", "target", "tydiqa", "original", "ru"), "ours_mean"] == pytest.approx(100 * 4 / 12)
+    assert cell.loc[("target", "target", "tydiqa", "adjusted", "ru"), "ours_mean"] == pytest.approx(100.0)
+    assert cell.loc[("target", "target", "tydiqa", "adjusted", "ru"), "ours_mark"] == "*"
+    assert len(table) == 66  # every published cell, ours or not
+    assert "| in-language TyDiQA Adjusted |" in md and "question en, paragraph xx" in md

@@ -90,6 +90,10 @@ QA_SETS = {
 }
 
 
+BLOCKS = {("target", "target"): "in-language", ("target", "en"): "question xx, paragraph en",
+          ("en", "target"): "question en, paragraph xx"}
+
+
 def _labels(task: str, testset: str | None) -> dict:
     """The published tables' keys of an evaluation: `dataset` (`xnli_mixed` for the mixed set,
     `squad` for QA's own dev set) and, for Table 4's sets, `question` and `context`."""
@@ -207,7 +211,11 @@ def _main_table(spec: dict, inputs: list[str], task: str, table_id: str, title: 
     notes = _notes(spec, ours, [f"{LABELS[task]} {spec['metric'][task]} on the test sets, x100.",
                                 f"Marks: * adjusted vs original, ** adjusted + continual vs adjusted, p < 0.05 "
                                 f"(the paper's and ours; two-sided); ours: {test} (the CSV's pvalue column)."])
-    md, tex = render_grid(table, [k for k in keys if k != "lang"], "lang", title, notes, labels=LABELS,
+    rows = [k for k in keys if k != "lang"]
+    if "question" in keys:  # Table 4's blocks: one row label for the question / paragraph languages
+        table = table.assign(block=[BLOCKS[(q, c)] for q, c in zip(table["question"], table["context"])])
+        rows = ["block", "dataset", "model"]
+    md, tex = render_grid(table, rows, "lang", title, notes, labels=LABELS,
                           columns=spec["targets"])
     return table, md, tex
 
@@ -254,6 +262,9 @@ def table4(spec: dict, inputs: list[str]):
 def _not_run(spec: dict, published: pd.DataFrame, keys: list[str], task: str, title: str):
     """A table whose task the config does not run: every published cell, with the reason."""
     table = paper_vs_ours(pd.DataFrame(columns=[*keys, "seed", "value"]), published, keys)
+    if "question" in keys:
+        table = table.assign(block=[BLOCKS[(q, c)] for q, c in zip(table["question"], table["context"])])
+        keys = ["block", "dataset", "model", "lang"]
     md, tex = render_grid(table, [k for k in keys if k != "lang" and k != "eval_lang"],
                           "lang" if "lang" in keys else "eval_lang", title,
                           [f"Not run: {task} is not in papers.{SLUG}.tasks ({', '.join(spec['tasks'])}); the paper's "
