@@ -267,3 +267,25 @@ def test_table4_reads_qa_predictions_by_block_and_marks_what_differs(tmp_path):
     assert cell.loc[("target", "target", "tydiqa", "adjusted", "ru"), "ours_mark"] == "*"
     assert len(table) == 66  # every published cell, ours or not
     assert "| in-language TyDiQA Adjusted |" in md and "question en, paragraph xx" in md
+
+
+def test_table9_is_an_option_off_by_default_and_reads_its_own_encoder(tiny_cfg, tmp_path):
+    assert table_inputs(tiny_cfg, "adjust", "table9") == []
+    table, md, _ = get_table("adjust", "table9").build(A.table_spec(tiny_cfg), [])
+    assert len(table) == 12 and "Not run: papers.adjust.table9 is not set" in md
+    cfg = copy.deepcopy(tiny_cfg)
+    cfg["encoders"]["embert"] = {"hub": "none/embert", "revision": None}
+    cfg["papers"]["adjust"]["table9"] = {"encoder": "embert", "pair": "hi", "sizes": [300, 500], "qa_sets": []}
+    with pytest.raises(XltError, match=r"table9.sizes: \[500\] are not sampled for hi"):
+        A.check(cfg, cfg["papers"]["adjust"])
+    cfg["papers"]["adjust"]["table9"]["sizes"] = [300]
+    files = table_inputs(cfg, "adjust", "table9")
+    assert "results/eval/embert/adjust-hi-n300-seed2/ner/en.underspec/seed2/test.adjust.json" in files
+    spec = {**A.table_spec(cfg), "tasks": ["xnli"], "table9": {**cfg["papers"]["adjust"]["table9"], "sizes": [30000]}}
+    made = [_eval(tmp_path, init, "en.underspec", "xnli", seed, {"hi": k})
+            for seed in (1, 2) for init, k in (("pretrained", 5), (f"adjust-hi-n30000-seed{seed}", 7))]
+    table, md, _ = get_table("adjust", "table9").build(spec, made)
+    cell = table.set_index(["model", "task", "dataset", "lang"])
+    assert cell.loc[("adjusted_30k", "xnli", "xnli", "hi"), "ours_mean"] == pytest.approx(70.0)
+    assert cell.loc[("original", "xnli", "xnli", "hi"), "ours_mean"] == pytest.approx(50.0)
+    assert "adjust Table 9: embert (hi)" in md

@@ -54,10 +54,10 @@ def _init(p: dict, model: str, pair: str, seed: int, size: int | None = None, wo
 
 
 def _eval(cfg: dict, p: dict, task: str, model: str, pair: str | None, seed: int, testset: str | None = None,
-          langset: str | None = None, split: str = "test", **variant) -> str:
+          langset: str | None = None, split: str = "test", encoder: str | None = None, **variant) -> str:
     """A model's evaluation on its task's test set (the paper's language set), or on another
-    dataset of the task (`testset`, scored on `langset`)."""
-    return eval_file(cfg, p["encoder"], _init(p, model, pair, seed, **variant), dataset_name(cfg, SLUG, task),
+    dataset of the task (`testset`, scored on `langset`); `encoder`: another than the paper's."""
+    return eval_file(cfg, encoder or p["encoder"], _init(p, model, pair, seed, **variant), dataset_name(cfg, SLUG, task),
                      _recipe(p, model), seed, split, langset or paper_language_set(p, task), testset=testset)
 
 
@@ -324,6 +324,49 @@ def table8(spec: dict, inputs: list[str]):
     return table, md, tex
 
 
+# ---- Table 9 (an option): an encoder with a larger Hindi vocabulary, original vs adjusted -----
+
+
+def table9_inputs(cfg: dict) -> list[str]:
+    """Off unless `papers.adjust.table9` names the encoder (the paper's: Wang et al. 2020's
+    extended mBERT, a TensorFlow checkpoint outside the Hub, converted to a local Hugging Face
+    directory: `encoders.<name>.path`)."""
+    p = cfg["papers"][SLUG]
+    t9 = p.get("table9")
+    if not t9:
+        return []
+    pair, out = t9["pair"], []
+    for task in p["tasks"]:
+        sets = [(None, None)] if task != "qa" else [(f"qa.{n}", p["qa_sets"][n]) for n in t9["qa_sets"]]
+        for testset, langset in sets:
+            for seed in p["seeds"]:
+                out.append(_eval(cfg, p, task, "original", None, seed, testset, langset, encoder=t9["encoder"]))
+                out += [_eval(cfg, p, task, "adjusted", pair, seed, testset, langset, encoder=t9["encoder"], size=n)
+                        for n in t9["sizes"]]
+    return out
+
+
+def table9(spec: dict, inputs: list[str]):
+    keys = ["model", "task", "dataset", "lang"]
+    published = load_published(SLUG, "table9")
+    if not inputs:
+        table = paper_vs_ours(pd.DataFrame(columns=[*keys, "seed", "value"]), published, keys)
+        md, tex = render_grid(table, ["model"], "task", "adjust Table 9: extended mBERT (Hindi)",
+                              [f"Not run: papers.{SLUG}.table9 is not set (an option: the paper's encoder is a "
+                               "TensorFlow checkpoint outside the Hub; xlt/papers/adjust/README.md)."], labels=LABELS)
+        return table, md, tex
+    t9 = spec["table9"]
+    ours = _scores({**spec, "targets": [t9["pair"]]}, inputs)
+    ours = ours[ours["lang"] == t9["pair"]]
+    ours["model"] = ["original" if m == "original" else f"adjusted_{int(n) // 1000}k" for m, n in zip(ours["model"], ours["size"])]
+    table = paper_vs_ours(ours[[*keys, "seed", "value", "collapsed"]], published, keys)
+    table = table.assign(column=[f"{t}:{d}" for t, d in zip(table["task"], table["dataset"])])
+    md, tex = render_grid(table, ["model"], "column", f"adjust Table 9: {t9['encoder']} ({t9['pair']})",
+                          _notes({**spec, "encoder": t9["encoder"]}, ours, [f"Adjusted on en–{t9['pair']} pairs: "
+                                 + ", ".join(str(n) for n in t9["sizes"]) + "."]), labels=LABELS)
+    return table, md, tex
+
+
 # ---- Tables 5-7: gains over the original by sample size, subword vectors, aligned tokens ------
 
 
@@ -568,6 +611,13 @@ def check(cfg: dict, p: dict) -> None:
     if figure_seed(cfg) not in p["seeds"]:
         raise XltError(f"config key papers.{SLUG}.figures.seed: {figure_seed(cfg)} is not one of papers.{SLUG}.seeds "
                        f"({p['seeds']})")
+    if t9 := p.get("table9"):
+        check_config_ref("encoder", f"papers.{SLUG}.table9.encoder", t9["encoder"], cfg["encoders"])
+        sweep = cfg["align"]["samples"].get("sweep") or {}
+        have = set(cfg["align"]["samples"]["sizes"]) | (set(sweep.get("sizes", [])) if t9["pair"] in sweep.get("pairs", []) else set())
+        if bad := sorted(set(t9["sizes"]) - have):
+            raise XltError(f"config key papers.{SLUG}.table9.sizes: {bad} are not sampled for {t9['pair']} "
+                           "(align.samples.sizes, align.samples.sweep)")
     for table in ("table5", "table6", "table7"):
         t = p.get(table)
         if t and t["pair"] not in targets(cfg):
@@ -589,6 +639,7 @@ PAPER = Paper(
         Table("table4", inputs=table4_inputs, build=table4, spec=table_spec),
         *(variant_table(t) for t in VARIANT_NOTES),
         Table("table8", inputs=table8_inputs, build=table8, spec=table_spec),
+        Table("table9", inputs=table9_inputs, build=table9, spec=table_spec),
     ),
     figures=(
         Figure("fig1", "Histograms of the L2 distances between the last-layer vectors of related (aligned) and "
