@@ -97,6 +97,13 @@ TRIM = {
     },
     "hparams": {**SHRINK["hparams"], "underspec": {"epochs": 2, "batch_size": 16, "max_train_examples": 80}},
 }
+# adjust on one seed, task and pair (NER, hi): an adjustment per variant, continual learning,
+# the figures' L2 rows; the shrunk world's pool has ~50 aligned pairs per language
+TRIM["papers"]["adjust"] = {
+    "seeds": [1], "tasks": ["ner"], "size": 20, "targets": ["hi"], "figures": {"seed": 1, "fig1_task": "ner"},
+    "table5": {"pair": "hi", "sizes": [10, 20], "tasks": ["ner"]}, "table6": {"pair": "hi", "modes": ["start", "avg"], "tasks": ["ner"]},
+    "table7": {"pair": "hi", "tokens": ["cls", "all"], "tasks": ["ner"]}}
+TRIM["align"] = {"samples": {"seeds": [1], "sizes": [20], "sweep": {"pairs": ["hi"], "sizes": [10]}}}
 
 
 def _csvs(root: Path) -> dict[str, bytes]:
@@ -146,6 +153,7 @@ def test_two_runs_from_scratch_give_byte_identical_table_csvs(tmp_path, zygote):
     first, second = runs
     assert any(k.startswith("results/tables/crossmulti/table2") for k in first)
     assert any(k.startswith("results/figures/underspec/") for k in first)
+    assert "results/tables/adjust/table3.csv" in first and "results/figures/adjust/fig1.csv" in first
     assert first.keys() == second.keys()
     differ = [k for k in first if first[k] != second[k]]
     assert not differ, f"table CSVs differ between two runs from scratch: {differ}"
