@@ -96,7 +96,9 @@ def aux_streams(cfg: dict, recipe: str, dataset: str, encoder: str | None = None
             raise XltError(f"recipe {recipe!r}: aux set {name!r} (aligned pairs) needs an adjusted encoder init "
                            f"({Adjusted.GRAMMAR}); got {init!r}")
         return [{"kind": "aligned_pairs", "data": aligned_pairs_file(cfg, it.pair, it.size, it.seed),
-                 "reference": encoder_source(cfg, encoder), "weight": aux["weight"],
+                 "reference": encoder_source(cfg, encoder),
+                 **({"reference_revision": rev} if (rev := cfg["encoders"][encoder].get("revision")) else {}),
+                 "weight": aux["weight"],
                  "anchor_weight": aux.get("anchor_weight", 1.0), "word_vectors": it.word_vectors, "tokens": it.tokens,
                  "max_length": adjust_config(cfg, init)["max_length"],
                  **({"batch_size": aux["batch_size"]} if "batch_size" in aux else {})}]

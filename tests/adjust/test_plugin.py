@@ -289,3 +289,10 @@ def test_table9_is_an_option_off_by_default_and_reads_its_own_encoder(tiny_cfg, 
     assert cell.loc[("adjusted_30k", "xnli", "xnli", "hi"), "ours_mean"] == pytest.approx(70.0)
     assert cell.loc[("original", "xnli", "xnli", "hi"), "ours_mean"] == pytest.approx(50.0)
     assert "adjust Table 9: embert (hi)" in md
+
+
+def test_continual_learning_anchors_to_the_pinned_revision_of_a_hub_encoder():
+    full = load_configs([])
+    full["encoders"]["mbert"]["revision"] = "abc123"
+    (stream,) = aux_streams(full, "en.adjust.adjust_continual", "xnli", "mbert", "adjust-hi-n30000-seed1")
+    assert stream["reference"] == full["encoders"]["mbert"]["hub"] and stream["reference_revision"] == "abc123"
