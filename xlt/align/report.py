@@ -91,7 +91,7 @@ def l2_figure(dist: pd.DataFrame, pairs: list[str], bins: int, title: str, out_s
                 ax.set_xlabel("L2 distance (last layer)")
     axes[0][0].legend(fontsize=8)
     fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.6 / fig.get_figheight()))  # room for the title (two lines at most)
     save_figure(fig, out_stem, hist)
     plt.close(fig)
     return hist
