@@ -259,16 +259,17 @@ def table4(spec: dict, inputs: list[str]):
                         "directions of MLQA, and of XQuAD joined by question id: xlt.evalsets).\n"), tex
 
 
-def _not_run(spec: dict, published: pd.DataFrame, keys: list[str], task: str, title: str):
-    """A table whose task the config does not run: every published cell, with the reason."""
+def _not_run(spec: dict, published: pd.DataFrame, keys: list[str], task: str, title: str, reason: str | None = None):
+    """A table the config does not run (its task, or an option left off): every published cell,
+    with the reason."""
     table = paper_vs_ours(pd.DataFrame(columns=[*keys, "seed", "value"]), published, keys)
     if "question" in keys:
         table = table.assign(block=[BLOCKS[(q, c)] for q, c in zip(table["question"], table["context"])])
         keys = ["block", "dataset", "model", "lang"]
     md, tex = render_grid(table, [k for k in keys if k != "lang" and k != "eval_lang"],
                           "lang" if "lang" in keys else "eval_lang", title,
-                          [f"Not run: {task} is not in papers.{SLUG}.tasks ({', '.join(spec['tasks'])}); the paper's "
-                           "values only."], labels=LABELS)
+                          [reason or f"Not run: {task} is not in papers.{SLUG}.tasks ({', '.join(spec['tasks'])}); the "
+                           "paper's values only."], labels=LABELS)
     return table, md, tex
 
 
@@ -350,11 +351,9 @@ def table9(spec: dict, inputs: list[str]):
     keys = ["model", "task", "dataset", "lang"]
     published = load_published(SLUG, "table9")
     if not inputs:
-        table = paper_vs_ours(pd.DataFrame(columns=[*keys, "seed", "value"]), published, keys)
-        md, tex = render_grid(table, ["model"], "task", "adjust Table 9: extended mBERT (Hindi)",
-                              [f"Not run: papers.{SLUG}.table9 is not set (an option: the paper's encoder is a "
-                               "TensorFlow checkpoint outside the Hub; xlt/papers/adjust/README.md)."], labels=LABELS)
-        return table, md, tex
+        return _not_run(spec, published, keys, "", "adjust Table 9: extended mBERT (Hindi)",
+                        f"Not run: papers.{SLUG}.table9 is not set (an option: the paper's encoder is a TensorFlow "
+                        "checkpoint outside the Hub; xlt/papers/adjust/README.md).")
     t9 = spec["table9"]
     ours = _scores({**spec, "targets": [t9["pair"]]}, inputs)
     ours = ours[ours["lang"] == t9["pair"]]
