@@ -221,7 +221,8 @@ def _check_named_sets(config: dict) -> None:
     partner language) that the task's source offers, splits the task has."""
     for dataset in all_named_sets(config):
         task, name = T.task_of(dataset), T.set_of(dataset)
-        key, spec = f"data.{task}.sets.{name}", config["data"][task]["sets"][name]
+        key = f"data.{task}.sets.{name}"
+        spec = T.named_set(config, dataset)  # `languages` may name a language set
         offered = TASKS[task].languages
         missing = [lang for lang in spec["languages"] if lang not in offered]
         if missing:
@@ -230,6 +231,8 @@ def _check_named_sets(config: dict) -> None:
         bad = [s for s in spec.get("splits") or () if s not in TASKS[task].splits]
         if bad:
             raise XltError(f"config key {key}.splits: task {task} has no split {bad[0]!r}; allowed: {', '.join(TASKS[task].splits)}")
+        if "translated" in spec:
+            check_config_ref("language", f"{key}.translated.source", spec["translated"]["source"], offered)
         partner = (spec.get("mix") or {}).get("with") or next(iter((spec.get("cross") or {}).values()), None)
         if partner is not None:
             where = f"{key}.{'mix.with' if 'mix' in spec else 'cross'}"

@@ -7,6 +7,10 @@ built by `xlt.prepare` from the records of the set's language and of a partner l
   `xnli.test.tsv`, where each pairID appears once per language); the normalised ids end in
   that row number. In each target pair, premise or hypothesis (one side, drawn with the seed)
   is replaced by the English original of the same row.
+- `attach_source` (`translated: {source: en, test: <file>}`, XNLI translate-test): each
+  record of a language's split with its machine translation into the source language, read
+  from another file of the same rows (XNLI-MT's `xnli.test.<xx>.tsv` translates XNLI's
+  `xx` test pair by pair, in order), under `"source": {"text", "text_pair"}`.
 - `cross_qa` (`cross: {question: en}` or `cross: {context: en}`, QA): cross-lingual QA pairs
   from two parallel QA files (XQuAD: the same question ids in every language): the question of
   one language with the paragraph and answers of the other, joined on the question id.
@@ -46,6 +50,23 @@ def mix_pairs(target: list[dict], english: list[dict], *, lang: str, seed: int, 
         side = SIDES[rng.random() < 0.5]
         out.append({**t, FIELD[side]: e[FIELD[side]],
                     "mixed": {"seed": seed, "replaced": side, "with": partner, "source_id": e["id"]}})
+    return out
+
+
+def attach_source(target: list[dict], translated: list[dict], *, target_file: str | Path = "?",
+                  translated_file: str | Path = "?") -> list[dict]:
+    """Each `target` record with `"source": {"text", "text_pair"}` = the pair of the same row of
+    `translated` (its translation into the source language). Raises XltError naming both files
+    when the two are not parallel: another count, or another label in a row."""
+    if len(target) != len(translated):
+        raise XltError(f"{translated_file}: {len(translated)} pairs, not parallel to {target_file} ({len(target)} pairs); "
+                       f"a translate-test set needs one translation per pair, in the same order")
+    out = []
+    for k, (t, s) in enumerate(zip(target, translated, strict=True)):
+        if t["label"] != s["label"]:
+            raise XltError(f"{translated_file}: row {k} (id {s['id']!r}, label {s['label']!r}) is not the translation "
+                           f"of {target_file} row {k} (id {t['id']!r}, label {t['label']!r})")
+        out.append({**t, "source": {"text": s["text"], "text_pair": s["text_pair"]}})
     return out
 
 

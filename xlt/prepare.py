@@ -37,6 +37,17 @@ build a split from two languages' records (`xlt.evalsets`): ``mix: {with: en, se
 language's questions with English paragraphs, joined on the question id). `xlt.targets.source_cfg`
 writes a named set (`data.<task>.sets.<set>`) this way.
 
+A sentence-pair task (xnli, pawsx) may pair each record with its translation in a source
+language: ``translated: {source: en, <split>: <path pattern>}`` (xmixup's translate-train /
+translate-test). The source language keeps the task's own splits (plain records). Another
+language's split is read from its pattern: an XTREME translate-train TSV (under
+``xtreme_translations/``) holds both sides, the translated pair at the top level and the
+English original under ``"source": {"text", "text_pair"}``; any other file (XNLI-MT's
+``xnli-mt/xnli/xnli.test.{lang}.tsv``) is the translation of the language's own split, joined
+by row (`xlt.evalsets.attach_source`). A split without a pattern is absent for the other
+languages (listed under the manifest's ``absent``): e.g. translate-train models select on the
+English dev set only. No back-translation (target -> source) is published for these sets.
+
 Besides the registry's tasks there is ``bitext`` (split ``train`` only): WikiMatrix en-<lang>.
 
 `raw_patterns` says which raw files a split is read from; the layout lives there only, and
@@ -123,10 +134,47 @@ def _partner(task: str, source_cfg: dict) -> tuple[str, str, dict] | None:
     return kind, partner, {**source_cfg, task: {k: v for k, v in block.items() if k not in TWO_LANGUAGES}}
 
 
+TRANSLATED_TASKS = ("xnli", "pawsx")  # sentence-pair tasks whose named sets may be `translated`
+NO_BACK_TRANSLATION = ("no back-translation (target -> source) is published: `source` is the English original "
+                       "(translate-train) or the target's translation into English (translate-test)")
+
+
+def _translated(task: str, source_cfg: dict) -> tuple[dict, dict] | None:
+    """(`translated` spec, the source config without it) of a task whose records are paired
+    with a translation (`translated: {source: <lang>, <split>: <pattern>}`); None otherwise."""
+    block = source_cfg.get(task) or {}
+    spec = block.get("translated")
+    if spec is None:
+        return None
+    if task not in TRANSLATED_TASKS or "source" not in spec:
+        raise XltError(f"source_cfg.{task}.translated: {{source: <lang>, <split>: <path pattern>}} "
+                       f"is for the sentence-pair tasks {', '.join(TRANSLATED_TASKS)}")
+    return spec, {**source_cfg, task: {k: v for k, v in block.items() if k != "translated"}}
+
+
+def _translation_pattern(spec: dict, lang: str, split: str) -> str | None:
+    pattern = spec.get(split)
+    return None if pattern is None else str(pattern).format(lang=lang, split=split, hub_split=HUB_SPLIT[split])
+
+
+def _both_sides(pattern: str | Path) -> bool:
+    """An XTREME translate-train TSV: original and translated pair in one row."""
+    return str(pattern).endswith(".tsv") and "xtreme_translations" in Path(pattern).parts
+
+
 def raw_files(task_name: str, lang: str, split: str, source_cfg: dict | None = None) -> list[tuple[str, str]]:
     """`raw_patterns`, each with the language whose data it holds (a two-language split reads
     its partner language's files too)."""
     source_cfg = source_cfg or {}
+    translated = _translated(task_name, source_cfg) if task_name != "bitext" else None
+    if translated is not None:
+        spec, plain = translated
+        pattern = _translation_pattern(spec, lang, split)
+        if lang == spec["source"]:
+            return raw_files(task_name, lang, split, plain)
+        if pattern is None:
+            return []  # absent: only the source language has this split
+        return [(pattern, lang)] if _both_sides(pattern) else [*raw_files(task_name, lang, split, plain), (pattern, lang)]
     two = _partner(task_name, source_cfg) if task_name != "bitext" else None
     if two is not None:
         _, partner, plain = two
@@ -265,6 +313,8 @@ def prepare_split(
     check_language(task, lang)
     if _partner(task_name, source_cfg) is not None:
         return _two_languages(task_name, lang, split, raw_root, source_cfg, stats)
+    if _translated(task_name, source_cfg) is not None:
+        return _translated_split(task_name, lang, split, raw_root, source_cfg, stats)
     read = _existing_files(task_name, lang, split, raw_root, source_cfg)
     for path in read:  # a truncated download or an interrupted copy
         if path.stat().st_size == 0:
@@ -322,6 +372,39 @@ def _two_languages(task: str, lang: str, split: str, raw_root: Path, source_cfg:
     count: dict = {}
     out = evalsets.cross_qa(questions, contexts, stats=count, question_file=q_file, context_file=c_file)
     stats.setdefault("cross_unmatched", {})[f"{lang}/{split}"] = count["unmatched"]
+    return out
+
+
+def _translated_split(task: str, lang: str, split: str, raw_root: Path, source_cfg: dict, stats: dict | None) -> list[dict]:
+    """A split of a `translated` set: the source language's own records, or the language's
+    records each with its source-language side under `source` (see the module's docstring)."""
+    spec, plain = _translated(task, source_cfg)
+    if lang == spec["source"]:
+        return prepare_split(task, lang, split, raw_root, plain, stats=stats)
+    pattern = _translation_pattern(spec, lang, split)
+    if pattern is None:
+        raise SplitAbsent(f"task {task!r}, language {lang!r}: no {split} split in this translated set "
+                          f"(source_cfg.{task}.translated has no {split!r}; only {spec['source']!r} has it)")
+    full = pattern if Path(pattern).is_absolute() else str(raw_root / pattern)
+    files = sorted(Path(p) for p in _glob.glob(full))
+    if len(files) != 1:
+        raise _missing(task, lang, split, f"translated.{split} {pattern!r} matches {len(files) or 'no'} files under "
+                                          f"{raw_root} (one expected)")
+    path = files[0]
+    if path.stat().st_size == 0:
+        raise DataFormatError(path, None, f"empty file (task {task!r}, language {lang!r}, split {split!r})")
+    if _both_sides(path):
+        out = tsv.read_xtreme_translated(path, task, id_prefix=f"{lang}-{split}-{path.stem}-", keep_source=True)
+    else:
+        own = prepare_split(task, lang, split, raw_root, plain, stats=stats)
+        own_file = ", ".join(map(str, _existing_files(task, lang, split, raw_root, plain)))
+        out = evalsets.attach_source(own, _read_by_extension(task, lang, split, path, stats),
+                                     target_file=own_file, translated_file=path)
+    if not out:
+        raise XltError(f"{path}: no records for task {task!r}, language {lang!r}, split {split!r}")
+    if stats is not None:
+        info = stats.setdefault("translated", {"source": spec["source"], "note": NO_BACK_TRANSLATION, "pairs": {}})
+        info["pairs"][f"{lang}/{split}"] = len(out)
     return out
 
 

@@ -383,7 +383,8 @@ def task_sets(cfg: dict, task: str) -> tuple[str, dict]:
 
 def named_set(cfg: dict, dataset: str) -> dict | None:
     """The config of a named set of a task other than UD (`data.<task>.sets.<set>`), None for a
-    task's own data or a UD selection; an unknown set raises XltError naming the allowed ones."""
+    task's own data or a UD selection; an unknown set raises XltError naming the allowed ones.
+    Its `languages` may name a language set (config `language_sets`): returned as its list."""
     task, name = task_of(dataset), set_of(dataset)
     key, sets = task_sets(cfg, task)
     if name is not None and name not in sets:
@@ -391,7 +392,16 @@ def named_set(cfg: dict, dataset: str) -> dict | None:
             ud_selection(cfg, name)
         raise XltError(f"dataset {dataset!r}: unknown set {name!r} of task {task!r} (config key {key}); "
                        f"allowed: {', '.join(sorted(sets)) or '(none)'}")
-    return None if name is None or get_task(task).source == "ud" else sets[name]
+    if name is None or get_task(task).source == "ud":
+        return None
+    spec = sets[name]
+    langs = spec.get("languages")
+    if isinstance(langs, str):  # a language set's name (config language_sets): one list for both presets
+        if langs not in cfg.get("language_sets", {}):
+            raise XltError(f"config key {key}.{name}.languages: unknown language set {langs!r}; "
+                           f"allowed: {', '.join(sorted(cfg.get('language_sets', {})))}")
+        spec = {**spec, "languages": list(cfg["language_sets"][langs])}
+    return spec
 
 
 def dataset_splits(cfg: dict, dataset: str) -> tuple[str, ...]:

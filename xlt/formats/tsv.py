@@ -4,7 +4,8 @@
   ``entailment`` / ``neutral`` / ``contradictory`` (read as the registry's ``contradiction``).
   -> ``{"id", "text", "text_pair", "label"}``.
 - XTREME translate-train (XNLI / PAWS-X `en-<lang>-translated.tsv`): no header, 5 columns
-  (original pair, translated pair, label); the translated pair is kept.
+  (original pair, translated pair, label); the translated pair is kept, and with
+  ``keep_source=True`` the English original too, as ``"source": {"text", "text_pair"}``.
 - WikiMatrix v1 (`WikiMatrix.en-<xx>.tsv.gz`): no header, ``margin score<TAB>en<TAB>xx``,
   sorted by score. Rows scoring below `threshold` (1.04, as the WikiMatrix paper advises) are
   dropped. -> ``{"id", "src": [tokens], "tgt": [tokens]}`` (English first), tokenised by
@@ -72,10 +73,13 @@ def read_xnli_mt(path: str | Path, *, id_prefix: str | None = None) -> list[dict
     return out
 
 
-def read_xtreme_translated(path: str | Path, task: str, *, id_prefix: str | None = None) -> list[dict]:
+def read_xtreme_translated(path: str | Path, task: str, *, id_prefix: str | None = None,
+                           keep_source: bool = False) -> list[dict]:
     """XTREME translate-train TSV (XNLI / PAWS-X ``en-<lang>-translated.tsv``): no header, 5
     columns: original sentence1, original sentence2, translated sentence1, translated
-    sentence2, label. The TRANSLATED pair is kept. `task` is ``xnli`` or ``pawsx``."""
+    sentence2, label. The TRANSLATED pair is kept at the top level; `keep_source` adds the
+    original (English) pair as ``"source": {"text", "text_pair"}``. `task` is ``xnli`` or
+    ``pawsx``."""
     path = Path(path)
     if task not in ("xnli", "pawsx"):
         raise ValueError(f"XTREME translate-train TSV exists for xnli / pawsx, not {task!r}")
@@ -95,7 +99,10 @@ def read_xtreme_translated(path: str | Path, task: str, *, id_prefix: str | None
         name = spelled.get(cols[4].strip())
         if name is None or name not in labels:
             raise DataFormatError(path, lineno, f"unknown label {cols[4]!r} (expected {', '.join(spelled)})")
-        out.append({"id": f"{prefix}{lineno}", "text": cols[2], "text_pair": cols[3], "label": name})
+        rec = {"id": f"{prefix}{lineno}", "text": cols[2], "text_pair": cols[3], "label": name}
+        if keep_source:
+            rec["source"] = {"text": cols[0], "text_pair": cols[1]}
+        out.append(rec)
     return out
 
 
