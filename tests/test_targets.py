@@ -101,7 +101,9 @@ def test_datasets_name_the_treebank_selection_of_ud_tasks():
 # underspec, 2.5 for XTREME), WikiANN, PAWS-X, MARC, XNLI, and MultiNLI for English XNLI train.
 NEEDED = {"ud-2.5", "ud-2.7", "wikiann", "paws-x", "marc", "xnli", "mnli",
           # adjust's QA: SQuAD, its test sets (XQuAD, MLQA with its cross-lingual files, TyDiQA), translated SQuAD
-          "squad-json", "xquad-json", "mlqa", "mlqa-zip", "tydiqa", "xtreme-squad-translate-train"}
+          "squad-json", "xquad-json", "mlqa", "mlqa-zip", "tydiqa", "xtreme-squad-translate-train",
+          # xmixup's translate-train / translate-test sets (data.xnli.sets, data.pawsx.sets)
+          "xtreme-xnli-translate-train", "xtreme-pawsx-translate-train", "xnli-mt"}
 
 
 def test_download_plan_of_the_default_config():

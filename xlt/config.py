@@ -162,7 +162,6 @@ def _check_references(config: dict) -> None:
             TrainConfig.from_dict({"task": task, "encoder": "", **base, **own}, where=where)
     check_align(config)  # before the papers, whose checks read the align block
     sets = (config.get("data", {}).get("ud") or {}).get("sets") or {}
-    _check_named_sets(config)
     for name, aux in (config.get("aux_sets") or {}).items():
         for main, datasets in (aux.get("tasks") or {}).items():  # an aligned-pairs set reads no dataset
             check_config_ref("task", f"aux_sets.{name}.tasks", main, TASKS)
@@ -205,6 +204,7 @@ def _check_references(config: dict) -> None:
                 )
             if TASKS[task].source == "ud":
                 _check_treebanks(config, slug, paper.get("treebanks"), task, langs)
+    _check_named_sets(config)  # after the papers: a set may name a paper's language set, reported there first
 
 
 def _check_dataset(config: dict, dataset: str, key: str) -> None:

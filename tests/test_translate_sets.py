@@ -1,0 +1,94 @@
+"""xmixup's paired sets (xlt.prepare `translated`): translate-train (XTREME's TSV, both sides in
+one row) and translate-test (XNLI test joined by row with XNLI-MT's English translation)."""
+
+import shutil
+
+import pytest
+
+from tests.test_config import base
+from xlt import targets as T
+from xlt.config import validate
+from xlt.errors import XltError
+from xlt.evalsets import attach_source
+from xlt.formats.tsv import read_xtreme_translated, write_tsv
+from xlt.prepare import prepare_split, prepare_task
+
+WORLD_XNLI = ["en", "ar", "de", "es", "fr", "hi", "ru", "vi", "zh"]
+WORLD_PAWSX = ["en", "de", "es", "fr", "zh"]
+
+
+def world_cfg():
+    cfg = base()
+    cfg["language_sets"].update(xtreme_xnli=WORLD_XNLI, xtreme_pawsx=WORLD_PAWSX)  # as presets/tiny.yaml
+    return cfg
+
+
+def test_the_tsv_reader_keeps_both_sides_when_asked(tmp_path):
+    path = tmp_path / "en-de-translated.tsv"
+    write_tsv(path, [("en p1", "en h1", "de p1", "de h1", "contradictory"), ("en p2", "en h2", "de p2", "de h2", "neutral")])
+    plain = read_xtreme_translated(path, "xnli")
+    both = read_xtreme_translated(path, "xnli", keep_source=True)
+    assert plain[0] == {"id": "en-de-translated-1", "text": "de p1", "text_pair": "de h1", "label": "contradiction"}
+    assert both == [{**r, "source": {"text": f"en p{k}", "text_pair": f"en h{k}"}} for k, r in enumerate(plain, 1)]
+
+
+def test_attach_source_joins_by_row_and_names_the_file_on_a_mismatch():
+    de = [{"id": f"de-{k}", "text": f"de p{k}", "text_pair": f"de h{k}", "label": "ab"[k % 2]} for k in range(4)]
+    en = [{"id": f"mt-{k}", "text": f"en p{k}", "text_pair": f"en h{k}", "label": "ab"[k % 2]} for k in range(4)]
+    out = attach_source(de, en, target_file="de.parquet", translated_file="mt.tsv")
+    assert [r["source"] for r in out] == [{"text": f"en p{k}", "text_pair": f"en h{k}"} for k in range(4)]
+    assert [{k: v for k, v in r.items() if k != "source"} for r in out] == de
+    with pytest.raises(XltError, match=r"mt\.tsv: 3 pairs, not parallel to de\.parquet \(4 pairs\)"):
+        attach_source(de, en[:3], target_file="de.parquet", translated_file="mt.tsv")
+    swapped = en[:2] + [en[3], en[2]]
+    with pytest.raises(XltError, match=r"mt\.tsv: row 2 \(id 'mt-3', label 'b'\) is not the translation of de\.parquet row 2"):
+        attach_source(de, swapped, target_file="de.parquet", translated_file="mt.tsv")
+
+
+def test_translated_sets_of_config_yaml_from_the_world(tiny_world, tmp_path):
+    world, raw, _ = tiny_world
+    cfg = world_cfg()
+    validate(cfg)
+    got = {}
+    for dataset in ("xnli.translate_train", "xnli.translate_test", "pawsx.translate_train"):
+        langs = T.task_languages(cfg, dataset)
+        got[dataset] = prepare_task(T.task_of(dataset), langs, raw, T.source_cfg(cfg, dataset), tmp_path / dataset)
+    train = got["xnli.translate_train"]
+    assert train["counts"]["en"] == {"train": 600, "dev": 150}
+    assert {lang: c for lang, c in train["counts"].items() if lang != "en"} == dict.fromkeys(WORLD_XNLI[1:], {"train": 600})
+    assert train["absent"] == {lang: ["dev"] for lang in WORLD_XNLI[1:]}  # selection on English dev only
+    assert "back-translation" in train["reader_stats"]["translated"]["note"]
+    assert list(got["pawsx.translate_train"]["counts"]) == WORLD_PAWSX
+    # translate-train: the translated pair on top, the English original of the same row in `source`
+    de = prepare_split("xnli", "de", "train", raw, T.source_cfg(cfg, "xnli.translate_train"))
+    path = "xtreme_translations/XNLI/translate-train/en-de-translated.tsv"
+    assert [{k: v for k, v in r.items() if k != "source"} for r in de] == world.records("xnli", "de", "train", path)
+    en = world.records("xnli", "en", "train", "mnli/train-00000-of-00001.parquet")
+    assert [r["source"] for r in de] == [{"text": r["text"], "text_pair": r["text_pair"]} for r in en]
+    assert prepare_split("xnli", "en", "train", raw, T.source_cfg(cfg, "xnli.translate_train")) == en  # plain
+    # translate-test: XNLI's test pairs of the language, with XNLI-MT's English translation of each row
+    test = prepare_split("xnli", "ru", "test", raw, T.source_cfg(cfg, "xnli.translate_test"))
+    mt = world.records("xnli", "ru", "test", "xnli-mt/xnli/xnli.test.ru.tsv")
+    assert [{k: v for k, v in r.items() if k != "source"} for r in test] == world.records("xnli", "ru", "test")
+    assert [r["source"] for r in test] == [{"text": r["text"], "text_pair": r["text_pair"]} for r in mt]
+    assert got["xnli.translate_test"]["counts"]["ru"] == {"test": 150}
+
+
+def test_a_translation_file_not_parallel_to_the_test_set_fails_naming_it(tiny_world, tmp_path):
+    _world, raw, _ = tiny_world
+    root = tmp_path / "raw"
+    shutil.copytree(raw / "xnli", root / "xnli")
+    (root / "xnli-mt" / "xnli").mkdir(parents=True)
+    src = (raw / "xnli-mt" / "xnli" / "xnli.test.vi.tsv").read_text(encoding="utf-8").splitlines(keepends=True)
+    (root / "xnli-mt" / "xnli" / "xnli.test.vi.tsv").write_text("".join(src[:-1]), encoding="utf-8")  # one row short
+    cfg = world_cfg()
+    with pytest.raises(XltError, match=r"xnli-mt/xnli/xnli\.test\.vi\.tsv: 149 pairs, not parallel to .*xnli/vi/test"):
+        prepare_split("xnli", "vi", "test", root, T.source_cfg(cfg, "xnli.translate_test"))
+
+
+def test_a_set_language_list_may_name_a_language_set():
+    cfg = world_cfg()
+    assert T.task_languages(cfg, "xnli.translate_test") == WORLD_XNLI
+    cfg["data"]["xnli"]["sets"]["translate_test"]["languages"] = "xtreme_xnlii"
+    with pytest.raises(XltError, match=r"data\.xnli\.sets\.translate_test\.languages: unknown language set 'xtreme_xnlii'"):
+        T.task_languages(cfg, "xnli.translate_test")
