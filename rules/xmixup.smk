@@ -1,0 +1,23 @@
+# xmixup's own rule: linear CKA (Kornblith et al. 2019) between English and each language of a
+# language set, on the parallel test set of the model's task, for one fine-tuned model (its
+# Tables 2 and 7, Figure 3). Library: xlt/papers/xmixup/cka.py.
+
+
+rule xmixup_cka:
+    input:
+        model=lambda w: T.model_dir(config, w.encoder, w.init, w.task, w.recipe, int(w.seed)),
+        data=lambda w: T.data_dir(config, T.task_of(w.task)),
+    output:
+        f"{RESULTS}/xmixup/cka/{{encoder}}/{{init}}/{{task}}/{{recipe}}/seed{{seed}}/{{split}}.{{langset}}.json",
+    log:
+        "logs/xmixup/cka/{encoder}/{init}/{task}/{recipe}/seed{seed}/{split}.{langset}.log",
+    conda:
+        ENV
+    threads: R.job_threads(config, "evaluate")
+    resources:
+        **R.job_resources(config, "evaluate"),
+    params:
+        langs=lambda w: " ".join(config["language_sets"][w.langset]),
+    shell:
+        "xmixup_cka.py --model {input.model} --data {input.data} --langs {params.langs}"
+        " --split {wildcards.split} --source en --out {output} --threads {threads} 2> {log}"
