@@ -87,8 +87,8 @@ def test_the_attention_entropy_and_the_mixup_ignore_padding():
     wide_t, wide_s = _side(lengths_t, 0, 8)["attention_mask"], _side(lengths_s, 0, 6)["attention_mask"]
 
     def ratio_and_mix(ht, mt, hs, ms):
-        _, scores = extra.cross_attention(layer, ht, hs, ms.bool())
-        lam = extra.mixup_ratio(scores, mt.bool(), ms.bool())
+        _, scores, log_weights = extra.cross_attention(layer, ht, hs, ms.bool())
+        lam = extra.mixup_ratio(scores, log_weights, mt.bool(), ms.bool())
         return lam, extra.mix(LayerView(1, ht, mt, layer, model.encoder), hs, ms)
 
     with torch.no_grad():

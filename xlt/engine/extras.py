@@ -141,13 +141,17 @@ class DLFA(Extra):
 MIXUP_SOURCE = "xmixup_source"  # a target batch's key: the source side's hidden state at the mixup layer and its mask
 
 
-def _mean_row_entropy(scores: torch.Tensor, keep_keys: torch.Tensor, keep_rows: torch.Tensor) -> torch.Tensor:
-    """Per example, the entropy of softmax(scores) over the kept keys, averaged over the
-    heads and the kept rows: scores (B, heads, rows, keys), keep_keys (B, keys), keep_rows
-    (B, rows). Padding takes exactly zero weight and no row, so it changes nothing."""
-    logits = scores.float().masked_fill(~keep_keys[:, None, None, :], torch.finfo(torch.float32).min)
-    logp = logits.log_softmax(-1)
-    entropy = -(logp.exp() * logp).sum(-1)  # a masked key: exp(logp) is exactly 0, its product 0
+def _log_attention(scores: torch.Tensor, keep_keys: torch.Tensor) -> torch.Tensor:
+    """log softmax(scores) over the kept keys, fp32: scores (B, heads, rows, keys), keep_keys
+    (B, keys). A masked key gets exactly zero weight (its log is the most negative float)."""
+    return scores.float().masked_fill(~keep_keys[:, None, None, :], torch.finfo(torch.float32).min).log_softmax(-1)
+
+
+def _mean_row_entropy(log_weights: torch.Tensor, keep_rows: torch.Tensor) -> torch.Tensor:
+    """Per example, the entropy of each attention row (`_log_attention`), averaged over the
+    heads and the kept rows (keep_rows: (B, rows)). Padding takes exactly zero weight and no
+    row, so it changes nothing."""
+    entropy = -(log_weights.exp() * log_weights).sum(-1)  # a masked key: exp gives exactly 0, its product 0
     rows = keep_rows[:, None, :].to(entropy.dtype).expand_as(entropy)
     return (entropy * rows).sum((1, 2)) / rows.sum((1, 2)).clamp(min=1)
 
@@ -212,7 +216,7 @@ class XMixup(Extra):
                         keep_s: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """MultiHead(h_T, h_S, h_S) with `layer`'s attention weights (its Q/K/V and output
         projection; not its residual and LayerNorm: the mixup's own LN follows). Returns
-        h_{T|S} (B, I, hidden) and the scaled scores (B, heads, I, J), fp32."""
+        h_{T|S} (B, I, hidden), the scaled scores (B, heads, I, J) and A's log-weights, fp32."""
         sa = layer.attention.self
         heads, d = sa.num_attention_heads, sa.attention_head_size
         (b, i, _), j = h_t.shape, h_s.shape[1]
@@ -220,25 +224,27 @@ class XMixup(Extra):
         k = F.linear(h_s, sa.key.weight, sa.key.bias).view(b, j, heads, d).transpose(1, 2)
         v = F.linear(h_s, sa.value.weight, sa.value.bias).view(b, j, heads, d).transpose(1, 2)
         scores = torch.matmul(q, k.transpose(-1, -2)).float() * d ** -0.5
-        weights = scores.masked_fill(~keep_s[:, None, None, :], torch.finfo(torch.float32).min).softmax(-1)
-        weights = dropout(weights.to(v.dtype), sa.dropout.p, self.training)
+        log_weights = _log_attention(scores, keep_s)
+        weights = dropout(log_weights.exp().to(v.dtype), sa.dropout.p, self.training)
         ctx = torch.matmul(weights, v).transpose(1, 2).reshape(b, i, heads * d)
         dense = layer.attention.output.dense
-        return F.linear(ctx, dense.weight, dense.bias), scores
+        return F.linear(ctx, dense.weight, dense.bias), scores, log_weights
 
-    def mixup_ratio(self, scores: torch.Tensor, keep_t: torch.Tensor, keep_s: torch.Tensor) -> torch.Tensor:
-        """λ per example (B,)."""
+    def mixup_ratio(self, scores: torch.Tensor, log_weights: torch.Tensor, keep_t: torch.Tensor,
+                    keep_s: torch.Tensor) -> torch.Tensor:
+        """λ per example (B,), from the scores and A's log-weights (`cross_attention`)."""
         if self.ratio == "fixed":
             return scores.new_full(scores.shape[:1], self.lambda0)
-        entropy = _mean_row_entropy(scores, keep_s, keep_t) + _mean_row_entropy(scores.transpose(-1, -2), keep_t, keep_s)
+        entropy = (_mean_row_entropy(log_weights, keep_t)
+                   + _mean_row_entropy(_log_attention(scores.transpose(-1, -2), keep_t), keep_s))
         return self.lambda0 * torch.sigmoid(entropy * self.w + self.b)
 
     def mix(self, view: LayerView, h_s: torch.Tensor, mask_s: torch.Tensor) -> torch.Tensor:
         """h̃_T from the target's hidden state (`view`) and the source's at the same index."""
         keep_s, keep_t = mask_s.bool(), view.attention_mask.bool()
         h_t = view.hidden
-        h_ts, scores = self.cross_attention(view.layer, h_t, h_s.to(h_t.dtype), keep_s)
-        lam = self.mixup_ratio(scores, keep_t, keep_s).view(-1, 1, 1)
+        h_ts, scores, log_weights = self.cross_attention(view.layer, h_t, h_s.to(h_t.dtype), keep_s)
+        lam = self.mixup_ratio(scores, log_weights, keep_t, keep_s).view(-1, 1, 1)
         return self.norm(lam * h_ts + (1 - lam) * h_t).to(h_t.dtype)
 
     def forward(self, h, hidden_states, batch):
