@@ -55,3 +55,15 @@ def test_adjust_throughput_small_mode_reports_every_side(tmp_path):
     for side in result["sides"].values():
         assert side["pairs_per_s"] > 0 and side["pairs"] == 64 and side["heldout_loss"] > 0
     assert result["ratio"] > 0 and "ratio (xlt / baseline, authors' loop (4 pairs / forward))" in run.stdout
+
+
+def test_xmixup_throughput_small_mode_reports_both_sides(tmp_path):
+    out = tmp_path / "result.json"
+    run = subprocess.run([sys.executable, str(REPO / "benchmarks" / "xmixup_throughput.py"), "--pairs", "32", "--dev", "8",
+                          "--batch-size", "8", "--encoder-steps", "2", "--repeats", "1", "--json", str(out)],
+                         capture_output=True, text=True, timeout=300, cwd=tmp_path, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert run.returncode == 0, run.stderr[-3000:]
+    result = json.loads(out.read_text())
+    assert set(result["sides"]) == {"translate-train", "X-Mixup"}
+    assert all(side["samples_per_s"] > 0 and side["steps"] == 4 for side in result["sides"].values())
+    assert result["step_ratio"] > 0 and "X-Mixup step / translate-train step:" in run.stdout

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from xlt.engine.extras import XMixup, xmixup_not_built
 from xlt.engine.features import Encoded
 from xlt.engine.kinds import Kind, kind_of
 from xlt.engine.predict import eval_batches, run_batches
@@ -51,15 +52,19 @@ class EvalSet:
 
     @classmethod
     def build(cls, task: Task, records: list[dict], tokenizer, cfg, positions: int | None = None,
-              name: str = "", kind: Kind | None = None) -> "EvalSet":
+              name: str = "", kind: Kind | None = None, with_source: bool = False) -> "EvalSet":
         """Encode `records` as evaluation features with `cfg`'s max_length / stride / batch size.
 
         `positions`: the encoder's sequence limit (`max_positions`); parsing uses it to parse
         the first `cfg.parse_max_words` words whatever their subword count. `kind`: the task's,
-        as the job resolved it (looked up here when not given).
+        as the job resolved it (looked up here when not given). `with_source` (a model with
+        the xmixup extra): a record's "source" (its English translation, translate-test) is
+        encoded too and runs beside it (xlt.engine.model.TaskModel.with_source).
         """
         kind = kind or kind_of(task)
         enc = kind.encode(task, records, tokenizer, cfg, train=False, positions=positions)
+        if with_source:
+            attach_sources(task, kind, records, enc, tokenizer, cfg)
         batches = eval_batches(enc, kind, tokenizer.pad_token_id, cfg.eval_batch_size)
         return cls(task, kind, records, enc, [kind.gold(task, r) for r in records], batches, name)
 
@@ -82,7 +87,33 @@ class EvalSet:
         return preds, self.kind.metrics(self.task, self.golds, preds)
 
 
+def source_side(task: Task, record: dict, key: str = "source", where: str = "record") -> dict:
+    """The record with the text of its side `key` ("source": its English original or
+    translation; "source_bt": a back-translation) in place of its own, label and id kept."""
+    source = record.get(key)
+    fields = ("text", "text_pair") if task.input == "text_pair" else ("text",)
+    if not isinstance(source, dict) or any(not isinstance(source.get(f), str) for f in fields):
+        raise XltError(f"{where} (id {record.get('id')!r}): its {key!r} must be an object with "
+                       f"{' and '.join(fields)} (the English side); got {source!r}")
+    return {**record, **{f: source[f] for f in fields}}
+
+
+def attach_sources(task: Task, kind: Kind, records: list[dict], enc: Encoded, tokenizer, cfg) -> None:
+    """Give each feature of a record that has a "source" that side's feature ("source")."""
+    if kind.name not in XMixup.KINDS:
+        raise XltError(xmixup_not_built(kind.name))
+    with_source = [i for i, r in enumerate(records) if "source" in r]
+    if not with_source:
+        return
+    sources = kind.encode(task, [source_side(task, records[i]) for i in with_source], tokenizer, cfg, train=False)
+    by_example = {with_source[f["example"]]: f for f in sources.features}
+    for f in enc.features:
+        if f["example"] in by_example:
+            f["source"] = by_example[f["example"]]
+
+
 def evaluate_records(model, tokenizer, task, records, cfg, device) -> tuple[list, dict]:
     """Encode and score once; to score the same records repeatedly, keep an `EvalSet`."""
     kind = model.kind if getattr(model, "task", None) == task else None  # the model's, resolved when it was built
-    return EvalSet.build(task, records, tokenizer, cfg, max_positions(model, tokenizer), kind=kind).score(model, device)
+    return EvalSet.build(task, records, tokenizer, cfg, max_positions(model, tokenizer), kind=kind,
+                         with_source=getattr(model, "xmixup", None) is not None).score(model, device)

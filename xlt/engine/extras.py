@@ -6,7 +6,7 @@ extra (or the head) reads; an extra that acts inside the encoder (xmixup's mixup
 hooks of its own (`hooks`). It is declared by name and
 parameters in the model spec, so `load_model` rebuilds it exactly; its weights (and
 buffers: BatchNorm's running statistics) are saved with the head's. A new extra is a class
-here and an entry in EXTRAS (xmixup's mixup comes next).
+here and an entry in EXTRAS.
 """
 
 from __future__ import annotations
@@ -14,10 +14,12 @@ from __future__ import annotations
 import hashlib
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from xlt.engine.extra_options import DLFA_BRANCHES, DLFA_READINGS
-from xlt.engine.hooks import LayerHooks
+from xlt.engine.fastpath import dropout
+from xlt.engine.hooks import LayerHooks, LayerView
 from xlt.errors import XltError
 
 
@@ -136,7 +138,133 @@ class DLFA(Extra):
         return lower * w + h * (1 - w)
 
 
-EXTRAS: dict[str, type[Extra]] = {"scalar_mix": ScalarMix, "dlfa": DLFA}
+MIXUP_SOURCE = "xmixup_source"  # a target batch's key: the source side's hidden state at the mixup layer and its mask
+
+
+def _log_attention(scores: torch.Tensor, keep_keys: torch.Tensor) -> torch.Tensor:
+    """log softmax(scores) over the kept keys, fp32: scores (B, heads, rows, keys), keep_keys
+    (B, keys). A masked key gets exactly zero weight (its log is the most negative float)."""
+    return scores.float().masked_fill(~keep_keys[:, None, None, :], torch.finfo(torch.float32).min).log_softmax(-1)
+
+
+def _mean_row_entropy(log_weights: torch.Tensor, keep_rows: torch.Tensor) -> torch.Tensor:
+    """Per example, the entropy of each attention row (`_log_attention`), averaged over the
+    heads and the kept rows (keep_rows: (B, rows)). Padding takes exactly zero weight and no
+    row, so it changes nothing."""
+    entropy = -(log_weights.exp() * log_weights).sum(-1)  # a masked key: exp gives exactly 0, its product 0
+    rows = keep_rows[:, None, :].to(entropy.dtype).expand_as(entropy)
+    return (entropy * rows).sum((1, 2)) / rows.sum((1, 2)).clamp(min=1)
+
+
+class XMixup(Extra):
+    """X-Mixup's cross-lingual manifold mixup (Yang et al. 2022, §4.1), at hidden state
+    `layer` (the output of layer k, k ≥ 1) of a target sentence run with its source (English)
+    sentence. The target's states h_T attend to the source's h_S with the next layer's own
+    attention weights (query from h_T, key and value from h_S, its output projection W^O;
+    multi-head, source padding masked): h_{T|S}. Then h̃_T = LN(λ·h_{T|S} + (1−λ)·h_T)
+    replaces h_T, which the next layer reads.
+
+    λ per example: `ratio` "learned": λ0·σ((H(A) + H(Aᵀ))·W + b), W and b learned scalars
+    (W starts at 1 and b at 0, as the authors' code initialises its Dense(1)); "fixed": λ0.
+    A is the cross-attention (target rows over source keys); H the mean row entropy over the
+    real tokens, per head, averaged over heads. Aᵀ, read as the authors' code computes it:
+    the same scores transposed and softmax-normalised over the target tokens (each source
+    token attending over the targets), so its rows sum to 1.
+
+    The extra only acts when a batch carries its source (`MIXUP_SOURCE`, set by
+    TaskModel's paired forward); `mixup` false (the "w/o mixup" ablation) never mixes. The
+    other parameters are the objective's (xlt.engine.recipes.xmixup): `alpha` weighs the
+    source's task loss (1 − alpha the target's), `schedule_k` the scheduled sampling's k,
+    `mse` and `kl` switch the consistency terms. Classification only, for now."""
+
+    RATIOS = ("learned", "fixed")
+    KINDS = ("classification",)
+
+    def __init__(self, config, layer: int, lambda0: float = 0.5, alpha: float = 0.4, schedule_k: float = 1000,
+                 mixup: bool = True, ratio: str = "learned", mse: bool = True, kl: bool = True):
+        super().__init__()
+        n = config.num_hidden_layers
+        if not isinstance(layer, int) or isinstance(layer, bool) or not 1 <= layer < n:
+            raise XltError(f"extra xmixup: layer={layer!r} out of range; allowed: 1 … {n - 1} "
+                           "(the output of layer k, read by layer k+1 whose attention mixes)")
+        for name, value in (("lambda0", lambda0), ("alpha", alpha)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+                raise XltError(f"extra xmixup: {name}={value!r} must be a number in [0, 1]")
+        if isinstance(schedule_k, bool) or not isinstance(schedule_k, (int, float)) or schedule_k <= 0:
+            raise XltError(f"extra xmixup: schedule_k={schedule_k!r} must be a positive number")
+        if ratio not in self.RATIOS:
+            raise XltError(f"extra xmixup: ratio={ratio!r}; allowed: {', '.join(self.RATIOS)}")
+        for name, value in (("mixup", mixup), ("mse", mse), ("kl", kl)):
+            if not isinstance(value, bool):
+                raise XltError(f"extra xmixup: {name}={value!r} must be true or false")
+        self.layer, self.lambda0, self.alpha, self.schedule_k = layer, float(lambda0), float(alpha), float(schedule_k)
+        self.mixup, self.ratio, self.mse, self.kl = mixup, ratio, mse, kl
+        # the mixup's own LayerNorm, starting as the identity map (weight 1, bias 0): λ = 0
+        # leaves a target state as it was (up to re-normalising a LayerNorm's output)
+        self.norm = nn.LayerNorm(config.hidden_size, eps=getattr(config, "layer_norm_eps", 1e-12))
+        if ratio == "learned":
+            self.w = nn.Parameter(torch.ones(()))
+            self.b = nn.Parameter(torch.zeros(()))
+
+    def hooks(self, batch: dict) -> LayerHooks:
+        source = batch.get(MIXUP_SOURCE)
+        if not self.mixup or source is None:
+            return LayerHooks()
+        return LayerHooks().at(self.layer, lambda view: self.mix(view, source["hidden"], source["attention_mask"]))
+
+    def cross_attention(self, layer: nn.Module, h_t: torch.Tensor, h_s: torch.Tensor,
+                        keep_s: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """MultiHead(h_T, h_S, h_S) with `layer`'s attention weights (its Q/K/V and output
+        projection; not its residual and LayerNorm: the mixup's own LN follows). Returns
+        h_{T|S} (B, I, hidden), the scaled scores (B, heads, I, J) and A's log-weights, fp32."""
+        sa = layer.attention.self
+        heads, d = sa.num_attention_heads, sa.attention_head_size
+        (b, i, _), j = h_t.shape, h_s.shape[1]
+        q = F.linear(h_t, sa.query.weight, sa.query.bias).view(b, i, heads, d).transpose(1, 2)
+        k = F.linear(h_s, sa.key.weight, sa.key.bias).view(b, j, heads, d).transpose(1, 2)
+        v = F.linear(h_s, sa.value.weight, sa.value.bias).view(b, j, heads, d).transpose(1, 2)
+        scores = torch.matmul(q, k.transpose(-1, -2)).float() * d ** -0.5
+        log_weights = _log_attention(scores, keep_s)
+        weights = dropout(log_weights.exp().to(v.dtype), sa.dropout.p, self.training)
+        ctx = torch.matmul(weights, v).transpose(1, 2).reshape(b, i, heads * d)
+        dense = layer.attention.output.dense
+        return F.linear(ctx, dense.weight, dense.bias), scores, log_weights
+
+    def mixup_ratio(self, scores: torch.Tensor, log_weights: torch.Tensor, keep_t: torch.Tensor,
+                    keep_s: torch.Tensor) -> torch.Tensor:
+        """λ per example (B,), from the scores and A's log-weights (`cross_attention`)."""
+        if self.ratio == "fixed":
+            return scores.new_full(scores.shape[:1], self.lambda0)
+        entropy = (_mean_row_entropy(log_weights, keep_t)
+                   + _mean_row_entropy(_log_attention(scores.transpose(-1, -2), keep_t), keep_s))
+        return self.lambda0 * torch.sigmoid(entropy * self.w + self.b)
+
+    def mix(self, view: LayerView, h_s: torch.Tensor, mask_s: torch.Tensor) -> torch.Tensor:
+        """h̃_T from the target's hidden state (`view`) and the source's at the same index."""
+        keep_s, keep_t = mask_s.bool(), view.attention_mask.bool()
+        h_t = view.hidden
+        h_ts, scores, log_weights = self.cross_attention(view.layer, h_t, h_s.to(h_t.dtype), keep_s)
+        lam = self.mixup_ratio(scores, log_weights, keep_t, keep_s).view(-1, 1, 1)
+        return self.norm(lam * h_ts + (1 - lam) * h_t).to(h_t.dtype)
+
+    def forward(self, h, hidden_states, batch):
+        return h  # it acts inside the encoder (hooks); the head reads the encoder's output
+
+
+EXTRAS: dict[str, type[Extra]] = {"scalar_mix": ScalarMix, "dlfa": DLFA, "xmixup": XMixup}
+
+
+def xmixup_not_built(kind: str) -> str:
+    """The one message for a kind X-Mixup does not handle yet."""
+    return f"xmixup: {kind} is not built yet; classification only"
+
+
+def xmixup_of(extras) -> XMixup | None:
+    """The model's X-Mixup extra, if it has one (at most one)."""
+    found = [e for e in extras if isinstance(e, XMixup)]
+    if len(found) > 1:
+        raise XltError(f"at most one xmixup extra per model; got {len(found)}")
+    return found[0] if found else None
 
 
 def build_extra(spec: dict, encoder_config) -> Extra:

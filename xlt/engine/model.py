@@ -9,6 +9,7 @@ refuses a file whose weights do not match it.
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -16,7 +17,7 @@ import torch
 from safetensors.torch import load_file, save_file
 from torch import nn
 
-from xlt.engine.extras import build_extra
+from xlt.engine.extras import MIXUP_SOURCE, build_extra, xmixup_not_built, xmixup_of
 from xlt.engine.fastpath import REPRESENTATIONS, encode, encode_pair, use_keep_mask_dropout
 from xlt.engine.hooks import LayerHooks
 from xlt.engine.kinds import Kind, resolve
@@ -25,6 +26,7 @@ from xlt.io import atomic_dir, read_json, verify_weights, weights_digest, write_
 from xlt.registry import Task
 
 MODEL_META = "xlt_model.json"
+SOURCE = "source"  # a record's / a batch's source side (X-Mixup: the English original or translation)
 MODULES = "modules.safetensors"
 
 
@@ -86,10 +88,18 @@ class TaskModel(nn.Module):
         self.task, self.kind = tasks[spec.task]
         self.encoder = encoder
         self.extras = nn.ModuleList([build_extra(e, encoder.config) for e in spec.extras])
+        if (mixup := xmixup_of(self.extras)) is not None and self.kind.name not in mixup.KINDS:
+            raise XltError(xmixup_not_built(self.kind.name))
         hidden = encoder.config.hidden_size
         self.heads = nn.ModuleDict({name: kind.build_head(task, hidden, spec.dropout) for name, (task, kind) in tasks.items()})
         use_keep_mask_dropout(self)
         self.fast_path = True  # training steps through the lean forward where it applies (engine.fast_path)
+
+    @property
+    def xmixup(self):
+        """The X-Mixup extra (xlt.engine.extras.XMixup), if the model has one: a batch that
+        carries its source then runs both sides (`with_source`)."""
+        return xmixup_of(self.extras)
 
     @property
     def head(self) -> nn.Module:
@@ -111,10 +121,33 @@ class TaskModel(nn.Module):
     def forward(self, batch: dict, task: str | None = None):
         """The head of `task` (default: the main task) on the batch; with task
         REPRESENTATIONS, a paired batch's encoder outputs, both sides (continual learning's
-        alignment terms read them; no extra or head acts)."""
+        alignment terms read them; no extra or head acts). A model with the xmixup extra
+        given a batch that carries its source (`SOURCE`: the source side's batch) runs both
+        sides (`with_source`)."""
         if task == REPRESENTATIONS:
             return encode_pair(self.encoder, batch, self.fast_path)
+        if self.xmixup is not None and SOURCE in batch:
+            return self.with_source(batch, task)
         return self.heads[task or self.task.name](self.features(batch), batch)
+
+    def with_source(self, batch: dict, task: str | None = None) -> dict:
+        """X-Mixup's forward (Yang et al. 2022, §4.1, §4.3): the source side runs plainly with
+        its hidden state at the mixup layer recorded, then the target side with it mixed in
+        there. "logits": the log of the mean of both sides' class distributions (the paper's
+        inference averages the probabilities; its argmax is theirs); each side's logits and
+        features (the head's input) for the training terms."""
+        source = batch[SOURCE]
+        recorder = LayerHooks()
+        states = recorder.record([self.xmixup.layer])
+        h_s = self.features(source, recorder)
+        target = {k: v for k, v in batch.items() if k != SOURCE}
+        target[MIXUP_SOURCE] = {"hidden": states[self.xmixup.layer], "attention_mask": source["attention_mask"]}
+        h_t = self.features(target)
+        head = self.heads[task or self.task.name]
+        ls, lt = head(h_s, source)["logits"], head(h_t, target)["logits"]
+        both = torch.stack([ls.float().log_softmax(-1), lt.float().log_softmax(-1)])
+        return {"logits": both.logsumexp(0) - math.log(2), "source_logits": ls, "target_logits": lt,
+                "source_features": h_s, "target_features": h_t}
 
 
 def build_model(spec: ModelSpec, encoder: nn.Module, tasks: dict[str, tuple[Task, Kind]] | None = None) -> TaskModel:

@@ -5,8 +5,8 @@ objective is Σ weight · term. The building blocks here: the task's own loss (i
 CE for tagging/classification/QA, the parser's arc + relation CE), MLM masking (pretraining
 and domain adaptation), and over a paired stream of aligned sentences the alignment and
 anchor terms of cross-lingual adjustment (Cao et al. 2020), the anchor against a frozen
-reference encoder (xlt.engine.reference). xmixup's terms (soft-label CE, KL, MSE of pooled
-representations) come with it.
+reference encoder (xlt.engine.reference). X-Mixup's four terms (two sides' CE, MSE of pooled
+representations, KL) are built on these in xlt.engine.recipes.xmixup.
 """
 
 from __future__ import annotations

@@ -14,11 +14,23 @@ def to_device(batch: dict, device: torch.device) -> dict:
 
 
 def eval_batches(enc: Encoded, kind, pad_id: int, batch_size: int) -> list[tuple[list[int], dict]]:
-    """Collated evaluation batches (length-sorted, gold fields left out), for `run_batches`."""
+    """Collated evaluation batches (length-sorted, gold fields left out), for `run_batches`.
+    Features that carry their source side ("source": X-Mixup's translate-test input) are
+    batched apart from those that do not, each batch with its sources' batch under "source"."""
+
+    def collated(features: list[dict]) -> dict:
+        batch = collate(features, pad_id, kind.pad_values, kind.scalars)
+        return {k: v for k, v in batch.items() if k not in kind.gold_fields}
+
     out = []
-    for idx in sequential_batches(enc.lengths, batch_size):
-        batch = collate([enc.features[i] for i in idx], pad_id, kind.pad_values, kind.scalars)
-        out.append((idx, {k: v for k, v in batch.items() if k not in kind.gold_fields}))
+    for group in ([i for i, f in enumerate(enc.features) if "source" not in f],
+                  [i for i, f in enumerate(enc.features) if "source" in f]):
+        for share in sequential_batches([enc.lengths[i] for i in group], batch_size):
+            idx = [group[j] for j in share]
+            batch = collated([enc.features[i] for i in idx])
+            if "source" in enc.features[idx[0]]:
+                batch["source"] = collated([enc.features[i]["source"] for i in idx])
+            out.append((idx, batch))
     return out
 
 

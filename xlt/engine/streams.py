@@ -97,16 +97,17 @@ class PairedStream(Stream):
     step's batch is {"source": side batch, "target": side batch, **pair fields}."""
 
     pair_pad_values: dict = field(default_factory=dict)  # pair field -> padding value of its rows
+    sides: tuple = ("source", "target")  # more sides where a pair has them (X-Mixup's back-translation)
 
     @property
     def lengths(self) -> list[int]:
-        # batches grouped by the pair's longer side: the padding of both stays small
-        return [max(len(f["source"]["input_ids"]), len(f["target"]["input_ids"])) for f in self.features]
+        # batches grouped by the pair's longest side: the padding of all stays small
+        return [max(len(f[side]["input_ids"]) for side in self.sides) for f in self.features]
 
     def collate(self, idx: list[int]) -> dict:
         pairs = [self.features[i] for i in idx]
         batch = {side: collate([p[side] for p in pairs], self.pad_id, self.pad_values, self.scalars)
-                 for side in ("source", "target")}
+                 for side in self.sides}
         for key, fill in self.pair_pad_values.items():
             batch[key] = _pad_rows([p[key] for p in pairs], fill)
         return self._transformed(batch)

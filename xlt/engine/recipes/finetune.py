@@ -17,6 +17,7 @@ from xlt.engine.loop import Loop
 from xlt.engine.model import ModelSpec, build_model, load_encoder, save_model
 from xlt.engine.objectives import Objective, task_term
 from xlt.engine.recipes.adjust import aligned_pairs_stream, alignment_terms
+from xlt.engine.recipes import xmixup
 from xlt.engine.reference import FrozenReference
 from xlt.engine.runtime import Checkpointer, Dist, build_optimizer, build_scheduler, resolve_precision, seed_everything
 from xlt.engine.streams import Stream
@@ -71,6 +72,9 @@ def train(
     "tokens"?} adds the adjustment's two terms (xlt.engine.recipes.adjust) with `weight` and
     `anchor_weight`, against the frozen encoder `reference` (continual learning, the adjust
     paper's Eq. 2).
+    With the xmixup extra in `cfg.extras`, the training records are paired (each with its
+    English "source"; xlt.engine.recipes.xmixup) and so is the task's stream; dev records
+    that carry a "source" are predicted from both sides, those without from their own.
     Testing aids: `stop_after_steps` stops like a grace signal would (checkpoint, then
     Preempted); `kill_after_steps` SIGKILLs this process after that many steps.
     """
@@ -83,6 +87,7 @@ def train(
         raise XltError(f"at most one auxiliary stream of kind {ALIGNED_PAIRS!r}; got {len(pair_aux)}")
     aux = [a for a in aux if a.get("kind", "task") == "task"]
     aux_tasks = [resolve(a["task"]) for a in aux]
+    xmixup.check_config(cfg.extras, kind)
     dist = Dist()
     device = dist.device(cfg.device)
     metric = cfg.select_metric or task.metrics[0]
@@ -99,14 +104,23 @@ def train(
     if dist.world > 1:
         torch.manual_seed(cfg.seed + 1000 * dist.rank)  # same init everywhere, own dropout per rank
 
-    train_records = load_records(train_files, cfg.max_train_examples)
+    mixup = model.xmixup
+    if mixup is not None:
+        train_records, back_translated = xmixup.read_paired_records(task, train_files, cfg.max_train_examples)
+    else:
+        train_records = load_records(train_files, cfg.max_train_examples)
     positions = max_positions(model, tokenizer)
-    dev_sets = {str(p): EvalSet.build(task, load_records([p]), tokenizer, cfg, positions, name=str(p), kind=kind)
+    dev_sets = {str(p): EvalSet.build(task, load_records([p]), tokenizer, cfg, positions, name=str(p), kind=kind,
+                                      with_source=mixup is not None)
                 for p in dev_files}
-    enc = kind.encode(task, train_records, tokenizer, cfg, train=True)
-    streams = {task.name: Stream(task.name, enc.features, cfg.batch_size, cfg.seed, tokenizer.pad_token_id,
-                                 kind.pad_values, kind.scalars)}
-    terms = [task_term(task, kind)]
+    if mixup is not None:
+        streams = {task.name: xmixup.paired_stream(task.name, task, kind, train_records, tokenizer, cfg)}
+        terms = xmixup.xmixup_terms(mixup, task.name, cfg.seed, tokenizer.pad_token_id)
+    else:
+        enc = kind.encode(task, train_records, tokenizer, cfg, train=True)
+        streams = {task.name: Stream(task.name, enc.features, cfg.batch_size, cfg.seed, tokenizer.pad_token_id,
+                                     kind.pad_values, kind.scalars)}
+        terms = [task_term(task, kind)]
     for a, (at, akind) in zip(aux, aux_tasks):
         if at.name in streams:
             raise XltError(f"auxiliary task {at.name} is already a stream of this job")
@@ -160,7 +174,7 @@ def train(
         "history": state["history"],
         "losses": state["losses"],
         "train_examples": len(train_records),
-        "train_features": len(enc.features),
+        "train_features": len(streams[task.name].features),
         "streams": {n: {"features": len(s.features), "batch_size": s.batch_size} for n, s in streams.items()},
         "seconds_this_process": state["seconds_this_process"],
         "seconds_evaluating": state["seconds_evaluating"],
@@ -175,6 +189,12 @@ def train(
         "provenance": provenance(resolved_config or cfg.to_dict(), cfg.seed, [*train_files, *dev_files, *aux_files]),
         "train_config": cfg.to_dict(),
     }
+    if mixup is not None:
+        meta["xmixup"] = {
+            "back_translated": back_translated,
+            "scheduled_sampling": ("gold source or back-translation, p = k / (k + exp(step / k))" if back_translated
+                                   else "gold source always: no back-translations in the training data"),
+        }
     if dist.main:
         save_model(model, tokenizer, out_dir, meta)
         ckpt.clear()
