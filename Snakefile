@@ -27,6 +27,7 @@ include: "rules/crossmulti.smk"
 include: "rules/dlfa.smk"
 include: "rules/align.smk"
 include: "rules/adjust.smk"
+include: "rules/xmixup.smk"
 
 
 localrules:

@@ -95,7 +95,7 @@ def test_script_bills_the_full_scale_dag(tmp_path):
     out = run.stdout
     assert "CPU-hours, not GPU-hours" in out
     papers = [line.split("|")[1].strip() for line in out.splitlines() if line.startswith("| ") and "---" not in line][1:]
-    assert papers == ["adjust", "crossmulti", "dlfa", "underspec", "total"], out
+    assert papers == ["adjust", "crossmulti", "dlfa", "underspec", "xmixup", "total"], out
     total = next(line for line in out.splitlines() if line.startswith("| total"))
     ours, default, best = (float(x.replace(",", "")) for x in total.strip("| ").split("|")[-3:])
     assert ours == default == best > 0  # equal rates in, equal hours out

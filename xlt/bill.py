@@ -39,7 +39,7 @@ SHAPE_OF_HUB = {"bert-base-multilingual": "mbert", "xlm-roberta-base": "mbert", 
 # (downloads, preparation, tables, figures) costs no device time. One not in PATTERNS is
 # listed as not priced, never silently free. A paper's own priced rules: its bill_rules.
 ENCODER_RULES = {"build_encoder", "adapt_mlm", "adjust_encoder", "finetune", "evaluate", "evaluate_on", "align_l2",
-                 "adjust_l2"}
+                 "adjust_l2", "xmixup_cka"}
 # Path grammar of the jobs that are priced (output paths relative to the results folder).
 PATTERNS = {
     "finetune": re.compile(r"models/(?P<encoder>[^/]+)/(?P<init>[^/]+)/(?P<dataset>[^/]+)/(?P<recipe>[^/]+)/seed(?P<seed>\d+)$"),
@@ -157,9 +157,14 @@ def job_costs(cfg: dict, jobs: list[tuple[str, str]], examples: Examples) -> tup
             profile, _, tag = recipe.hparams.partition("-")
             paper = P.tag_owner(tag)[0] if tag else profile
             if rule == "finetune":
-                epochs = P.hparams(cfg, w["recipe"], dataset)["epochs"]
-                train = epochs * examples.tokens(dataset, recipe.train_langs, "train")
-                evals = epochs * examples.tokens(dataset, recipe.train_langs, "dev")  # model selection
+                hp = P.hparams(cfg, w["recipe"], dataset)
+                epochs = hp["epochs"]
+                # X-Mixup encodes both sides of every pair: two forwards and backwards per example
+                # (benchmarks/xmixup_throughput.py: 2.17x a translate-train step)
+                sides = 2 if any(e.get("name") == "xmixup" for e in hp.get("extras", [])) else 1
+                train = sides * epochs * examples.tokens(dataset, recipe.train_langs, "train")
+                # model selection: the dev sets of the training languages, or of the profile's own
+                evals = epochs * examples.tokens(dataset, hp.get("dev_languages") or recipe.train_langs, "dev")
             else:
                 scored = w.get("testset") or dataset
                 train, evals = 0.0, examples.tokens(scored, cfg["language_sets"][w["langset"]], w["split"])

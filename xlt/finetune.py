@@ -50,8 +50,9 @@ def finetune(task: str, encoder: str, revision: str | None, data_dir: str, train
     for lang in train_langs:
         check_language(t, lang)
     train_files = [split_file(data_dir, lang, "train") for lang in train_langs]
-    # Model selection on the dev sets of the training language(s): no target-language peeking.
-    dev_files = [split_file(data_dir, lang, "dev") for lang in train_langs]
+    # Model selection on the dev sets of the training language(s): no target-language peeking;
+    # or of the languages the profile names (`dev_languages`: translate-train data has English dev only).
+    dev_files = [split_file(data_dir, lang, "dev") for lang in hparams.get("dev_languages") or train_langs]
     aux_train = [{**{k: v for k, v in a.items() if k != "data"}, "files": [a["data"]]} if a.get("kind") == "aligned_pairs"
                  else {"task": a["task"], "weight": a["weight"], "files": [split_file(a["data"], lang, "train") for lang in train_langs],
                        **({"batch_size": a["batch_size"]} if "batch_size" in a else {})} for a in aux or []]

@@ -32,6 +32,9 @@ class TrainConfig:
     parse_max_words: int = 128  # parsing at test time: the first N words, whatever their subwords
     dropout: float = 0.1
     select: str = "best"  # "best" dev epoch, or "last" epoch (the adjust paper's choice)
+    # the languages whose dev sets model selection averages; None: the training languages' (no
+    # target-language peeking). A list, e.g. [en]: translate-train data has English dev only
+    dev_languages: list | None = None
     select_metric: str | None = None  # default: the task's first metric; averaged over dev sets
     # resumable checkpoints: at each epoch's end, on a grace signal, every `checkpoint_minutes`
     # of wall clock (bounds the work a node failure loses, whatever a step costs: a 100-step

@@ -23,13 +23,13 @@ import yaml
 from xlt import targets as T
 from xlt.align.targets import align_tables
 from xlt.errors import XltError, unknown
-from xlt.papers import adjust, crossmulti, dlfa, underspec
+from xlt.papers import adjust, crossmulti, dlfa, underspec, xmixup
 from xlt.papers.base import Figure, Paper, Table
 from xlt.papers.published import paper_title, table_info
 from xlt.tables import write_table
 from xlt.targets import figure_files, table_files
 
-PAPERS: dict[str, Paper] = {p.slug: p for p in (crossmulti.PAPER, dlfa.PAPER, adjust.PAPER, underspec.PAPER)}
+PAPERS: dict[str, Paper] = {p.slug: p for p in (crossmulti.PAPER, dlfa.PAPER, adjust.PAPER, underspec.PAPER, xmixup.PAPER)}
 INDEX = "index.md"  # results/tables/index.md: every table beside its caption (xlt.report)
 
 __all__ = ["PAPERS", "Figure", "Paper", "Table", "get_paper", "get_table", "get_figure", "all_tables"]

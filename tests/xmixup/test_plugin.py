@@ -1,0 +1,135 @@
+"""xmixup's paths and tables: the recipe tag grammar of the X-Mixup extra, which model reads
+which data, the config checks, and the tables built from hand-made evaluation and CKA files."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from xlt.config import load_configs
+from xlt.errors import XltError
+from xlt.papers import get_table, hparams, table_inputs
+from xlt.papers import xmixup as X
+from xlt.targets import WILDCARDS, Recipe
+
+
+@pytest.fixture(scope="module")
+def tiny_cfg():
+    return load_configs(["presets/tiny.yaml"])
+
+
+def test_the_tag_spells_the_mixup_layer_and_the_ablations_with_the_papers_constants():
+    extra = X.extra_of("xmixup1")
+    assert extra == {"name": "xmixup", "layer": 1, "lambda0": 0.5, "alpha": 0.4, "schedule_k": 1000.0, "mixup": True,
+                     "ratio": "learned", "mse": True, "kl": True}
+    ablated = X.extra_of("xmixup4-nomix-fixed-nokl")
+    assert (ablated["layer"], ablated["mixup"], ablated["ratio"], ablated["mse"], ablated["kl"]) == (4, False, "fixed", True, False)
+    assert X.extra_of("dlfa3") is None  # another paper's grammar
+    with pytest.raises(XltError, match=re.escape(X.TAG_GRAMMAR)):
+        X.extra_of("xmixup1-nomixup")
+
+
+def test_the_three_models_read_the_task_or_its_translate_train_set(tiny_cfg):
+    cfg = tiny_cfg
+    assert X.model_of(cfg, "xnli", "zero_shot") == ("xnli", "en.underspec")  # underspec's θ_src (one model)
+    assert X.model_of(cfg, "xnli", "trans_train") == ("xnli.translate_train", "ar+de+en+hi+ru+zh.xmixup")
+    dataset, recipe = X.model_of(cfg, "xnli", "xmixup")
+    assert (dataset, recipe) == ("xnli.translate_train", "ar+de+hi+ru+zh.xmixup-xmixup1")
+    assert re.fullmatch(WILDCARDS["recipe"], recipe)
+    hp = hparams(cfg, recipe, dataset)
+    assert hp["extras"] == [X.extra_of("xmixup1")] and hp["dev_languages"] == ["en"]
+    assert "extras" not in hparams(cfg, X.model_of(cfg, "xnli", "trans_train")[1], "xnli.translate_train")
+
+
+def test_xmixup_is_scored_with_its_english_side_where_a_translate_test_set_exists(tiny_cfg):
+    cfg = tiny_cfg
+    paired = X.scores_file(cfg, "xnli", "xmixup", 1)
+    assert paired.endswith("/xnli.translate_train/ar+de+hi+ru+zh.xmixup-xmixup1/seed1/on-xnli.translate_test/"
+                           "test.xmixup_xnli.json")
+    assert X.scores_file(cfg, "xnli", "trans_train", 1).endswith("/ar+de+en+hi+ru+zh.xmixup/seed1/on-xnli/test.xmixup_xnli.json")
+    assert X.scores_file(cfg, "xnli", "zero_shot", 2).endswith("/tiny/pretrained/xnli/en.underspec/seed2/test.xmixup_xnli.json")
+    files = table_inputs(cfg, "xmixup", "table3")
+    assert len(files) == len(set(files)) == 2 * 3  # per seed: three models
+
+
+def test_tagging_and_qa_are_refused_until_built(tiny_cfg):
+    cfg = copy.deepcopy(tiny_cfg)
+    cfg["papers"]["xmixup"]["tasks"] = ["ner"]
+    with pytest.raises(XltError, match="papers.xmixup.tasks: 'ner': X-Mixup for tagging and QA is not built yet"):
+        X.check(cfg, cfg["papers"]["xmixup"])
+
+
+def _eval(path: Path, task: str, model: str, seed: int, scores: dict) -> str:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"task": task, "seed": seed, "model": model,
+                                "metrics": {lang: {"accuracy": v, "n": 10} for lang, v in scores.items()}}))
+    return str(path)
+
+
+def _cka(path: Path, scores: dict) -> str:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"cka": scores}))
+    return str(path)
+
+
+@pytest.fixture
+def in_tmp(tiny_cfg, tmp_path):
+    """The tiny config writing under tmp_path, its table spec and XNLI's languages."""
+    cfg = copy.deepcopy(tiny_cfg)
+    cfg["results"] = str(tmp_path)
+    spec = X.table_spec(cfg)
+    return cfg, spec, spec["langs"]["xnli"]
+
+
+def test_tables_from_hand_made_files(in_tmp, tmp_path):
+    cfg, spec, langs = in_tmp
+    for seed in (1, 2):
+        for model, base in (("zero_shot", 50.0), ("trans_train", 60.0), ("xmixup", 64.0)):
+            dataset, recipe = X.model_of(cfg, "xnli", model)
+            model_path = f"{tmp_path}/models/tiny/pretrained/{dataset}/{recipe}/seed{seed}"
+            # English 10 points above every target; X-Mixup's targets 2 points better with both sides
+            # (accuracy falls with the language's position in the set, as the CKA below does)
+            scores = {x: base + (10 if x == "en" else 0) + seed - 0.5 * i for i, x in enumerate(langs)}
+            # X-Mixup on translate-test: the targets with both sides, 2 points above the target side alone
+            own = {x: v + (2 if model == "xmixup" and x != "en" else 0) for x, v in scores.items()}
+            _eval(Path(X.scores_file(cfg, "xnli", model, seed)), "xnli", model_path, seed, own)
+            # CKA falls with the language's position in the set; accuracy too: rho = 1
+            _cka(Path(X.cka_file(cfg, "xnli", model, seed)),
+                                                              {x: 1.0 - 0.1 * i for i, x in enumerate(langs)})
+    t3, md3, _ = get_table("xmixup", "table3").build(spec, table_inputs(cfg, "xmixup", "table3"))
+    row = t3[(t3["encoder"] == "mbert") & (t3["model"] == "xmixup") & (t3["dataset"] == "xnli")].iloc[0]
+    # English alone (74 + seed), the targets with both sides (66 + seed - 0.5 i)
+    expected = (74 + 1.5 + sum(66 + 1.5 - 0.5 * i for i in range(1, len(langs)))) / len(langs)
+    assert row["ours_mean"] == pytest.approx(expected)
+    t8, _, _ = get_table("xmixup", "table8").build(spec, table_inputs(cfg, "xmixup", "table8"))
+    gaps = t8[t8["dataset"] == "xnli"].set_index("model")["ours_mean"]
+    mean_i = sum(range(1, len(langs))) / (len(langs) - 1)
+    assert gaps["trans_train"] == pytest.approx(10 + 0.5 * mean_i) and gaps["mbert"] == pytest.approx(10 + 0.5 * mean_i)
+    assert gaps["xmixup"] == pytest.approx(8 + 0.5 * mean_i)
+    t7, md7, _ = get_table("xmixup", "table7").build(spec, table_inputs(cfg, "xmixup", "table7"))
+    delta = t7[(t7["metric"] == "accuracy") & (t7["model"] == "delta") & (t7["lang"] == "de")]["ours_mean"].iloc[0]
+    assert delta == pytest.approx(6)  # X-Mixup's 64 + 2 against translate-train's 60
+    t2, md2, _ = get_table("xmixup", "table2").build(spec, table_inputs(cfg, "xmixup", "table2"))
+    rho = t2[t2["task"] == "xnli"].set_index("setting")["ours_mean"]
+    assert rho["zero_shot"] == pytest.approx(1.0) and rho["translate_train"] == pytest.approx(1.0)
+    assert "PAWS-X: not in papers.xmixup.tasks" in md2
+
+
+def test_a_seed_whose_accuracy_is_the_same_everywhere_has_no_rho_and_says_so(in_tmp, tmp_path):
+    cfg, spec, langs = in_tmp
+    for seed in (1, 2):
+        for model in ("zero_shot", "trans_train"):
+            # seed 2 of zero-shot predicts one class: the same accuracy in every language
+            scores = {x: 30.0 if (seed == 2 and model == "zero_shot") else 60.0 - i for i, x in enumerate(langs)}
+            dataset, recipe = X.model_of(cfg, "xnli", model)
+            _eval(Path(X.scores_file(cfg, "xnli", model, seed)), "xnli", f"{tmp_path}/models/{dataset}/{recipe}/seed{seed}",
+                  seed, scores)
+            _cka(Path(X.cka_file(cfg, "xnli", model, seed)), {x: 1.0 - 0.1 * i for i, x in enumerate(langs)})
+    t2, md2, _ = get_table("xmixup", "table2").build(spec, table_inputs(cfg, "xmixup", "table2"))
+    row = t2[(t2["task"] == "xnli") & (t2["setting"] == "zero_shot")].iloc[0]
+    assert row["n_seeds"] == 1 and row["ours_mean"] == pytest.approx(1.0)
+    assert "zero-shot seed 2: undefined (accuracy is the same in every language), left out" in md2
