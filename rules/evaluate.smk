@@ -17,7 +17,7 @@ rule evaluate:
     resources:
         **R.job_resources(config, "evaluate"),
     params:
-        langs=lambda w: " ".join(config["language_sets"][w.langset]),
+        langs=lambda w: " ".join(T.langset_languages(config, w.langset)),
     shell:
         "evaluate.py --model {input.model} --data {input.data}"
         " --split {wildcards.split} --langs {params.langs} --out {output.metrics}"

@@ -17,7 +17,7 @@ rule xmixup_cka:
     resources:
         **R.job_resources(config, "evaluate"),
     params:
-        langs=lambda w: " ".join(config["language_sets"][w.langset]),
+        langs=lambda w: " ".join(T.langset_languages(config, w.langset)),
     shell:
         "xmixup_cka.py --model {input.model} --data {input.data} --langs {params.langs}"
         " --split {wildcards.split} --source en --out {output} --threads {threads} 2> {log}"

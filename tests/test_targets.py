@@ -218,3 +218,14 @@ def test_a_named_set_declares_its_languages_splits_and_sources():
     cfg["language_sets"]["en_only"] = ["en"]
     assert {"mlqa", "mlqa-zip", "tydiqa", "xtreme-squad-translate-train"} <= set(T.download_plan(cfg))
     assert "results/data/qa.mlqa" not in T.data_all(cfg)
+
+
+def test_one_language_code_stands_for_itself_as_an_evaluations_language_set():
+    from xlt.config import load_configs
+    from xlt.targets import langset_languages
+
+    cfg = load_configs(["presets/tiny.yaml"])
+    assert langset_languages(cfg, "xtreme_xnli") == cfg["language_sets"]["xtreme_xnli"]
+    assert langset_languages(cfg, "hi") == ["hi"]
+    with pytest.raises(XltError, match="unknown language set 'adjust_typo'; allowed: .*or one language code"):
+        langset_languages(cfg, "adjust_typo")

@@ -167,7 +167,7 @@ def job_costs(cfg: dict, jobs: list[tuple[str, str]], examples: Examples) -> tup
                 evals = epochs * examples.tokens(dataset, hp.get("dev_languages") or recipe.train_langs, "dev")
             else:
                 scored = w.get("testset") or dataset
-                train, evals = 0.0, examples.tokens(scored, cfg["language_sets"][w["langset"]], w["split"])
+                train, evals = 0.0, examples.tokens(scored, T.langset_languages(cfg, w["langset"]), w["split"])
         c = costs[(paper, shape_of(cfg, w["encoder"]), workload_of(dataset))]
         c.train_tokens += train
         c.eval_tokens += evals

@@ -142,6 +142,22 @@ def eval_file(cfg: dict, encoder: str, init: str, task: str, recipe: str, seed: 
     return f"{where}/on-{testset}/{split}.{langset}.json"
 
 
+# A single language may stand for a language set in an evaluation's path: a model whose table
+# reads one column is scored on that language alone (adjust's adjusted models).
+ONE_LANGUAGE = re.compile(r"[a-z]{2,3}")
+
+
+def langset_languages(cfg: dict, langset: str) -> list[str]:
+    """The languages of an evaluation's language set: a named set (config `language_sets`), or
+    one language code standing for itself."""
+    sets = cfg.get("language_sets") or {}
+    if langset in sets:
+        return list(sets[langset])
+    if ONE_LANGUAGE.fullmatch(langset):
+        return [langset]
+    raise XltError(f"unknown language set {langset!r}; allowed: {', '.join(sorted(sets))}, or one language code")
+
+
 def check_testset(cfg: dict, dataset: str, testset: str, split: str, langset: str) -> str:
     """The data folder a model trained on `dataset` is scored on as `testset`; raises XltError
     for another task, the model's own dataset (its eval path has no `on-`), an unknown set, or a
@@ -151,9 +167,7 @@ def check_testset(cfg: dict, dataset: str, testset: str, split: str, langset: st
                        f"is scored on datasets of its own task only, not of task {task_of(testset)!r}")
     if testset == dataset:
         raise XltError(f"evaluation on {testset!r}: that is the model's own dataset (eval_file without testset)")
-    if langset not in cfg["language_sets"]:
-        raise XltError(f"unknown language set {langset!r}; allowed: {', '.join(sorted(cfg['language_sets']))}")
-    check_languages(cfg, testset, cfg["language_sets"][langset], split)
+    check_languages(cfg, testset, langset_languages(cfg, langset), split)
     return data_dir(cfg, testset)
 
 

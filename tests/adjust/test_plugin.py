@@ -67,7 +67,7 @@ def test_tables_read_one_adjustment_per_target_and_seed(tiny_cfg):
     p = tiny_cfg["papers"]["adjust"]
     targets = A.targets(tiny_cfg)
     assert len(files) == 2 * len(p["seeds"]) * (1 + 2 * len(targets))  # XNLI and the mixed-language set
-    assert any("/adjust-vi-n300-seed1/xnli/en.underspec/seed1/on-xnli.mixed/test.adjust_targets.json" in f for f in files)
+    assert any("/adjust-vi-n300-seed1/xnli/en.underspec/seed1/on-xnli.mixed/test.vi.json" in f for f in files)
     assert len({f.split("/seed")[0] for f in files if "/pretrained/" in f}) == 1  # one original: underspec's θ_src
     assert any("/adjust-hi-n300-seed2/xnli/en.underspec.adjust_continual/seed2/" in f for f in files)
     t6 = table_inputs(tiny_cfg, "adjust", "table6")
@@ -187,7 +187,7 @@ def test_qa_tables_read_every_test_set_and_say_why_when_qa_is_not_run(tiny_cfg, 
     full = load_configs([])
     files = table_inputs(full, "adjust", "table4")
     p = full["papers"]["adjust"]
-    assert any("/adjust-ru-n30000-seed5/qa/en.adjust.adjust_continual/seed5/on-qa.tydiqa/test.adjust_tydiqa.json" in f
+    assert any("/adjust-ru-n30000-seed5/qa/en.adjust.adjust_continual/seed5/on-qa.tydiqa/test.ru.json" in f
                for f in files)
     assert not any("adjust-ru" in f and "qa.mlqa/" in f for f in files)  # MLQA has no Russian
     assert sum("/pretrained/" in f for f in files) == len(p["seeds"]) * len(p["qa_sets"])
@@ -280,7 +280,7 @@ def test_table9_is_an_option_off_by_default_and_reads_its_own_encoder(tiny_cfg, 
         A.check(cfg, cfg["papers"]["adjust"])
     cfg["papers"]["adjust"]["table9"]["sizes"] = [300]
     files = table_inputs(cfg, "adjust", "table9")
-    assert "results/eval/embert/adjust-hi-n300-seed2/ner/en.underspec/seed2/test.adjust.json" in files
+    assert "results/eval/embert/adjust-hi-n300-seed2/ner/en.underspec/seed2/test.hi.json" in files
     spec = {**A.table_spec(cfg), "tasks": ["xnli"], "table9": {**cfg["papers"]["adjust"]["table9"], "sizes": [30000]}}
     made = [_eval(tmp_path, init, "en.underspec", "xnli", seed, {"hi": k})
             for seed in (1, 2) for init, k in (("pretrained", 5), (f"adjust-hi-n30000-seed{seed}", 7))]

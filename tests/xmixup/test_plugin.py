@@ -70,6 +70,16 @@ def _eval(path: Path, task: str, model: str, seed: int, scores: dict) -> str:
     return str(path)
 
 
+def _models(cfg: dict, tmp_path) -> list[tuple[int, str, float, str]]:
+    """(seed, model, its base score, its model directory) of the three models of two seeds."""
+    out = []
+    for seed in (1, 2):
+        for model, base in (("zero_shot", 50.0), ("trans_train", 60.0), ("xmixup", 64.0)):
+            dataset, recipe = X.model_of(cfg, "xnli", model)
+            out.append((seed, model, base, f"{tmp_path}/models/tiny/pretrained/{dataset}/{recipe}/seed{seed}"))
+    return out
+
+
 def _cka(path: Path, scores: dict) -> str:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"cka": scores}))
@@ -87,19 +97,15 @@ def in_tmp(tiny_cfg, tmp_path):
 
 def test_tables_from_hand_made_files(in_tmp, tmp_path):
     cfg, spec, langs = in_tmp
-    for seed in (1, 2):
-        for model, base in (("zero_shot", 50.0), ("trans_train", 60.0), ("xmixup", 64.0)):
-            dataset, recipe = X.model_of(cfg, "xnli", model)
-            model_path = f"{tmp_path}/models/tiny/pretrained/{dataset}/{recipe}/seed{seed}"
-            # English 10 points above every target; X-Mixup's targets 2 points better with both sides
-            # (accuracy falls with the language's position in the set, as the CKA below does)
-            scores = {x: base + (10 if x == "en" else 0) + seed - 0.5 * i for i, x in enumerate(langs)}
-            # X-Mixup on translate-test: the targets with both sides, 2 points above the target side alone
-            own = {x: v + (2 if model == "xmixup" and x != "en" else 0) for x, v in scores.items()}
-            _eval(Path(X.scores_file(cfg, "xnli", model, seed)), "xnli", model_path, seed, own)
-            # CKA falls with the language's position in the set; accuracy too: rho = 1
-            _cka(Path(X.cka_file(cfg, "xnli", model, seed)),
-                                                              {x: 1.0 - 0.1 * i for i, x in enumerate(langs)})
+    for seed, model, base, model_path in _models(cfg, tmp_path):
+        # English 10 points above every target; X-Mixup's targets 2 points better with both sides
+        # (accuracy falls with the language's position in the set, as the CKA below does)
+        scores = {x: base + (10 if x == "en" else 0) + seed - 0.5 * i for i, x in enumerate(langs)}
+        # X-Mixup on translate-test: the targets with both sides, 2 points above the target side alone
+        own = {x: v + (2 if model == "xmixup" and x != "en" else 0) for x, v in scores.items()}
+        _eval(Path(X.scores_file(cfg, "xnli", model, seed)), "xnli", model_path, seed, own)
+        # CKA falls with the language's position in the set; accuracy too: rho = 1
+        _cka(Path(X.cka_file(cfg, "xnli", model, seed)), {x: 1.0 - 0.1 * i for i, x in enumerate(langs)})
     t3, md3, _ = get_table("xmixup", "table3").build(spec, table_inputs(cfg, "xmixup", "table3"))
     row = t3[(t3["encoder"] == "mbert") & (t3["model"] == "xmixup") & (t3["dataset"] == "xnli")].iloc[0]
     # English alone (74 + seed), the targets with both sides (66 + seed - 0.5 i)
@@ -133,3 +139,43 @@ def test_a_seed_whose_accuracy_is_the_same_everywhere_has_no_rho_and_says_so(in_
     row = t2[(t2["task"] == "xnli") & (t2["setting"] == "zero_shot")].iloc[0]
     assert row["n_seeds"] == 1 and row["ours_mean"] == pytest.approx(1.0)
     assert "zero-shot seed 2: undefined (accuracy is the same in every language), left out" in md2
+
+
+def test_each_ablation_row_is_an_xmixup_variant_or_the_model_on_the_target_side_alone(tiny_cfg):
+    cfg = copy.deepcopy(tiny_cfg)
+    cfg["papers"]["xmixup"]["ablations"] = {"tasks": ["xnli"], "rows": list(X.ABLATION_FLAGS) + ["wo_mixup_inference"]}
+    files = {row: X.ablation_file(cfg, "xnli", row, 1) for row in (*X.ABLATION_FLAGS, "wo_mixup_inference", "xmixup")}
+    assert files["wo_mixup"].endswith("/ar+de+hi+ru+zh.xmixup-xmixup1-nomix/seed1/on-xnli.translate_test/test.xmixup_xnli.json")
+    assert files["wo_mixup_inference"].endswith("/ar+de+hi+ru+zh.xmixup-xmixup1/seed1/on-xnli/test.xmixup_xnli.json")
+    assert files["wo_both"] == files["wo_consistency_loss"]  # one model
+    assert {row: X._ablation_row(f) for row, f in files.items() if row != "wo_both"} == {
+        row: row for row in files if row != "wo_both"}
+    for row, f in files.items():  # every variant's recipe is a valid path with its extra
+        recipe = f.split("/")[-4]
+        if "-xmixup" in recipe:
+            extra = hparams(cfg, recipe, "xnli.translate_train")["extras"][0]
+            assert extra["mixup"] == (row != "wo_mixup") and extra["kl"] == (row not in ("wo_kl", "wo_both",
+                                                                                           "wo_consistency_loss"))
+    assert table_inputs(cfg, "xmixup", "table9") == [
+        X.ablation_file(cfg, "xnli", r, s) for r in ("xmixup", "wo_mse", "wo_kl", "wo_both") for s in (1, 2)]
+
+
+def test_tiny_table5_and_per_language_table_from_hand_made_files(in_tmp, tmp_path):
+    cfg, spec, langs = in_tmp
+    for seed, model, base, model_path in _models(cfg, tmp_path):
+        _eval(Path(X.scores_file(cfg, "xnli", model, seed)), "xnli", model_path, seed, {x: base + seed for x in langs})
+        if model == "xmixup":
+            _eval(Path(X.ablation_file(cfg, "xnli", "wo_mixup_inference", seed)), "xnli", model_path, seed,
+                  {x: 61.0 + seed for x in langs})
+    t5, md5, _ = get_table("xmixup", "table5").build(spec, table_inputs(cfg, "xmixup", "table5"))
+    ours = t5[(t5["encoder"] == "mbert") & (t5["dataset"] == "xnli")].set_index("model")["ours_mean"]
+    assert ours["xmixup"] == pytest.approx(65.5) and ours["wo_mixup_inference"] == pytest.approx(62.5)
+    assert "w/o scheduled sampling: not distinguishable here" in md5
+    assert "w/o mixup, w/o consistency loss, λ = λ0: not run" in md5
+    t11, md11, _ = get_table("xmixup", "table11").build(spec, table_inputs(cfg, "xmixup", "table11"))
+    cell = t11.set_index(["model", "lang"])["ours_mean"]
+    # ours translate-train beside the paper's mBERT row (XTREME's translate-train), X-Mixup beside X-Mixup
+    assert cell[("mbert", "de")] == pytest.approx(61.5) and cell[("xmixup", "avg")] == pytest.approx(65.5)
+    assert cell[("zero_shot", "en")] == pytest.approx(51.5)
+    _, md12, _ = get_table("xmixup", "table12").build(spec, table_inputs(cfg, "xmixup", "table12"))
+    assert "Not run: pawsx is not in papers.xmixup.tasks" in md12

@@ -24,7 +24,7 @@ from xlt.errors import XltError, check_config_ref
 from xlt.papers.base import DataSize, Figure, Paper, Table
 from xlt.papers.published import load_published
 from xlt.tables import COLLAPSE_NOTE, add_marks, eval_rows, paper_vs_ours, render_grid
-from xlt.targets import Adjusted, Recipe, dataset_name, encoder_dir, eval_file, model_dir, paper_language_set
+from xlt.targets import Adjusted, Recipe, dataset_name, encoder_dir, eval_file, langset_languages, model_dir, paper_language_set
 
 SLUG = "adjust"
 MODELS = ("original", "adjusted", "adjusted_continual")
@@ -56,9 +56,14 @@ def _init(p: dict, model: str, pair: str, seed: int, size: int | None = None, wo
 def _eval(cfg: dict, p: dict, task: str, model: str, pair: str | None, seed: int, testset: str | None = None,
           langset: str | None = None, split: str = "test", encoder: str | None = None, **variant) -> str:
     """A model's evaluation on its task's test set (the paper's language set), or on another
-    dataset of the task (`testset`, scored on `langset`); `encoder`: another than the paper's."""
+    dataset of the task (`testset`, scored on `langset`); `encoder`: another than the paper's.
+    An adjusted model is scored on the language it was adjusted on alone where the set has it:
+    its tables read that column only (xlt.targets.langset_languages)."""
+    langset = langset or paper_language_set(p, task)
+    if model != "original" and pair in langset_languages(cfg, langset):
+        langset = pair
     return eval_file(cfg, encoder or p["encoder"], _init(p, model, pair, seed, **variant), dataset_name(cfg, SLUG, task),
-                     _recipe(p, model), seed, split, langset or paper_language_set(p, task), testset=testset)
+                     _recipe(p, model), seed, split, langset, testset=testset)
 
 
 def _test_sets(cfg: dict, task: str) -> list[tuple[str | None, str | None, list[str]]]:

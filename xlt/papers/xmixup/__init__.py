@@ -95,17 +95,18 @@ def model_of(cfg: dict, task: str, model: str) -> tuple[str, str]:
     raise XltError(f"xmixup model {model!r}; allowed: {', '.join(MODELS)}")
 
 
-def scores_file(cfg: dict, task: str, model: str, seed: int) -> str:
+def scores_file(cfg: dict, task: str, model: str, seed: int, recipe: str | None = None) -> str:
     """Every language's test scores of a model; X-Mixup's on the task's translate-test set where
     the config names one (each target record with its English side: the two sides' predictions
-    averaged; English itself alone), else on the plain test set (the target side alone)."""
+    averaged; English itself alone), else on the plain test set (the target side alone).
+    `recipe`: an X-Mixup variant's own (the ablations)."""
     p = cfg["papers"][SLUG]
-    dataset, recipe = model_of(cfg, task, model)
+    dataset, own = model_of(cfg, task, model)
     langset = paper_language_set(p, task)
     testset = None if dataset == task else task
     if model == "xmixup" and task in (p.get("translate_test") or {}):
         testset = p["translate_test"][task]
-    return eval_file(cfg, p["encoder"], "pretrained", dataset, recipe, seed, "test", langset, testset=testset)
+    return eval_file(cfg, p["encoder"], "pretrained", dataset, recipe or own, seed, "test", langset, testset=testset)
 
 
 def cka_file(cfg: dict, task: str, model: str, seed: int) -> str:
@@ -122,6 +123,15 @@ def _not_run(published: pd.DataFrame, keys: list[str], rows: list[str], column: 
     table = paper_vs_ours(pd.DataFrame(columns=[*keys, "seed", "value"]), published, keys)
     md, tex = render_grid(table, rows, column, title, [reason], labels=LABELS)
     return table, md, tex
+
+
+def _not_run_notes(spec: dict, tasks) -> list[str]:
+    """Why a published task has no ours: not built (tagging, QA), or not configured."""
+    tasks = [t for t in dict.fromkeys(tasks) if t not in _tasks(spec) and t != "avg"]
+    built = [t for t in tasks if t in CLASSIFICATION]
+    out = [f"{', '.join(LABELS.get(t, t) for t in built)}: not in papers.{SLUG}.tasks; the paper's values only."] if built else []
+    rest = [t for t in tasks if t not in CLASSIFICATION]
+    return out + ([f"{', '.join(LABELS.get(t, t) for t in rest)}: {NOT_BUILT}"] if rest else [])
 
 
 def _tasks(spec: dict) -> list[str]:
@@ -186,9 +196,8 @@ def table3(spec: dict, inputs: list[str]):
     not_run = [t for t in dict.fromkeys(published["task"]) if t not in _tasks(spec) and t != "avg"]
     notes = _notes(spec, [
         "A cell is the accuracy averaged over the task's languages, English included (XTREME's average); X-Mixup's "
-        "target languages are scored with both sides where a translate-test set exists (averaged logits).",
-        f"{', '.join(LABELS.get(t, t) for t in not_run)}: " + (NOT_BUILT if any(t not in CLASSIFICATION for t in not_run)
-                                                                else "not in papers.xmixup.tasks; the paper's values only."),
+        "target languages are scored with both sides where a translate-test set exists (class probabilities averaged).",
+        *_not_run_notes(spec, published["task"]),
         "Avg.: the paper's only (it averages every task, QA included)."])
     md, tex = render_grid(table, ["encoder", "model"], "column", "xmixup Table 3: main results (accuracy, average "
                           "over languages)", notes, labels=LABELS)
@@ -213,7 +222,7 @@ def table8(spec: dict, inputs: list[str]):
     table = paper_vs_ours(pd.DataFrame(rows, columns=[*keys, "seed", "value", "collapsed"]), published, keys)
     notes = _notes(spec, [f"Gap = English accuracy minus the mean over the target languages, per seed. The row "
                           f"{LABELS[spec['encoder_label']]} is zero-shot transfer (the paper's XTREME rows).",
-                          "POS, NER, QA: " + NOT_BUILT])
+                          *_not_run_notes(spec, published["task"])])
     md, tex = render_grid(table, ["model"], "dataset", "xmixup Table 8: cross-lingual transfer gap (points)", notes,
                           labels=LABELS)
     return table, md, tex
@@ -310,6 +319,152 @@ def table2(spec: dict, inputs: list[str]):
     return table, md, tex
 
 
+# ---- Tables 5 and 9: ablations (X-Mixup variants, averaged over languages) ---------------------
+
+# a row -> the recipe tag's flags of its X-Mixup variant (xmixup<layer><flags>)
+ABLATION_FLAGS = {"wo_mixup": "-nomix", "constant_ratio": "-fixed", "wo_consistency_loss": "-nomse-nokl",
+                  "wo_mse": "-nomse", "wo_kl": "-nokl", "wo_both": "-nomse-nokl"}
+ABLATION_ROWS = {"table5": ("xmixup", "wo_mixup", "wo_mixup_inference", "wo_scheduled_sampling", "wo_consistency_loss",
+                            "constant_ratio"),
+                 "table9": ("xmixup", "wo_mse", "wo_kl", "wo_both")}
+NO_BACK_TRANSLATION = ("w/o scheduled sampling: not distinguishable here — no back-translations are public, so scheduled "
+                       "sampling never replaces the gold source and the row would be X-Mixup itself; the paper's value only.")
+LABELS.update({"wo_mixup": "w/o mixup", "wo_mixup_inference": "w/o mixup inference", "constant_ratio": "λ = λ0",
+               "wo_scheduled_sampling": "w/o scheduled sampling", "wo_consistency_loss": "w/o consistency loss",
+               "wo_mse": "w/o MSE", "wo_kl": "w/o KL", "wo_both": "w/o MSE and KL"})
+
+
+def ablation_file(cfg: dict, task: str, row: str, seed: int) -> str:
+    """The score file of one ablation row: an X-Mixup variant trained with its flags, or (w/o
+    mixup inference) the X-Mixup model itself scored on the plain test set, the target side alone."""
+    p = cfg["papers"][SLUG]
+    dataset, recipe = model_of(cfg, task, "xmixup")
+    if row == "xmixup":
+        return scores_file(cfg, task, "xmixup", seed)
+    if row == "wo_mixup_inference":
+        return eval_file(cfg, p["encoder"], "pretrained", dataset, recipe, seed, "test", paper_language_set(p, task), testset=task)
+    r = Recipe.parse(recipe)
+    return scores_file(cfg, task, "xmixup", seed, Recipe(r.train_langs, r.hparams + ABLATION_FLAGS[row]).name)
+
+
+def _ablation_inputs(cfg: dict, table_id: str) -> list[str]:
+    p = cfg["papers"][SLUG]
+    ab = p.get("ablations") or {}
+    rows = [r for r in ABLATION_ROWS[table_id] if r == "xmixup" or r in ab.get("rows", [])]
+    return [ablation_file(cfg, task, row, seed) for task in ab.get("tasks", []) for row in rows for seed in p["seeds"]]
+
+
+def table5_inputs(cfg: dict) -> list[str]:
+    return _ablation_inputs(cfg, "table5")
+
+
+def table9_inputs(cfg: dict) -> list[str]:
+    return _ablation_inputs(cfg, "table9")
+
+
+def _ablation_row(path: str) -> str:
+    """The ablation row a score file belongs to (its recipe's flags; the plain test set: w/o mixup inference)."""
+    parts = path.split("/")
+    k = max(i for i, x in enumerate(parts) if re.fullmatch(r"seed\d+", x))
+    flags = Recipe.parse(parts[k - 1]).hparams.partition("-xmixup")[2].lstrip("0123456789")
+    if flags:
+        return next(r for r, f in ABLATION_FLAGS.items() if f == flags)
+    on = parts[k + 1] if parts[k + 1].startswith("on-") else ""
+    return "xmixup" if on.endswith(".translate_test") or not on else "wo_mixup_inference"
+
+
+def _ablation_table(spec: dict, inputs: list[str], table_id: str, title: str):
+    keys = ["encoder", "model", "task", "dataset", "metric"]
+    published = load_published(SLUG, table_id)
+    ab = spec.get("ablations") or {}
+    reasons = [NO_BACK_TRANSLATION] if "wo_scheduled_sampling" in ABLATION_ROWS[table_id] else []
+    skipped = [r for r in ABLATION_ROWS[table_id] if r != "xmixup" and r not in ab.get("rows", [])
+               and r != "wo_scheduled_sampling"]
+    if skipped:
+        reasons.append(f"{', '.join(LABELS[r] for r in skipped)}: not run (papers.{SLUG}.ablations.rows; each is one "
+                       "more X-Mixup fine-tuning per seed); the paper's values only.")
+    if not inputs:
+        return _not_run(published[published["metric"] != "em"], keys, ["encoder", "model"], "dataset", title,
+                        f"Not run: papers.{SLUG}.ablations.tasks is empty; the paper's values only (QA: F1).")
+    rows = []
+    for path in inputs:
+        part = _model_rows(spec, [path])
+        rows.append(part.assign(model=_ablation_row(path)))
+    ours = pd.concat(rows, ignore_index=True)
+    ours = ours[[lang in spec["langs"].get(t, []) for t, lang in zip(ours["task"], ours["lang"])]]
+    avg = ours.groupby(["task", "model", "seed"], as_index=False).agg(value=("value", "mean"), collapsed=("collapsed", "any"))
+    avg = avg.assign(encoder=spec["encoder_label"], dataset=avg["task"], metric="acc")
+    table = paper_vs_ours(avg[[*keys, "seed", "value", "collapsed"]], published, keys)
+    notes = _notes(spec, ["A cell is the accuracy averaged over the task's languages, English included. Rows: X-Mixup "
+                          "trained without the named part (recipe tags -nomix, -fixed, -nomse, -nokl), or (w/o mixup "
+                          "inference) the X-Mixup model scored on the target side alone.", *reasons,
+                          *_not_run_notes({**spec, "tasks": ab.get("tasks", [])}, published["task"]),
+                          "QA cells: F1 (the CSV has EM too)."])
+    md, tex = render_grid(table[table["metric"] != "em"], ["encoder", "model"], "dataset", title, notes, labels=LABELS)
+    return table, md, tex
+
+
+def table5(spec: dict, inputs: list[str]):
+    return _ablation_table(spec, inputs, "table5", "xmixup Table 5: ablations (accuracy / F1, average over languages)")
+
+
+def table9(spec: dict, inputs: list[str]):
+    return _ablation_table(spec, inputs, "table9", "xmixup Table 9: consistency losses (average over languages)")
+
+
+# ---- Tables 11 and 12: per language (XNLI, PAWS-X) ----------------------------------------------
+
+PER_LANGUAGE = {"table11": "xnli", "table12": "pawsx"}
+
+
+def _per_language_inputs(cfg: dict, table_id: str) -> list[str]:
+    p = cfg["papers"][SLUG]
+    task = PER_LANGUAGE[table_id]
+    if task not in p["tasks"]:
+        return []
+    return [scores_file(cfg, task, m, seed) for seed in p["seeds"] for m in MODELS]
+
+
+def table11_inputs(cfg: dict) -> list[str]:
+    return _per_language_inputs(cfg, "table11")
+
+
+def table12_inputs(cfg: dict) -> list[str]:
+    return _per_language_inputs(cfg, "table12")
+
+
+def _per_language_table(spec: dict, inputs: list[str], table_id: str):
+    task = PER_LANGUAGE[table_id]
+    keys = ["model", "lang"]
+    published = load_published(SLUG, table_id)
+    title = f"xmixup Table {table_id[5:]}: {LABELS[task]} accuracy per language"
+    if not inputs:
+        return _not_run(published, keys, ["model"], "lang", title,
+                        f"Not run: {task} is not in papers.{SLUG}.tasks; the paper's values only.")
+    ours = _model_rows(spec, inputs)
+    ours = ours[ours["lang"].isin(spec["langs"][task])]
+    avg = ours.groupby(["model", "seed"], as_index=False).agg(value=("value", "mean"), collapsed=("collapsed", "any"))
+    ours = pd.concat([ours[["model", "lang", "seed", "value", "collapsed"]], avg.assign(lang="avg")], ignore_index=True)
+    # the paper's mBERT / XLM-R rows are XTREME's translate-train results (published/index.yaml)
+    ours["model"] = ours["model"].replace({"trans_train": spec["encoder_label"].split("_")[0]})
+    table = paper_vs_ours(ours, published, keys)
+    notes = _notes(spec, [f"Rows: ours translate-train beside the paper's {LABELS[spec['encoder_label']]} row (XTREME's "
+                          "translate-train results), ours X-Mixup beside the paper's X-Mixup (XLM-R large), ours "
+                          "zero-shot on a row of its own. avg: over the languages we run.",
+                          "Languages we do not run show the paper's values only."])
+    md, tex = render_grid(table, ["model"], "lang", title, notes, labels=LABELS,
+                          columns=[*spec["langs"][task], "avg"])
+    return table, md, tex
+
+
+def table11(spec: dict, inputs: list[str]):
+    return _per_language_table(spec, inputs, "table11")
+
+
+def table12(spec: dict, inputs: list[str]):
+    return _per_language_table(spec, inputs, "table12")
+
+
 def check(cfg: dict, p: dict) -> None:
     for task in p["tasks"]:
         if task not in CLASSIFICATION:
@@ -324,8 +479,12 @@ PAPER = Paper(
     tables=(
         Table("table2", table2_inputs, table2, spec=table_spec),
         Table("table3", table3_inputs, table3, spec=table_spec),
+        Table("table5", table5_inputs, table5, spec=table_spec),
         Table("table7", table7_inputs, table7, spec=table_spec),
         Table("table8", table3_inputs, table8, spec=table_spec),
+        Table("table9", table9_inputs, table9, spec=table_spec),
+        Table("table11", table11_inputs, table11, spec=table_spec),
+        Table("table12", table12_inputs, table12, spec=table_spec),
     ),
     check=check,
     recipe_tags=RecipeTags(TAG_GRAMMAR, extra_of),
