@@ -23,6 +23,7 @@ import pandas as pd
 
 from xlt.errors import XltError
 from xlt.papers.base import Paper, RecipeTags, Table
+from xlt.papers.xmixup import figures
 from xlt.papers.published import load_published
 from xlt.tables import COLLAPSE_NOTE, eval_rows, paper_vs_ours, render_grid
 from xlt.targets import Recipe, eval_file, paper_language_set
@@ -327,6 +328,10 @@ PAPER = Paper(
         Table("table7", table7_inputs, table7, spec=table_spec),
         Table("table8", table3_inputs, table8, spec=table_spec),
     ),
-    check=check,
+    figures=figures.FIGURES,
+    figure_inputs=figures.figure_inputs,
+    draw=figures.draw,
+    figure_spec=figures.figure_spec,
+    check=figures.with_figure_check(check),
     recipe_tags=RecipeTags(TAG_GRAMMAR, extra_of),
 )
