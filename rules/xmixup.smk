@@ -1,6 +1,7 @@
 # xmixup's own rule: linear CKA (Kornblith et al. 2019) between English and each language of a
 # language set, on the parallel test set of the model's task, for one fine-tuned model (its
-# Tables 2 and 7, Figure 3). Library: xlt/papers/xmixup/cka.py.
+# Tables 2 and 7, Figure 3); beside it, each language's 2-D PCA coordinates of the same
+# representations (Figure 1). Library: xlt/papers/xmixup/cka.py.
 
 
 rule xmixup_cka:
@@ -8,7 +9,8 @@ rule xmixup_cka:
         model=lambda w: T.model_dir(config, w.encoder, w.init, w.task, w.recipe, int(w.seed)),
         data=lambda w: T.data_dir(config, T.task_of(w.task)),
     output:
-        f"{RESULTS}/xmixup/cka/{{encoder}}/{{init}}/{{task}}/{{recipe}}/seed{{seed}}/{{split}}.{{langset}}.json",
+        cka=f"{RESULTS}/xmixup/cka/{{encoder}}/{{init}}/{{task}}/{{recipe}}/seed{{seed}}/{{split}}.{{langset}}.json",
+        pca=f"{RESULTS}/xmixup/cka/{{encoder}}/{{init}}/{{task}}/{{recipe}}/seed{{seed}}/{{split}}.{{langset}}.pca.json",
     log:
         "logs/xmixup/cka/{encoder}/{init}/{task}/{recipe}/seed{seed}/{split}.{langset}.log",
     conda:
@@ -20,4 +22,5 @@ rule xmixup_cka:
         langs=lambda w: " ".join(T.langset_languages(config, w.langset)),
     shell:
         "xmixup_cka.py --model {input.model} --data {input.data} --langs {params.langs}"
-        " --split {wildcards.split} --source en --out {output} --threads {threads} 2> {log}"
+        " --split {wildcards.split} --source en --out {output.cka} --pca-out {output.pca}"
+        " --threads {threads} 2> {log}"

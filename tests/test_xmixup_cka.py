@@ -120,3 +120,28 @@ def test_the_script_writes_cka_per_language(tiny_xnli_model, tmp_path):
     assert set(res["provenance"]["data_sha256"]) and res["model"]["weights_sha256"]
     bad = subprocess.run([*cmd, "en", "es"], capture_output=True, text=True, env=env, timeout=120)
     assert bad.returncode == 1 and "es/test.jsonl: 19 rows, not parallel to" in bad.stderr
+
+
+def test_the_job_writes_deterministic_pca_coordinates_beside_an_unchanged_cka_file(tiny_xnli_model, tmp_path):
+    """Figure 1's sidecar: per language the first `pca_rows` rows' two coordinates, the same on a
+    rerun; the CKA file is byte for byte the one written without the sidecar."""
+    from xlt.papers.xmixup.cka import PCA_ROWS, cka_job
+
+    data_dir = tmp_path / "xnli"
+    for lang in ("en", "de", "fr"):
+        write_jsonl(data_dir / lang / "test.jsonl", pair_records(lang, 20))
+    job = {"model_dir": tiny_xnli_model, "data_dir": data_dir, "langs": ["de", "en", "fr"], "split": "test", "device": "cpu"}
+    cka_job(**job, out=tmp_path / "alone.json")
+    cka_job(**job, out=tmp_path / "a.json", pca_out=tmp_path / "a.pca.json", pca_rows=8)
+    cka_job(**job, out=tmp_path / "b.json", pca_out=tmp_path / "b.pca.json", pca_rows=8)
+    assert (tmp_path / "a.json").read_bytes() == (tmp_path / "alone.json").read_bytes()
+    assert (tmp_path / "a.pca.json").read_bytes() == (tmp_path / "b.pca.json").read_bytes()
+    pca = json.loads((tmp_path / "a.pca.json").read_text())
+    assert sorted(pca["coords"]) == ["de", "en", "fr"] and pca["n"] == {"en": 8, "de": 8, "fr": 8}
+    assert all(np.asarray(c).shape == (8, 2) for c in pca["coords"].values())
+    assert pca["rows_per_language"] == 8 and len(pca["explained_variance_ratio"]) == 2
+    # centred on the rows it was fitted on: the coordinates of all languages together average zero
+    assert np.abs(np.concatenate([np.asarray(c) for c in pca["coords"].values()]).mean(axis=0)).max() < 1e-9
+    cka_job(**job, out=tmp_path / "c.json", pca_out=tmp_path / "c.pca.json")  # fewer rows than the default cap
+    full = json.loads((tmp_path / "c.pca.json").read_text())
+    assert PCA_ROWS == 200 and full["rows_per_language"] == 200 and full["n"] == {"en": 20, "de": 20, "fr": 20}

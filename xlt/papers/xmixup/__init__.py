@@ -23,6 +23,7 @@ import pandas as pd
 
 from xlt.errors import XltError
 from xlt.papers.base import Paper, RecipeTags, Table
+from xlt.papers.xmixup import figures
 from xlt.papers.published import load_published
 from xlt.tables import COLLAPSE_NOTE, eval_rows, paper_vs_ours, render_grid
 from xlt.targets import Recipe, eval_file, paper_language_set
@@ -486,6 +487,10 @@ PAPER = Paper(
         Table("table11", table11_inputs, table11, spec=table_spec),
         Table("table12", table12_inputs, table12, spec=table_spec),
     ),
-    check=check,
+    figures=figures.FIGURES,
+    figure_inputs=figures.figure_inputs,
+    draw=figures.draw,
+    figure_spec=figures.figure_spec,
+    check=figures.with_figure_check(check),
     recipe_tags=RecipeTags(TAG_GRAMMAR, extra_of),
 )

@@ -10,6 +10,9 @@ Linear CKA of X (n, d1) and Y (n, d2), rows the same n examples, features centre
 not invariant to scaling and CKA(X, X) ≠ 1, so we follow Kornblith et al.). A sentence's
 representation is the mean over its real tokens of the fine-tuned encoder's last layer, the
 pair encoded as evaluation encodes it (premise and hypothesis in one input).
+
+The same representations give Figure 1's PCA (`pca_coordinates`): one 2-D PCA per model,
+fitted on the first `PCA_ROWS` rows of every language of the set together.
 """
 
 from __future__ import annotations
@@ -21,6 +24,9 @@ import numpy as np
 from xlt.errors import XltError
 from xlt.io import read_json, read_jsonl, write_json
 from xlt.provenance import provenance
+
+PCA_ROWS = 200  # rows per language fitted and written (the first ones: the test sets are parallel)
+PCA_RANDOM_STATE = 0
 
 
 def _centred(X) -> np.ndarray:
@@ -73,6 +79,30 @@ def spearman(cka: dict[str, float], scores: dict[str, float]) -> dict:
     return {"rho": float(res.statistic), "p": float(res.pvalue), "languages": langs}
 
 
+def pca_coordinates(reps: dict[str, np.ndarray], rows: int = PCA_ROWS, random_state: int = PCA_RANDOM_STATE) -> dict:
+    """Figure 1's 2-D PCA of one model: sklearn's PCA (full SVD, `random_state`) fitted on the
+    first `rows` rows of every language's representations together; per language those rows'
+    two coordinates. {"coords": {lang: [[pc1, pc2], ...]}, "n": {lang: rows}, "explained_variance_ratio",
+    "rows_per_language", "random_state", "fitted_on"}."""
+    from sklearn.decomposition import PCA
+
+    if rows < 1:
+        raise XltError(f"PCA: rows per language must be at least 1, got {rows}")
+    langs = list(reps)
+    parts = [np.asarray(reps[lang], dtype=np.float64)[:rows] for lang in langs]
+    X = np.concatenate(parts)
+    if X.shape[0] < 2:
+        raise XltError(f"PCA: {X.shape[0]} rows in all; need at least 2")
+    pca = PCA(n_components=2, svd_solver="full", random_state=random_state).fit(X)
+    Z, out, start = pca.transform(X), {}, 0
+    for lang, part in zip(langs, parts, strict=True):
+        out[lang] = Z[start:start + len(part)].tolist()
+        start += len(part)
+    return {"coords": out, "n": {lang: len(part) for lang, part in zip(langs, parts, strict=True)},
+            "explained_variance_ratio": pca.explained_variance_ratio_.tolist(), "rows_per_language": rows,
+            "random_state": random_state, "fitted_on": "the first rows_per_language rows of every language together"}
+
+
 # ---- representations of a fine-tuned model on a parallel test set ---------------------
 
 
@@ -123,9 +153,12 @@ def sentence_representations(model, tokenizer, records: list[dict], max_length: 
 
 
 def cka_job(model_dir: str | Path, data_dir: str | Path, langs: list[str], split: str, out: str | Path,
-            source: str = "en", max_length: int | None = None, batch_size: int = 64, device: str = "auto") -> dict:
+            source: str = "en", max_length: int | None = None, batch_size: int = 64, device: str = "auto",
+            pca_out: str | Path | None = None, pca_rows: int = PCA_ROWS) -> dict:
     """CKA between `source` and each other language of `langs` for one fine-tuned model; writes
-    {"cka": {lang: value}, "n": {lang: rows}, "source", "split", "max_length", "model", "provenance"}."""
+    {"cka": {lang: value}, "n": {lang: rows}, "source", "split", "max_length", "model", "provenance"}.
+    `pca_out`: also the 2-D PCA coordinates of every language (`pca_coordinates`), with the same
+    model and provenance keys; the CKA file is the same with or without it."""
     from xlt.engine.model import load_model
     from xlt.engine.runtime import pick_device
 
@@ -145,4 +178,7 @@ def cka_job(model_dir: str | Path, data_dir: str | Path, langs: list[str], split
                                  [Path(data_dir) / lang / f"{split}.jsonl" for lang in langs]),
     }
     write_json(out, result)
+    if pca_out is not None:
+        write_json(pca_out, {**pca_coordinates(reps, pca_rows), "source": source, "split": split,
+                             "max_length": max_length, "model": result["model"], "provenance": result["provenance"]})
     return result

@@ -1,0 +1,146 @@
+"""xmixup's Figures 1, 3 and 5 (xlt/papers/xmixup/figures.py) from hand-made CKA, score and PCA
+files: each writes PNG, PDF and the CSV of the numbers it plots; Figure 5 only with its config."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from xlt.config import load_configs, validate
+from xlt.errors import XltError
+from xlt.papers import draw_figure, figure_inputs, figure_names, figure_spec
+from xlt.papers import xmixup as X
+from xlt.papers.xmixup import figures as F
+
+
+@pytest.fixture(scope="module")
+def tiny_cfg():
+    return load_configs(["presets/tiny.yaml"])
+
+
+def _write(path: str, obj: dict) -> None:
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(json.dumps(obj))
+
+
+def _eval(cfg: dict, path: str, model: str, seed: int, scores: dict, layer: int | None = None) -> None:
+    dataset, recipe = X.model_of(cfg if layer is None else F.with_layer(cfg, "xnli", layer), "xnli", model)
+    _write(path, {"task": "xnli", "seed": seed, "model": f"{cfg['results']}/models/tiny/pretrained/{dataset}/{recipe}/seed{seed}",
+                  "metrics": {lang: {"accuracy": v, "n": 10} for lang, v in scores.items()}})
+
+
+ACC = {"zero_shot": 40.0, "trans_train": 50.0, "xmixup": 55.0}
+
+
+@pytest.fixture
+def made(tiny_cfg, tmp_path):
+    """The tiny config under tmp_path with every CKA, score and PCA file its figures read: accuracy
+    and CKA fall with the language's position in the set (ρ = 1), except zero-shot, whose accuracy
+    rises (ρ = −1); seed 2 is 2 points and 0.02 of CKA above seed 1."""
+    cfg = copy.deepcopy(tiny_cfg)
+    cfg["results"] = str(tmp_path)
+    langs = X._langs(cfg, "xnli")
+    sign = {"zero_shot": -1, "trans_train": 1, "xmixup": 1}
+    for seed in cfg["papers"]["xmixup"]["seeds"]:
+        for m in X.MODELS:
+            _eval(cfg, X.scores_file(cfg, "xnli", m, seed), m, seed,
+                  {x: ACC[m] + 2 * (seed - 1) - sign[m] * i for i, x in enumerate(langs)})
+            _write(X.cka_file(cfg, "xnli", m, seed), {"cka": {x: 0.9 - 0.1 * i + 0.02 * (seed - 1)
+                                                              for i, x in enumerate(langs) if x != "en"}})
+    for m, spread in (("trans_train", 3.0), ("xmixup", 1.0)):
+        coords = {x: [[spread * i + 0.1 * k, -0.1 * k] for k in range(5)] for i, x in enumerate(langs)}
+        _write(F.pca_file(cfg, "xnli", m, 1), {"coords": coords, "n": {x: 5 for x in langs},
+                                               "explained_variance_ratio": [0.5, 0.2], "rows_per_language": 200})
+    return cfg, langs
+
+
+def _draw(cfg: dict, figure: str, out: Path) -> pd.DataFrame:
+    draw_figure("xmixup", figure, json.loads(json.dumps(figure_spec(cfg, "xmixup"))), figure_inputs(cfg, "xmixup", figure),
+                str(out))
+    for ext in ("png", "pdf", "csv"):
+        assert (out / f"{figure}.{ext}").stat().st_size > 0
+    assert (out / f"{figure}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and (out / f"{figure}.pdf").read_bytes()[:4] == b"%PDF"
+    return pd.read_csv(out / f"{figure}.csv")
+
+
+def test_the_tiny_preset_makes_figures_1_and_3_from_files_the_tables_already_read(tiny_cfg):
+    from xlt.papers import table_inputs
+
+    assert figure_names(tiny_cfg, "xmixup") == ["fig1", "fig3"]
+    files = figure_inputs(tiny_cfg, "xmixup", "fig3")
+    tables = {f for t in ("table2", "table3", "table7") for f in table_inputs(tiny_cfg, "xmixup", t)}
+    pca = [f for f in files if f.endswith(".pca.json")]
+    # the PCA files: the sidecars of CKA files Table 7 reads (the same jobs), seed 1
+    assert len(pca) == 2 and {f.replace(".pca.json", ".json") for f in pca} <= tables
+    assert set(files) - set(pca) <= tables and len(files) == len(set(files)) == 2 + 2 * 3 * 2
+    assert figure_spec(tiny_cfg, "xmixup")["fig1_langs"] == ["en", "ar"]  # of en es ar sw, the set holds two
+
+
+def test_figure3_plots_seed_means_and_each_models_spearman(made, tmp_path):
+    cfg, langs = made
+    csv = _draw(cfg, "fig3", tmp_path / "out")
+    targets = [x for x in langs if x != "en"]
+    assert list(csv.columns) == ["model", "lang", "cka", "accuracy", "n_seeds", "spearman_rho"]
+    assert list(csv["model"]) == [m for m in X.MODELS for _ in targets] and list(csv["lang"]) == targets * 3
+    row = csv[(csv["model"] == "xmixup") & (csv["lang"] == "de")].iloc[0]
+    i = langs.index("de")
+    assert row["accuracy"] == pytest.approx(ACC["xmixup"] + 1 - i) and row["cka"] == pytest.approx(0.9 - 0.1 * i + 0.01)
+    assert row["n_seeds"] == 2
+    rho = csv.groupby("model")["spearman_rho"].first()
+    assert rho["trans_train"] == pytest.approx(1.0) and rho["xmixup"] == pytest.approx(1.0)
+    assert rho["zero_shot"] == pytest.approx(-1.0)
+
+
+def test_figure1_plots_both_panels_of_the_papers_languages_in_the_set(made, tmp_path):
+    cfg, langs = made
+    csv = _draw(cfg, "fig1", tmp_path / "out")
+    assert list(dict.fromkeys(csv["panel"])) == ["a", "b"] and set(csv["lang"]) == {"en", "ar"}
+    assert len(csv) == 2 * 2 * 5
+    ar = csv[(csv["model"] == "trans_train") & (csv["lang"] == "ar") & (csv["row"] == 4)].iloc[0]
+    assert (ar["pc1"], ar["pc2"]) == pytest.approx((3.0 * langs.index("ar") + 0.4, -0.4))
+
+
+def test_figure5_is_made_only_with_its_config_and_averages_languages_then_seeds(made, tmp_path):
+    cfg, langs = made
+    with pytest.raises(XltError, match="fig5"):
+        figure_inputs(cfg, "xmixup", "fig5")
+    cfg["papers"]["xmixup"]["figure5"] = {"task": "xnli", "layers": [1, 3]}
+    validate(cfg)
+    assert figure_names(cfg, "xmixup") == ["fig1", "fig3", "fig5"]
+    fig5 = F.figure5_files(cfg)
+    assert len(fig5) == 2 * 2 + 2 and any("/ar+de+hi+ru+zh.xmixup-xmixup3/seed2/" in f for f in fig5)
+    for seed in (1, 2):  # layer 3: 10 points below layer 1 in every language
+        _eval(cfg, X.scores_file(F.with_layer(cfg, "xnli", 3), "xnli", "xmixup", seed), "xmixup", seed,
+              {x: ACC["xmixup"] - 10 + 2 * (seed - 1) - i for i, x in enumerate(langs)}, layer=3)
+    csv = _draw(cfg, "fig5", tmp_path / "out")
+    mean_i = sum(range(len(langs))) / len(langs)
+    assert list(csv["model"]) == ["trans_train", "xmixup", "xmixup"] and list(csv["layer"].iloc[1:]) == [1, 3]
+    assert list(csv["accuracy"]) == pytest.approx([ACC["trans_train"] + 1 - mean_i, ACC["xmixup"] + 1 - mean_i,
+                                                   ACC["xmixup"] - 9 - mean_i])
+    assert set(csv["n_seeds"]) == {2}
+
+
+def test_figure5s_task_must_be_run(made):
+    cfg, _ = made
+    cfg["papers"]["xmixup"]["figure5"] = {"task": "pawsx", "layers": [1]}
+    with pytest.raises(XltError, match="papers.xmixup.figure5.task: 'pawsx' is not one of papers.xmixup.tasks"):
+        X.PAPER.check(cfg, cfg["papers"]["xmixup"])
+    cfg["papers"]["xmixup"]["figure5"] = {"task": "xnli", "layers": [0]}
+    with pytest.raises(XltError, match="figure5"):
+        validate(cfg)
+
+
+def test_the_plugin_imports_no_plotting_or_model_library():
+    import subprocess
+    import sys
+
+    code = ("import sys, xlt.papers.xmixup; "
+            "print(sorted(m for m in ('matplotlib', 'sklearn', 'torch', 'scipy') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         cwd=Path(__file__).resolve().parents[2])
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "[]"

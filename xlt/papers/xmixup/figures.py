@@ -1,0 +1,298 @@
+"""xmixup's figures, drawn by the generic rule `paper_figure` (rules/tables.smk):
+
+- Figure 1: a 2-D PCA of the mean-pooled last-layer sentence representations of the XNLI test
+  set, translate-train (a) vs X-Mixup (b), the paper's four languages (en es ar sw) that the
+  language set holds; the coordinates are the rule `xmixup_cka`'s sidecar (`pca_file`: one PCA
+  per model, fitted on the first 200 rows of every language of the set together), one seed.
+- Figure 3: per language, CKA with English (x) vs XNLI test accuracy (y) of the three models,
+  one point per (model, language) averaged over seeds; each model's Spearman ρ in the legend.
+  It reads the CKA and score files Tables 2 and 7 read: no job of its own but the drawing.
+- Figure 5: the mixup-layer sweep, made only when `papers.xmixup.figure5: {task, layers}` is
+  set: one X-Mixup model per layer and seed (recipe `<targets>.<profile>-xmixup<layer>`),
+  accuracy averaged over the language set vs layer, translate-train as a dashed line.
+
+Each writes <out_dir>/<figure>.{png,pdf,csv} (the CSV: the numbers plotted). No matplotlib,
+sklearn or scipy at import time (the plugin is imported when the DAG is built).
+"""
+
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+
+import xlt.papers.xmixup as X  # the plugin's paths and readers, looked up when called (a circular import)
+from xlt.errors import XltError
+from xlt.papers.base import Figure
+from xlt.papers.xmixup.cka import PCA_ROWS
+
+FIG1_LANGS = ("en", "es", "ar", "sw")  # the paper's Figure 1
+FIG13_TASK = "xnli"  # Figures 1 and 3: XNLI (the paper's Figure 3 adds PAWS-X)
+COLORS = {"zero_shot": "tab:gray", "trans_train": "tab:blue", "xmixup": "tab:red"}
+LAYER = re.compile(r"-xmixup(\d+)$")
+
+
+def _p(cfg: dict) -> dict:
+    return cfg["papers"][X.SLUG]
+
+
+def _has_fig13(p: dict) -> bool:
+    return FIG13_TASK in p["tasks"]
+
+
+def pca_file(cfg: dict, task: str, model: str, seed: int) -> str:
+    """The 2-D PCA coordinates the rule `xmixup_cka` writes beside a model's CKA file."""
+    return X.cka_file(cfg, task, model, seed).removesuffix(".json") + ".pca.json"
+
+
+def with_layer(cfg: dict, task: str, layer: int) -> dict:
+    """The config whose X-Mixup model of `task` mixes at `layer` (Figure 5's models)."""
+    p = _p(cfg)
+    return {**cfg, "papers": {**cfg["papers"], X.SLUG: {**p, "mixup_layer": {**p["mixup_layer"], task: int(layer)}}}}
+
+
+def figure5_files(cfg: dict) -> list[str]:
+    """Figure 5's score files: X-Mixup at every layer and translate-train, every seed."""
+    fig5 = _p(cfg).get("figure5")
+    if not fig5:
+        return []
+    task, seeds = fig5["task"], _p(cfg)["seeds"]
+    return ([X.scores_file(with_layer(cfg, task, layer), task, "xmixup", seed) for layer in fig5["layers"] for seed in seeds]
+            + [X.scores_file(cfg, task, "trans_train", seed) for seed in seeds])
+
+
+def figure_inputs(cfg: dict) -> list[str]:
+    p = _p(cfg)
+    out = []
+    if _has_fig13(p):
+        seed = p["seeds"][0]
+        out += [pca_file(cfg, FIG13_TASK, m, seed) for m in ("trans_train", "xmixup")]
+        out += [f for s in p["seeds"] for m in X.MODELS
+                for f in (X.cka_file(cfg, FIG13_TASK, m, s), X.scores_file(cfg, FIG13_TASK, m, s))]
+    return list(dict.fromkeys(out + figure5_files(cfg)))
+
+
+def figure_spec(cfg: dict) -> dict:
+    p = _p(cfg)
+    langs = X._langs(cfg, FIG13_TASK) if _has_fig13(p) else []
+    return {**X.table_spec(cfg), "fig1_langs": [x for x in FIG1_LANGS if x in langs], "fig1_seed": p["seeds"][0],
+            "fig13_task": FIG13_TASK,
+            "fig5_langs": X._langs(cfg, p["figure5"]["task"]) if p.get("figure5") else []}
+
+
+def check(cfg: dict, p: dict) -> None:
+    """Figure 5's task must be one the paper runs (its translate-train set and models)."""
+    fig5 = p.get("figure5")
+    if fig5 and fig5["task"] not in p["tasks"]:
+        raise XltError(f"config key papers.{X.SLUG}.figure5.task: {fig5['task']!r} is not one of papers.{X.SLUG}.tasks "
+                       f"({', '.join(p['tasks'])})")
+
+
+def with_figure_check(check_config):
+    """The plugin's config check followed by the figures' own."""
+    def both(cfg: dict, p: dict) -> None:
+        check_config(cfg, p)
+        check(cfg, p)
+    return both
+
+
+# ---- reading the inputs ----------------------------------------------------------------------
+
+
+def _kind(path: str) -> str:
+    if "/xmixup/cka/" in path:
+        return "pca" if path.endswith(".pca.json") else "cka"
+    return "scores"
+
+
+def _layer_setting(recipe) -> str:
+    """A score file's model, X-Mixup with its layer (`xmixup1`); ablations are not read here."""
+    if "-xmixup" in recipe.hparams:
+        m = LAYER.search(recipe.hparams)
+        if not m:
+            raise XltError(f"recipe {recipe.name}: an X-Mixup variant; the figures read plain X-Mixup models")
+        return f"xmixup{m[1]}"
+    return X._setting(recipe)
+
+
+def _scores(spec: dict, inputs: list[str]) -> pd.DataFrame:
+    from xlt.tables import eval_rows
+
+    paths = [f for f in inputs if _kind(f) == "scores"]
+    if not paths:
+        return pd.DataFrame(columns=["task", "model", "lang", "seed", "value", "collapsed"])
+    return eval_rows(paths, spec["metric"], setting_of=_layer_setting).rename(columns={"setting": "model"})
+
+
+def _need(frame: pd.DataFrame, what: str, figure: str) -> pd.DataFrame:
+    if frame.empty:
+        raise XltError(f"xmixup {figure}: no {what} among the inputs")
+    return frame
+
+
+# ---- Figure 3: CKA vs accuracy --------------------------------------------------------------
+
+
+def fig3_points(spec: dict, inputs: list[str]) -> pd.DataFrame:
+    """One row per (model, target language): CKA and accuracy averaged over seeds, the seeds
+    averaged, and the model's Spearman ρ over those points."""
+    from scipy.stats import spearmanr
+
+    task = spec["fig13_task"]
+    cka = _need(X._cka_rows([f for f in inputs if _kind(f) == "cka"]), "CKA files", "fig3")
+    cka = cka[cka["task"] == task]
+    acc = _scores(spec, inputs)
+    main = f"xmixup{spec['mixup_layer'][task]}"
+    acc = acc[(acc["task"] == task) & acc["model"].isin(["zero_shot", "trans_train", main])].replace({"model": {main: "xmixup"}})
+    both = cka.merge(acc[["model", "lang", "seed", "value"]], on=["model", "lang", "seed"], suffixes=("_cka", "_acc"))
+    both = _need(both[both["lang"].isin(spec["langs"][task]) & (both["lang"] != spec["source"])], "CKA with scores", "fig3")
+    points = (both.groupby(["model", "lang"], as_index=False)
+              .agg(cka=("value_cka", "mean"), accuracy=("value_acc", "mean"), n_seeds=("seed", "nunique")))
+    order = {m: i for i, m in enumerate(X.MODELS)}
+    langs = {x: i for i, x in enumerate(spec["langs"][task])}
+    points = points.sort_values(["model", "lang"], key=lambda s: s.map(order if s.name == "model" else langs))
+    rho = {}
+    for model, g in points.groupby("model"):
+        defined = len(g) >= 2 and g["cka"].nunique() > 1 and g["accuracy"].nunique() > 1
+        rho[model] = float(spearmanr(g["cka"], g["accuracy"]).statistic) if defined else float("nan")
+    return points.assign(spearman_rho=points["model"].map(rho)).reset_index(drop=True)
+
+
+def _one_panel(figsize: tuple[float, float]):
+    from matplotlib.figure import Figure as MplFigure
+
+    fig = MplFigure(figsize=figsize)
+    return fig, fig.add_subplot()
+
+
+def _finish(fig, ax, labels: tuple[str, str], title: str, stem: str, points: pd.DataFrame) -> None:
+    """Axis labels, title and legend of a one-panel figure; its PNG, PDF and CSV (`points`)."""
+    from xlt.figures import save_figure
+
+    ax.set_xlabel(labels[0])
+    ax.set_ylabel(labels[1])
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    save_figure(fig, stem, points)
+
+
+def _draw_fig3(spec: dict, inputs: list[str], stem: str) -> None:
+    points = fig3_points(spec, inputs)
+    fig, ax = _one_panel((6, 4.5))
+    for model, g in points.groupby("model", sort=False):
+        rho = g["spearman_rho"].iloc[0]
+        label = f"{X.LABELS[model]} (ρ = {rho:.2f})" if rho == rho else f"{X.LABELS[model]} (ρ undefined)"
+        ax.scatter(g["cka"], g["accuracy"], color=COLORS[model], label=label)
+        for _, r in g.iterrows():
+            ax.annotate(r["lang"], (r["cka"], r["accuracy"]), textcoords="offset points", xytext=(3, 3), fontsize=8)
+    task = X.LABELS[spec["fig13_task"]]
+    _finish(fig, ax, ("CKA with English", f"{task} test accuracy"),
+            f"Performance vs CKA ({task}, mean over {points['n_seeds'].max()} seed(s))", stem, points)
+
+
+# ---- Figure 1: PCA of sentence representations -----------------------------------------------
+
+
+def fig1_points(spec: dict, inputs: list[str]) -> pd.DataFrame:
+    """(panel, model, lang, row, pc1, pc2) of translate-train and X-Mixup, the Figure 1 languages."""
+    from xlt.io import read_json
+    from xlt.targets import Recipe
+
+    rows = []
+    for path in inputs:
+        if _kind(path) != "pca":
+            continue
+        parts = path.split("/")  # …/cka/<encoder>/<init>/<dataset>/<recipe>/seed<s>/<split>.<langset>.pca.json
+        model = X._setting(Recipe.parse(parts[-3]))
+        pca = read_json(path)
+        for lang in spec["fig1_langs"]:
+            if lang not in pca["coords"]:
+                raise XltError(f"{path}: no PCA coordinates of {lang}")
+            for k, (x, y) in enumerate(pca["coords"][lang]):
+                rows.append({"panel": "a" if model == "trans_train" else "b", "model": model, "lang": lang, "row": k,
+                             "pc1": x, "pc2": y, "explained_variance_ratio_pc1": pca["explained_variance_ratio"][0],
+                             "explained_variance_ratio_pc2": pca["explained_variance_ratio"][1]})
+    frame = _need(pd.DataFrame(rows), "PCA files", "fig1")
+    if set(frame["model"]) != {"trans_train", "xmixup"}:
+        raise XltError(f"xmixup fig1: PCA files of translate-train and X-Mixup expected, got {sorted(set(frame['model']))}")
+    return frame.sort_values(["panel"], kind="stable").reset_index(drop=True)
+
+
+def _draw_fig1(spec: dict, inputs: list[str], stem: str) -> None:
+    from matplotlib.figure import Figure as MplFigure
+
+    from xlt.figures import save_figure
+
+    points = fig1_points(spec, inputs)
+    fig = MplFigure(figsize=(10, 4.5))
+    for i, (panel, g) in enumerate(points.groupby("panel")):
+        ax = fig.add_subplot(1, 2, i + 1)
+        for lang, h in g.groupby("lang", sort=False):
+            ax.scatter(h["pc1"], h["pc2"], s=6, alpha=0.6, label=lang)
+        ev = g[["explained_variance_ratio_pc1", "explained_variance_ratio_pc2"]].iloc[0]
+        ax.set_xlabel(f"PC1 ({100 * ev.iloc[0]:.0f}% of variance)")
+        ax.set_ylabel(f"PC2 ({100 * ev.iloc[1]:.0f}%)")
+        ax.set_title(f"({panel}) {X.LABELS[g['model'].iloc[0]]}")
+        ax.legend(fontsize=8, markerscale=2)
+    fig.suptitle(f"Sentence representations, {X.LABELS[spec['fig13_task']]} test (seed {spec['fig1_seed']}, "
+                 f"first {int(points['row'].max()) + 1} rows per language)", fontsize=10)
+    fig.tight_layout()
+    save_figure(fig, stem, points)
+
+
+# ---- Figure 5: the mixup-layer sweep ---------------------------------------------------------
+
+
+def fig5_points(spec: dict, inputs: list[str]) -> pd.DataFrame:
+    """(model, layer, accuracy, n_seeds): each seed's accuracy averaged over the language set,
+    then over seeds; X-Mixup per layer, translate-train once (no layer)."""
+    task, layers = spec["figure5"]["task"], [int(x) for x in spec["figure5"]["layers"]]
+    acc = _scores(spec, inputs)
+    acc = acc[(acc["task"] == task) & acc["lang"].isin(spec["fig5_langs"])]
+    per_seed = acc.groupby(["model", "seed"], as_index=False).agg(value=("value", "mean"))
+    points = per_seed.groupby("model", as_index=False).agg(accuracy=("value", "mean"), n_seeds=("seed", "nunique"))
+    wanted = {f"xmixup{layer}": layer for layer in layers}
+    missing = [m for m in [*wanted, "trans_train"] if m not in set(points["model"])]
+    if missing:
+        raise XltError(f"xmixup fig5: no scores of {', '.join(missing)} on {task} among the inputs")
+    points = points[points["model"].isin([*wanted, "trans_train"])]
+    points = points.assign(layer=points["model"].map(wanted).astype("Int64"),
+                           model=points["model"].where(points["model"] == "trans_train", "xmixup"))
+    return points.sort_values(["model", "layer"]).reset_index(drop=True)[["model", "layer", "accuracy", "n_seeds"]]
+
+
+def _draw_fig5(spec: dict, inputs: list[str], stem: str) -> None:
+    points = fig5_points(spec, inputs)
+    task = X.LABELS.get(spec["figure5"]["task"], spec["figure5"]["task"])
+    fig, ax = _one_panel((6, 4))
+    xm = points[points["model"] == "xmixup"]
+    ax.plot(xm["layer"].astype(int), xm["accuracy"], "o-", color=COLORS["xmixup"], label=X.LABELS["xmixup"])
+    tt = points[points["model"] == "trans_train"]["accuracy"].iloc[0]
+    ax.axhline(tt, linestyle="--", color=COLORS["trans_train"], label=X.LABELS["trans_train"])
+    ax.set_xticks(xm["layer"].astype(int).tolist())
+    _finish(fig, ax, ("mixup layer", f"{task} accuracy (average over languages)"),
+            f"X-Mixup at different layers ({task}, mean over {points['n_seeds'].max()} seed(s))", stem, points)
+
+
+DRAW = {"fig1": _draw_fig1, "fig3": _draw_fig3, "fig5": _draw_fig5}
+
+
+def draw(spec: dict, inputs: list[str], out_dir: str, figure: str) -> None:
+    """Write <out_dir>/<figure>.{png,pdf,csv} from the files `figure_inputs` lists."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    DRAW[figure](spec, inputs, f"{out_dir}/{figure}")
+
+
+FIGURES = (
+    Figure("fig1", "PCA of the mean-pooled last-layer sentence representations of the XNLI test set (the paper's "
+           "en, es, ar, sw that the language set holds): (a) translate-train, (b) X-Mixup; one PCA per model, fitted "
+           f"on the first {PCA_ROWS} rows of every language of the set together (sklearn, random_state fixed), "
+           "the first seed.", when=_has_fig13),
+    Figure("fig3", "XNLI test accuracy vs CKA with English, per target language and model (zero-shot, translate-train, "
+           "X-Mixup), averaged over seeds; each model's Spearman ρ over the languages in the legend.", when=_has_fig13),
+    Figure("fig5", "Accuracy averaged over the language set with X-Mixup at each mixup layer (solid) and translate-train "
+           "(dashed), averaged over seeds (papers.xmixup.figure5).", when=lambda p: bool(p.get("figure5"))),
+)
