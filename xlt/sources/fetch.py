@@ -584,7 +584,7 @@ def extract(
 # --------------------------------------------------------------------------- one source
 
 
-def _digest_pin(source: Source, pf: PlannedFile, pin: Mapping) -> tuple[str | None, str]:
+def sha256_pin(source: Source, pf: PlannedFile, pin: Mapping) -> tuple[str | None, str]:
     """The file's sha256 pin (config first, then the catalog) and where it is written."""
     pinned = pin.get("sha256")
     key = f"download.pins.{source.name}.sha256"
@@ -658,7 +658,7 @@ def fetch_source(
 
     def expected(pf: PlannedFile, pinned_by_revision: bool) -> tuple[str | None, str, str | None]:
         """(digest to check, where it comes from, 'pin' | 'lock' | None = to be locked)."""
-        digest, label = _digest_pin(source, pf, pin)
+        digest, label = sha256_pin(source, pf, pin)
         entry = locked.get(pf.path)
         if digest is not None:
             if entry is not None and entry.sha256 != digest:
