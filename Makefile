@@ -10,7 +10,7 @@ PRESET ?= presets/tiny.yaml
 export HF_HUB_OFFLINE ?= 1
 export HF_DATASETS_OFFLINE ?= 1
 
-.PHONY: tables report test install install-test lint bench lock clean
+.PHONY: tables report test install install-test lint bench lock pins clean
 
 $(VENV)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -62,6 +62,12 @@ lock: install-test
 	( echo '# Exact versions of every package the project installs (pip install -c constraints.txt).'; \
 	  echo '# Regenerate with `make lock` after changing pyproject.toml.'; \
 	  $(PY) -m pip freeze --exclude-editable | sed 's/^torch==\(.*\)+cpu/torch==\1/' ) > constraints.txt
+
+# What each catalog entry's files are pinned or locked to (xlt/sources/catalog.lock.yaml), and
+# which are not locked yet (docs/sources.md, "Pinning"). PINS_CONFIG: the config with download:.
+PINS_CONFIG ?= config.yaml
+pins: install
+	@$(PY) -m xlt.sources.pins --config $(PINS_CONFIG)
 
 clean:
 	rm -rf results logs .snakemake report.html

@@ -444,7 +444,9 @@ SCRIPTS_CASES = [
 
 
 def download(*args: str) -> list[str]:
-    return ["download.py", "--raw-root", "{tmp}/raw", "--manifest", "{tmp}/out/m.json", *args]
+    # its own lock file: the repository's may hold real entries (and the run must not add any)
+    return ["download.py", "--raw-root", "{tmp}/raw", "--manifest", "{tmp}/out/m.json",
+            "--lock", "{tmp}/lock.yaml", *args]  # fmt: skip
 
 
 DOWNLOADS = [
@@ -452,11 +454,14 @@ DOWNLOADS = [
     Bad("download-json", download("--source", "wikimatrix", "--download", "{pins: }"), r"--download: invalid JSON"),
     Bad("download-nan-json", download("--source", "wikimatrix", "--download", '{"timeout": NaN}'),
         r"--download: invalid JSON \(NaN is not a finite number\)"),
-    Bad("download-unknown-key", download("--source", "wikimatrix", "--download", '{"allow_unpined": true}'),
-        r"download\.allow_unpined: unknown key.*Did you mean 'allow_unpinned'\?"),
+    Bad("download-unknown-key", download("--source", "wikimatrix", "--download", '{"require_pin": true}'),
+        r"download\.require_pin: unknown key.*Did you mean 'require_pins'\?"),
+    Bad("download-removed-key", download("--source", "wikimatrix", "--download", '{"allow_unpinned": true}'),
+        r"download\.allow_unpinned: removed.*download\.require_pins: true"),
     Bad("download-config-not-yaml", download("--source", "wikimatrix", "--config", "c.yaml"), r"c\.yaml:3: invalid YAML",
         {"c.yaml": "download:\n  pins: [\n"}),
-    Bad("download-unpinned", download("--source", "wikimatrix", "--langs", "es"), r"refusing to download unpinned files"),
+    Bad("download-unpinned", download("--source", "wikimatrix", "--langs", "es", "--require-pins"),
+        r"refusing to download unpinned files", outputs=["out", "raw", "lock.yaml"]),
     Bad("download-bad-retries", download("--source", "wikimatrix", "--download", '{"retries": 0}'),
         r"download\.retries: must be >= 1"),
 ]

@@ -64,7 +64,7 @@ def base():
         (lambda c: c["papers"]["dlfa"]["languages"].pop("ner"), r"papers\.dlfa\.languages\.ner: no language set for task ner"),
         (lambda c: c["language_sets"]["xtreme_pawsx"].append("ru"), r"papers\.dlfa\.languages\.pawsx: task pawsx has no data for \['ru'\]"),
         (lambda c: c["data"]["ud"]["sets"]["xtreme"].update(treebanks="every"), r"config key data\.ud\.sets\.xtreme\.treebanks: 'every' is not allowed; expected .*or 'all'"),
-        (lambda c: c["download"].update(allow_unpined=True), r"download: unknown key\(s\) \['allow_unpined'\].*Did you mean 'allow_unpinned'\?"),
+        (lambda c: c["download"].update(require_pin=True), r"download: unknown key\(s\) \['require_pin'\].*Did you mean 'require_pins'\?"),
         # underspec
         (lambda c: c["papers"]["underspec"]["tasks"].append("marc"),
          r"config key papers\.underspec\.tasks\[4\]: 'marc' is not allowed; allowed: xnli, ner, pos, parsing"),

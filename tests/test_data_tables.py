@@ -105,7 +105,7 @@ def test_crossmulti_table1_from_manual_files_through_prepare(tmp_path, dead_url,
     del cfg["data"]["pawsx"]  # its named sets (xmixup's translate-train) would be fetched with the rest
     cfg["results"], cfg["raw_root"] = str(tmp_path / "results"), str(tmp_path / "raw")
     fill_manual_dir(tmp_path / "manual")
-    cfg["download"] = {**cfg["download"], "manual_dir": str(tmp_path / "manual"), "allow_unpinned": True,
+    cfg["download"] = {**cfg["download"], "manual_dir": str(tmp_path / "manual"), "lock": str(tmp_path / "lock.yaml"),
                        "mirrors": {LINDAT: f"{dead_url}/"}, "retries": 1}  # fmt: skip
 
     # The download jobs (rule `download`: one per source, the command it runs)

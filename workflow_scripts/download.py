@@ -5,7 +5,7 @@
         --langs en de --manifest results/raw/manifests/wikiann.json [--config config.yaml]
 
 `--config` is a YAML/JSON file; its `download:` block (or the whole mapping when it has
-none) is the fetch configuration (pins, allow_unpinned, mirrors, manual_dir, ...). The
+none) is the fetch configuration (pins, require_pins, lock, mirrors, manual_dir, ...). The
 workflow passes that block inline instead, as `--download '<JSON>'`. Flags given here
 override both. On failure: one line `error: ...` on stderr, exit status 1.
 """
@@ -55,7 +55,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--manifest", help="manifest JSON to write (default <raw-root>/manifests/)")
     ap.add_argument("--config", help="YAML/JSON file holding the download: block")
     ap.add_argument("--download", help="the download: block itself, as JSON (the workflow's way)")
-    ap.add_argument("--allow-unpinned", action="store_true", default=None)
+    ap.add_argument("--require-pins", action="store_true", default=None,
+                    help="refuse files with neither a pin nor a lock entry")
+    ap.add_argument("--lock", help="the lock file (default xlt/sources/catalog.lock.yaml)")
     ap.add_argument("--manual-dir", help="where hand-downloaded files are looked for")
     ap.add_argument("--hf-endpoint", help="Hugging Face Hub endpoint (default $HF_ENDPOINT)")
     args = ap.parse_args(argv)
@@ -66,8 +68,10 @@ def main(argv: list[str] | None = None) -> int:
         cfg = _load_config(args.config)
         if args.download:
             cfg.update(_json_block(args.download))
-        if args.allow_unpinned:
-            cfg["allow_unpinned"] = True
+        if args.require_pins:
+            cfg["require_pins"] = True
+        if args.lock:
+            cfg["lock"] = args.lock
         if args.manual_dir:
             cfg["manual_dir"] = args.manual_dir
         if args.hf_endpoint:

@@ -37,6 +37,9 @@ class ServerState:
     root: Path
     support_range: bool = True
     break_next: int = 0  # the next N file responses stop halfway and close the connection
+    # stall: file responses send half their body, set `stalled`, then wait for `stall` to be set
+    stall: threading.Event | None = None
+    stalled: threading.Event = field(default_factory=threading.Event)
     requests: list = field(default_factory=list)  # (method, path, Range header)
     hub: dict = field(default_factory=dict)  # repo_id -> HubRepo
 
@@ -94,6 +97,13 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         if head:
+            return
+        if self.state.stall is not None:
+            self.wfile.write(body[: len(body) // 2])
+            self.wfile.flush()
+            self.state.stalled.set()
+            self.state.stall.wait(timeout=30)
+            self.close_connection = True
             return
         if self.state.break_next > 0:
             self.state.break_next -= 1
@@ -171,9 +181,21 @@ def server(tmp_path):
     try:
         yield LocalServer(state=state, url=f"http://127.0.0.1:{httpd.server_port}")
     finally:
+        if state.stall is not None:
+            state.stall.set()  # let a stalled handler finish
         httpd.shutdown()
         httpd.server_close()
         thread.join(timeout=5)
+
+
+@pytest.fixture(autouse=True)
+def own_lock_file(monkeypatch, tmp_path):
+    """Every test here locks into its own file, never the repository's catalog.lock.yaml."""
+    from xlt.sources import lock
+
+    path = tmp_path / "catalog.lock.yaml"
+    monkeypatch.setattr(lock, "DEFAULT_LOCK", path)
+    return path
 
 
 @pytest.fixture

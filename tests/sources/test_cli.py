@@ -42,7 +42,7 @@ def test_cli_fetches_with_config_file(server, tmp_path):
     )
     man = tmp_path / "out" / "wikimatrix.json"
     r = run("--source", "wikimatrix", "--raw-root", tmp_path / "raw", "--langs", "es,ru",
-            "--manifest", man, "--config", config)  # fmt: skip
+            "--manifest", man, "--config", config, "--lock", tmp_path / "lock.yaml")  # fmt: skip
     assert r.returncode == 0, r.stderr
     data = json.loads(man.read_text())
     assert [f["path"] for f in data["files"]] == [
@@ -52,7 +52,8 @@ def test_cli_fetches_with_config_file(server, tmp_path):
 
 
 def test_cli_error_is_one_line(tmp_path):
-    r = run("--source", "wikimatrix", "--raw-root", tmp_path / "raw", "--langs", "es")
+    r = run("--source", "wikimatrix", "--raw-root", tmp_path / "raw", "--langs", "es",
+            "--require-pins", "--lock", tmp_path / "lock.yaml")  # fmt: skip
     assert r.returncode == 1
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ")
@@ -65,7 +66,7 @@ def test_cli_network_failure_names_manual_path(dead_url, tmp_path):
     config.write_text(json.dumps({"mirrors": {"https://dl.fbaipublicfiles.com/": f"{dead_url}/"},
                                   "retries": 1}))  # fmt: skip
     r = run("--source", "wikimatrix", "--raw-root", tmp_path / "raw", "--langs", "vi",
-            "--config", config, "--allow-unpinned", "--manual-dir", tmp_path / "manual")  # fmt: skip
+            "--config", config, "--lock", tmp_path / "lock.yaml", "--manual-dir", tmp_path / "manual")  # fmt: skip
     assert r.returncode == 1
     err = r.stderr.strip().splitlines()[-1]
     assert err.startswith("error: could not download ")

@@ -1,4 +1,4 @@
-"""download(): checksum before rename, resume / restart, manual fallback, pin refusal."""
+"""download(): checksum before rename, resume / restart, manual fallback, require_pin."""
 
 from __future__ import annotations
 
@@ -146,20 +146,19 @@ def test_http_404_falls_back_to_manual(server, tmp_path, payload):
     assert len(server.gets()) == 1  # a 404 is not retried
 
 
-def test_unpinned_is_refused_before_any_request(server, tmp_path):
+def test_require_pin_refuses_before_any_request(server, tmp_path):
     url = server.put("f.gz", make_wikimatrix_gz())
     with pytest.raises(UnpinnedError) as e:
-        download(url, tmp_path / "f.gz", None, manual_dir=tmp_path)
-    assert "allow_unpinned" in str(e.value)
+        download(url, tmp_path / "f.gz", None, manual_dir=tmp_path, require_pin=True)
+    assert "require_pins" in str(e.value)
     assert server.state.requests == []
 
 
-def test_unpinned_allowed_prints_digest(server, tmp_path, capsys):
+def test_unpinned_is_fetched_and_its_digest_returned(server, tmp_path):
     data = make_wikimatrix_gz()
     url = server.put("f.gz", data)
-    got = download(url, tmp_path / "f.gz", None, manual_dir=tmp_path, allow_unpinned=True)
-    assert got.sha256 == sha256_bytes(data)
-    assert sha256_bytes(data) in capsys.readouterr().err
+    got = download(url, tmp_path / "f.gz", None, manual_dir=tmp_path)
+    assert got.sha256 == sha256_bytes(data) and got.origin == "network"
 
 
 def test_bad_pin_format(tmp_path):

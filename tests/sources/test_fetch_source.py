@@ -56,20 +56,20 @@ def test_ud_tarball_pinned_and_extracted_for_languages(server, tmp_path):
     assert (tmp_path / "m.json").exists()
 
 
-def test_unpinned_url_source_refused_then_allowed(server, tmp_path, capsys):
+def test_unpinned_url_source_refused_when_required_else_locked(server, tmp_path, capsys):
     gz = make_wikimatrix_gz("es")
     server.put("fb/laser/WikiMatrix/v1/WikiMatrix.en-es.tsv.gz", gz)
     cfg = {"mirrors": {FBAI: f"{server.url}/fb/"}, "manual_dir": str(tmp_path / "m")}
     with pytest.raises(UnpinnedError) as e:
-        fetch_source("wikimatrix", tmp_path / "raw", ["es"], cfg)
+        fetch_source("wikimatrix", tmp_path / "raw", ["es"], {**cfg, "require_pins": True})
     assert "wikimatrix/WikiMatrix.en-es.tsv.gz" in str(e.value)
     assert "download.pins.wikimatrix.sha256" in str(e.value)
     assert server.state.requests == []
-    man = fetch_source("wikimatrix", tmp_path / "raw", ["es"], {**cfg, "allow_unpinned": True})
-    assert man["pinned"] is False
+    man = fetch_source("wikimatrix", tmp_path / "raw", ["es"], cfg)
+    assert man["pinned"] is False and man["files"][0]["check"] == "locked now"
     assert (tmp_path / "raw/wikimatrix/WikiMatrix.en-es.tsv.gz").read_bytes() == gz  # kept as .gz
     err = capsys.readouterr().err
-    assert "pins:" in err and f"wikimatrix/WikiMatrix.en-es.tsv.gz: {sha256_bytes(gz)}" in err
+    assert f"locked wikimatrix/WikiMatrix.en-es.tsv.gz: sha256 {sha256_bytes(gz)}" in err
 
 
 def test_pin_by_language_and_mismatch(server, tmp_path):
@@ -162,17 +162,17 @@ def test_hub_source_pinned(server, hf_online, tmp_path):
     assert all(f"/resolve/{repo.commit}/" in r[1] for r in server.state.requests)
 
 
-def test_hub_source_unpinned_refused_then_allowed(server, hf_online, tmp_path, capsys):
+def test_hub_source_unpinned_refused_when_required_else_locked(server, hf_online, tmp_path, capsys):
     repo, _ = _wikiann_repo(server)
     cfg = {"hf_endpoint": server.url, "hf_cache_dir": str(hf_online)}
     with pytest.raises(UnpinnedError, match="download.pins.wikiann.revision"):
-        fetch_source("wikiann", tmp_path / "raw", ["en"], cfg)
+        fetch_source("wikiann", tmp_path / "raw", ["en"], {**cfg, "require_pins": True})
     assert server.state.requests == []
-    man = fetch_source("wikiann", tmp_path / "raw", ["en"], {**cfg, "allow_unpinned": True})
+    man = fetch_source("wikiann", tmp_path / "raw", ["en"], cfg)
     assert man["revision"] == repo.commit and man["pinned"] is False
     assert man["revision_requested"] is None
     assert all("/resolve/main/" in r[1] for r in server.state.requests)
-    assert f"revision: {repo.commit}" in capsys.readouterr().err
+    assert f"at {repo.commit}: sha256" in capsys.readouterr().err
 
 
 def test_hub_needs_commit_not_branch(tmp_path):
@@ -185,7 +185,7 @@ def test_mlqa_reads_convert_branch(server, hf_online, tmp_path):
     server.hub_repo("facebook/mlqa", {"mlqa.de.de/validation/0000.parquet": data,
                                       "mlqa.de.de/test/0000.parquet": data},
                     refs=("refs/convert/parquet",))  # fmt: skip
-    cfg = {"hf_endpoint": server.url, "hf_cache_dir": str(hf_online), "allow_unpinned": True}
+    cfg = {"hf_endpoint": server.url, "hf_cache_dir": str(hf_online)}
     man = fetch_source("mlqa", tmp_path / "raw", ["de"], cfg)
     assert [f["path"] for f in man["files"]] == [
         "mlqa/de/test-00000-of-00001.parquet",
@@ -256,5 +256,12 @@ def test_open_language_set_needs_languages():
 
 
 def test_config_unknown_key():
-    with pytest.raises(XltError, match="download.allow_unpined: unknown key.*'allow_unpinned'"):
-        FetchConfig.coerce({"allow_unpined": True})
+    with pytest.raises(XltError, match="download.require_pin: unknown key.*'require_pins'"):
+        FetchConfig.coerce({"require_pin": True})
+
+
+def test_config_allow_unpinned_was_replaced():
+    with pytest.raises(XltError, match="download.allow_unpinned: removed.*require_pins"):
+        FetchConfig.coerce({"allow_unpinned": True})
+    with pytest.raises(XltError, match="download.require_pins: expected true or false"):
+        FetchConfig.coerce({"require_pins": "yes"})

@@ -9,6 +9,8 @@
 
 Nothing is half-written: data streams to `<dest>.part` and is renamed into place only after
 its sha256 matched; archives are extracted into a temporary directory renamed into place.
+A file without a pin is recorded in the lock file (`xlt.sources.lock`) once it is in place,
+and every later fetch is checked against that record.
 Every failure is an `XltError` whose one-line message names the file or URL and what to do.
 """
 
@@ -36,6 +38,7 @@ import xlt
 from xlt.errors import XltError
 from xlt.io import sha256_file, write_json
 from xlt.sources.catalog import COMMIT_RE, SHA256_RE, PlannedFile, Source, get_source
+from xlt.sources.lock import LockConflictError, LockEntry, LockFile, now
 
 DEFAULT_MANUAL_DIR = Path("resources/manual")
 USER_AGENT = f"xlt/{xlt.__version__} (+https://github.com/; dataset fetcher)"
@@ -50,7 +53,7 @@ class DownloadError(XltError):
 
 
 class UnpinnedError(XltError):
-    """A source without sha256 / commit pins was requested without `allow_unpinned`."""
+    """A file with neither a pin nor a lock entry was requested under `require_pins`."""
 
 
 class UnsafeArchiveError(XltError):
@@ -80,8 +83,9 @@ class Fetched:
 class FetchConfig:
     """The `download:` block of the workflow config (every key optional).
 
-    allow_unpinned: fetch sources whose sha256 / revision is not pinned, and print the
-                    values to pin (never the default: an unpinned file may change silently)
+    require_pins:   refuse every file that has neither a pin (config or catalog) nor an
+                    entry in the lock file (default: fetch it and lock what was fetched)
+    lock:           the lock file (default: xlt/sources/catalog.lock.yaml, in the repo)
     manual_dir:     where hand-downloaded files are looked for when the network fails
     hf_endpoint:    Hub endpoint (default: $HF_ENDPOINT or https://huggingface.co)
     hf_cache_dir:   huggingface_hub cache (default: $HF_HUB_CACHE)
@@ -91,7 +95,8 @@ class FetchConfig:
     retries:        attempts per URL; a broken transfer resumes from its .part file
     """
 
-    allow_unpinned: bool = False
+    require_pins: bool = False
+    lock: Path | None = None
     manual_dir: Path = DEFAULT_MANUAL_DIR
     hf_endpoint: str | None = None
     hf_cache_dir: Path | None = None
@@ -109,6 +114,12 @@ class FetchConfig:
         if not isinstance(cfg, Mapping):
             raise XltError(f"download config must be a mapping, got {type(cfg).__name__}")
         known = set(cls.__dataclass_fields__)
+        if "allow_unpinned" in cfg:
+            raise XltError(
+                "download.allow_unpinned: removed; an unpinned file is now fetched and locked "
+                "(xlt/sources/catalog.lock.yaml) by default, and download.require_pins: true "
+                "refuses it (docs/sources.md, 'Pinning')"
+            )
         for key in cfg:
             if key not in known:
                 close = difflib.get_close_matches(key, sorted(known), n=1)
@@ -119,7 +130,9 @@ class FetchConfig:
         out = cls(**dict(cfg))
         out.manual_dir = Path(out.manual_dir)
         out.hf_cache_dir = Path(out.hf_cache_dir) if out.hf_cache_dir else None
-        out.allow_unpinned = bool(out.allow_unpinned)
+        if not isinstance(out.require_pins, bool):
+            raise XltError(f"download.require_pins: expected true or false, got {out.require_pins!r}")
+        out.lock = Path(out.lock) if out.lock else None
         out.mirrors = dict(out.mirrors or {})
         out.pins = dict(out.pins or {})
         if int(out.retries) < 1:
@@ -132,6 +145,9 @@ class FetchConfig:
             if url.startswith(prefix):
                 return self.mirrors[prefix] + url[len(prefix) :]
         return url
+
+    def lock_file(self) -> LockFile:
+        return LockFile(self.lock)
 
     def pin_for(self, source: Source) -> dict:
         pin = self.pins.get(source.name) or {}
@@ -215,16 +231,18 @@ def _manual_candidates(url: str, dest: Path, manual_dir: Path, names: Iterable[s
     return list(dict.fromkeys(out))
 
 
-def _install_copy(src: Path, dest: Path, sha256: str | None, allow_unpinned: bool) -> str:
+def _install_copy(
+    src: Path, dest: Path, sha256: str | None, require_pin: bool, expected_from: str = "pin"
+) -> str:
     """Copy `src` to `dest` atomically after checking its digest; return the digest."""
     actual = sha256_file(src)
     if sha256 is not None and actual != sha256:
         raise ChecksumError(
-            f"{src}: sha256 mismatch for {dest.name}: expected {sha256}, got {actual}; "
-            "the manual file was left as it is and not used"
+            f"{src}: sha256 mismatch for {dest.name}: expected {sha256} ({expected_from}), "
+            f"got {actual}; the manual file was left as it is and not used"
         )
-    if sha256 is None and not allow_unpinned:
-        raise UnpinnedError(f"{dest}: no sha256 pin to check {src} against")
+    if sha256 is None and require_pin:
+        raise UnpinnedError(f"{dest}: no sha256 pin or lock entry to check {src} against")
     _place(src, dest)
     return actual
 
@@ -251,7 +269,8 @@ def download(
     *,
     manual_dir: str | Path = DEFAULT_MANUAL_DIR,
     manual_names: Iterable[str] = (),
-    allow_unpinned: bool = False,
+    require_pin: bool = False,
+    expected_from: str = "pin",
     session: requests.Session | None = None,
     timeout: float = 60.0,
     retries: int = 3,
@@ -261,8 +280,9 @@ def download(
     The transfer streams to `<dest>.part`. A `.part` left by an earlier attempt is resumed
     with a Range request when the server answers 206, and restarted when it answers 200.
     When the network fails (or the server has no such file), `manual_dir/<basename of url>`
-    is used instead, after the same checksum. `sha256=None` is refused unless
-    `allow_unpinned`; then the digest seen is logged so that it can be pinned.
+    is used instead, after the same checksum. `sha256=None` fetches whatever is there (the
+    caller records its digest: `fetch_source` locks it), and is refused with `require_pin`.
+    `expected_from` says where `sha256` comes from, for the mismatch message.
     """
     dest = Path(dest)
     manual_dir = Path(manual_dir)
@@ -270,17 +290,20 @@ def download(
         sha256 = sha256.lower()
         if not SHA256_RE.match(sha256):
             raise XltError(f"{dest}: sha256 pin {sha256!r} is not 64 hex digits")
-    elif not allow_unpinned:
+    elif require_pin:
         raise UnpinnedError(
-            f"{dest}: refusing to download {url} without a sha256 pin; pin it in the config "
-            "(download.pins) or set download.allow_unpinned: true to fetch it and print its digest"
+            f"{dest}: refusing to download {url} without a sha256 pin (download.require_pins); "
+            "pin it in the config (download.pins) or lock it with a fetch without require_pins"
         )
 
     if dest.exists():
         actual = sha256_file(dest)
         if sha256 is None or actual == sha256:
             return Fetched(dest, actual, dest.stat().st_size, "existing", url=url)
-        _log(f"{dest} does not match its pin (sha256 {actual}); removing it and fetching again")
+        _log(
+            f"{dest} does not match its {expected_from} (sha256 {actual}, expected {sha256}); "
+            "removing it and fetching again"
+        )
         dest.unlink()
 
     dest.parent.mkdir(parents=True, exist_ok=True)
@@ -311,12 +334,10 @@ def download(
         if sha256 is not None and actual != sha256:
             part.unlink()
             raise ChecksumError(
-                f"{dest}: sha256 mismatch for {url}: expected {sha256}, got {actual}; "
-                "the bad download was removed"
+                f"{dest}: sha256 mismatch for {url}: expected {sha256} ({expected_from}), "
+                f"got {actual}; the bad download was removed"
             )
         os.replace(part, dest)
-        if sha256 is None:
-            _log(f"UNPINNED {dest.name}: sha256 {actual} (pin it: download.pins)")
         return Fetched(dest, actual, dest.stat().st_size, "network", url=url)
 
     # The network did not deliver: look for a copy placed by hand.
@@ -324,7 +345,7 @@ def download(
     for cand in candidates:
         if cand.is_file():
             _log(f"{url}: {problem}; using the manual copy {cand}")
-            actual = _install_copy(cand, dest, sha256, allow_unpinned)
+            actual = _install_copy(cand, dest, sha256, require_pin, expected_from)
             return Fetched(dest, actual, dest.stat().st_size, "manual", url=url)
     digest = f" (sha256 {sha256})" if sha256 else ""
     raise DownloadError(
@@ -359,13 +380,15 @@ def fetch_hub_files(
     cache_dir: str | Path | None = None,
     sha256: Mapping[str, str | None] | None = None,
     token: str | bool | None = None,
+    expected_from: Mapping[str, str] | None = None,
 ) -> list[Fetched]:
     """Fetch files of the Hub dataset `repo_id` at `revision` into `dest_dir`.
 
     `filenames` maps each path in the repo to its path under `dest_dir` (a plain list keeps
     the repo's paths). Files go through `huggingface_hub.hf_hub_download` (its cache, its
     retries, `HF_ENDPOINT` / `endpoint`, `HF_TOKEN`), then are hard-linked or copied into
-    place atomically. `sha256` optionally pins {repo path: digest}. Script-only repos are
+    place atomically. `sha256` optionally pins {repo path: digest} (`expected_from`: {repo
+    path: where that digest comes from}, for the mismatch message). Script-only repos are
     read at `revision="refs/convert/parquet"`.
     """
     from huggingface_hub import constants as hf_constants
@@ -407,8 +430,10 @@ def fetch_hub_files(
         actual = sha256_file(cached)
         want = sha256.get(repo_path)
         if want is not None and actual != want:
+            why = (expected_from or {}).get(repo_path, "pin")
             raise ChecksumError(
-                f"{dest}: sha256 mismatch for {where}: expected {want}, got {actual}; not installed"
+                f"{dest}: sha256 mismatch for {where}: expected {want} ({why}), got {actual}; "
+                "not installed"
             )
         _place(cached, dest)
         out.append(Fetched(dest, actual, dest.stat().st_size, "hub", url=where, revision=commit))
@@ -559,21 +584,36 @@ def extract(
 # --------------------------------------------------------------------------- one source
 
 
-def _digest_pin(source: Source, pf: PlannedFile, pin: Mapping) -> str | None:
+def sha256_pin(source: Source, pf: PlannedFile, pin: Mapping) -> tuple[str | None, str]:
+    """The file's sha256 pin (config first, then the catalog) and where it is written."""
     pinned = pin.get("sha256")
+    key = f"download.pins.{source.name}.sha256"
     if isinstance(pinned, str) and pf.lang is None:
-        return pinned.lower()
+        return pinned.lower(), f"pinned in {key}"
     if isinstance(pinned, Mapping):
-        for key in (pf.path, pf.lang):
-            if key is not None and pinned.get(key):
-                return str(pinned[key]).lower()
-    return pf.sha256
+        for k in (pf.path, pf.lang):
+            if k is not None and pinned.get(k):
+                return str(pinned[k]).lower(), f"pinned in {key}.{k}"
+    if pf.sha256:
+        return pf.sha256, f"pinned in catalog.yaml, sources.{source.name}"
+    return None, ""
 
 
-def _pin_hint(name: str, lines: list[str]) -> str:
-    return "\n".join(
-        ["to pin it, add to the config:", "  download:", "    pins:", f"      {name}:"] + lines
+def _lock_label(lock: LockFile, entry: LockEntry) -> str:
+    return f"locked in {lock.path} on {entry.date}"
+
+
+def _pin_vs_lock(name: str, rel: str, what: str, pinned: str, label: str, locked: str,
+                 lock: LockFile, entry: LockEntry) -> LockConflictError:  # fmt: skip
+    return LockConflictError(
+        f"source {name!r}: {rel}: {label} says {what} {pinned}, but {lock.path} locked {what} "
+        f"{locked} on {entry.date}; a pin wins over the lock only when they agree: fix the pin, "
+        "or delete the lock entry to accept the pinned file"
     )
+
+
+def _hub_url(repo_id: str, ref: str, repo_path: str) -> str:
+    return f"https://huggingface.co/datasets/{repo_id}/resolve/{ref}/{repo_path}"
 
 
 def fetch_source(
@@ -586,10 +626,12 @@ def fetch_source(
 ) -> dict:
     """Fetch one catalog entry for `langs` into `raw_root`; write and return its manifest.
 
+    Each file is checked against its pin (config `download.pins`, then catalog.yaml) if it
+    has one, else against its entry in the lock file (`cfg.lock`); a file with neither is
+    fetched and then locked (its sha256, size, URL, Hub commit and the date), or refused
+    up front under `cfg.require_pins`. A pin and a lock entry that disagree are an error.
     The manifest (default `<raw_root>/manifests/<name>.json`) lists every file placed under
-    the raw root with its sha256, where it came from, and the pins that were (or were not)
-    used. Unpinned sources are refused unless `cfg.allow_unpinned`; then the digests /
-    commit seen are logged as a ready-to-paste `download: pins:` block.
+    the raw root with its sha256, where it came from, and what it was checked against.
     """
     source = get_source(name)
     cfg = FetchConfig.coerce(cfg)
@@ -597,9 +639,10 @@ def fetch_source(
     langs = source.resolve_langs(langs)
     planned = source.plan(langs)
     pin = cfg.pin_for(source)
+    lock = cfg.lock_file()
+    locked = lock.entries(name)
     files: list[dict] = []
-    unpinned: list[str] = []
-    resolved_revision = None
+    revision = resolved_revision = None
 
     def record(f: Fetched, **extra) -> None:
         files.append(
@@ -613,33 +656,58 @@ def fetch_source(
             }
         )
 
+    def expected(pf: PlannedFile, pinned_by_revision: bool) -> tuple[str | None, str, str | None]:
+        """(digest to check, where it comes from, 'pin' | 'lock' | None = to be locked)."""
+        digest, label = sha256_pin(source, pf, pin)
+        entry = locked.get(pf.path)
+        if digest is not None:
+            if entry is not None and entry.sha256 != digest:
+                raise _pin_vs_lock(name, pf.path, "sha256", digest, label, entry.sha256, lock, entry)
+            return digest, label, "pin"
+        if entry is not None:
+            return entry.sha256, _lock_label(lock, entry), "lock"
+        return None, "", "pin" if pinned_by_revision else None
+
+    def lock_new(new: dict[str, LockEntry]) -> None:
+        try:
+            lock.add(name, new)
+        except LockConflictError:
+            for rel in new:  # in place but not recorded: a later fetch must not trust it
+                (raw_root / rel).unlink(missing_ok=True)
+            raise
+        for rel, e in new.items():
+            at = f" at {e.revision}" if e.revision else ""
+            _log(f"locked {rel}{at}: sha256 {e.sha256}, {e.size} bytes -> {lock.path}")
+
     if source.kind == "url":
-        digests = {pf.path: _digest_pin(source, pf, pin) for pf in planned}
-        missing = [p for p, d in digests.items() if d is None]
-        if missing and not cfg.allow_unpinned:
+        expect = {pf.path: expected(pf, False) for pf in planned}
+        missing = [p for p, (d, _, _) in expect.items() if d is None]
+        if missing and cfg.require_pins:
             raise UnpinnedError(
-                f"source {name!r}: no sha256 pin for {', '.join(missing)}; refusing to download "
-                "unpinned files. Pin them under download.pins."
-                f"{name}.sha256 in the config, or set download.allow_unpinned: true to fetch "
-                "them once and print their digests"
+                f"source {name!r}: no sha256 pin and no lock entry for {', '.join(missing)}; "
+                "refusing to download unpinned files (download.require_pins: true). Pin them "
+                f"under download.pins.{name}.sha256 in the config, or fetch them once without "
+                f"require_pins to lock them in {lock.path}"
             )
         with requests.Session() as session:
             for pf in planned:
-                url = cfg.rewrite(pf.url)
+                digest, label, how = expect[pf.path]
                 got = download(
-                    url,
+                    cfg.rewrite(pf.url),
                     raw_root / pf.path,
-                    digests[pf.path],
+                    digest,
                     manual_dir=cfg.manual_dir,
                     manual_names=[pf.path],
-                    allow_unpinned=cfg.allow_unpinned,
+                    require_pin=cfg.require_pins,
+                    expected_from=label or "pin",
                     session=session,
                     timeout=cfg.timeout,
                     retries=cfg.retries,
                 )
-                if digests[pf.path] is None:
-                    unpinned.append(f"          {pf.path}: {got.sha256}")
-                record(got, pinned=digests[pf.path] is not None)
+                if how is None:
+                    lock_new({pf.path: LockEntry(sha256=got.sha256, size=got.size, url=pf.url,
+                                                 date=now(), origin=got.origin)})  # fmt: skip
+                record(got, pinned=how == "pin", check=how or "locked now")
                 if pf.extract is not None:
                     dest = raw_root / pf.extract.dest
                     members = source.members(pf.extract, langs)
@@ -658,32 +726,44 @@ def fetch_source(
                                 "archive": pf.path,
                             }
                         )
-        if unpinned:
-            _log(
-                f"source {name!r} was fetched UNPINNED; "
-                + _pin_hint(name, ["        sha256:"] + unpinned)
-            )
+        pinned = all(how == "pin" for _, _, how in expect.values())
     else:
-        revision = pin.get("revision") or source.revision
+        revision, rev_label = pin.get("revision"), f"download.pins.{name}.revision"
+        if revision is None and source.revision is not None:
+            revision, rev_label = source.revision, f"catalog.yaml, sources.{name}.revision"
         if revision is not None:
             revision = str(revision)
             if not COMMIT_RE.match(revision):
                 raise XltError(
-                    f"download.pins.{name}.revision: {revision!r} is not a 40-hex commit sha "
+                    f"{rev_label}: {revision!r} is not a 40-hex commit sha "
                     "(branches and tags move; pin the commit)"
                 )
-        elif not cfg.allow_unpinned:
+        revision_pinned = pinned = revision is not None
+        lock_revs = sorted({e.revision for e in locked.values() if e.revision})
+        if len(lock_revs) > 1:
+            raise LockConflictError(
+                f"{lock.path}: source {name!r} is locked at several commits of {source.repo_id} "
+                f"({', '.join(lock_revs)}); delete the entries of the wrong one"
+            )
+        if lock_revs and revision is not None and lock_revs[0] != revision:
+            rel, entry = next((r, e) for r, e in sorted(locked.items()) if e.revision)
+            raise _pin_vs_lock(name, rel, "revision", revision, rev_label, lock_revs[0], lock, entry)
+        revision = revision or (lock_revs[0] if lock_revs else None)
+        expect = {pf.repo_path: expected(pf, revision_pinned) for pf in planned}
+        missing = [pf.path for pf in planned if expect[pf.repo_path][2] is None]
+        if missing and cfg.require_pins:
             raise UnpinnedError(
-                f"source {name!r} (Hub dataset {source.repo_id}) has no pinned revision; set "
-                f"download.pins.{name}.revision to a commit sha in the config, or set "
-                f"download.allow_unpinned: true to read {source.default_ref!r} once and print "
-                "the commit to pin"
+                f"source {name!r} (Hub dataset {source.repo_id}): no pinned revision and no lock "
+                f"entry for {', '.join(missing)}; refusing to download unpinned files "
+                f"(download.require_pins: true). Set download.pins.{name}.revision to a commit "
+                f"sha in the config, or fetch them once without require_pins to lock them in "
+                f"{lock.path}"
             )
         ref = revision or source.default_ref
-        sha_pins = {pf.repo_path: _digest_pin(source, pf, pin) for pf in planned}
         endpoint = cfg.hf_endpoint or os.environ.get("HF_ENDPOINT") or None
-        fetched: list[Fetched] = []
+        fetched: list[tuple[PlannedFile, Fetched]] = []
         for pf in planned:
+            digest, label, how = expect[pf.repo_path]
             try:
                 got = fetch_hub_files(
                     source.repo_id,
@@ -692,24 +772,31 @@ def fetch_source(
                     raw_root,
                     endpoint=endpoint,
                     cache_dir=cfg.hf_cache_dir,
-                    sha256={pf.repo_path: sha_pins[pf.repo_path]},
+                    sha256={pf.repo_path: digest},
+                    expected_from={pf.repo_path: label or "pin"},
                 )[0]
             except DownloadError as e:
-                got = _hub_manual(pf, raw_root, cfg, sha_pins[pf.repo_path], e)
-            fetched.append(got)
-            record(got, repo_path=pf.repo_path, pinned=sha_pins[pf.repo_path] is not None)
-        commits = {f.revision for f in fetched if f.revision}
+                got = _hub_manual(pf, raw_root, cfg, digest, e, label or "pin")
+            fetched.append((pf, got))
+        commits = {f.revision for _, f in fetched if f.revision}
         if len(commits) > 1:
             raise XltError(
                 f"source {name!r}: files came from different commits of {source.repo_id} "
                 f"({', '.join(sorted(commits))}); pin a revision"
             )
         resolved_revision = commits.pop() if commits else revision
-        if revision is None and resolved_revision:
-            _log(
-                f"source {name!r} was read at {source.default_ref!r} (UNPINNED); "
-                + _pin_hint(name, [f"        revision: {resolved_revision}"])
-            )
+        new: dict[str, LockEntry] = {}
+        for pf, got in fetched:
+            digest, _, how = expect[pf.repo_path]
+            if how is None or (digest is None and got.origin == "manual"):
+                at = got.revision or (None if got.origin == "manual" else resolved_revision)
+                new[pf.path] = LockEntry(
+                    sha256=got.sha256, size=got.size, url=_hub_url(source.repo_id, at or ref, pf.repo_path),
+                    date=now(), revision=at, origin=got.origin,
+                )  # fmt: skip
+                how = None
+            record(got, repo_path=pf.repo_path, pinned=how == "pin", check=how or "locked now")
+        lock_new(new)
 
     out = {
         "source": name,
@@ -719,15 +806,10 @@ def fetch_source(
         "license": source.license,
         "languages": list(langs),
         "repo_id": source.repo_id,
-        "revision_requested": (
-            (pin.get("revision") or source.revision) if source.kind == "hub" else None
-        ),
+        "revision_requested": revision if source.kind == "hub" else None,
         "revision": resolved_revision,
-        "pinned": (
-            not unpinned
-            if source.kind == "url"
-            else (pin.get("revision") or source.revision) is not None
-        ),
+        "pinned": pinned,
+        "lock": str(lock.path),
         "files": sorted(files, key=lambda f: f["path"]),
         "xlt_version": xlt.__version__,
     }
@@ -737,18 +819,20 @@ def fetch_source(
 
 
 def _hub_manual(
-    pf: PlannedFile, raw_root: Path, cfg: FetchConfig, sha: str | None, error: XltError
-) -> Fetched:
+    pf: PlannedFile, raw_root: Path, cfg: FetchConfig, sha: str | None, error: XltError,
+    expected_from: str = "pin",
+) -> Fetched:  # fmt: skip
     """A Hub file that could not be fetched: use `<manual_dir>/<raw path>` if present."""
     cand = cfg.manual_dir / pf.path
     if cand.is_file():
-        if sha is None and not cfg.allow_unpinned:
+        if sha is None and cfg.require_pins:
             raise DownloadError(
-                f"{error} A manual copy exists at {cand}, but without a sha256 pin for "
-                f"{pf.path} it cannot be checked; pin it or set download.allow_unpinned: true"
+                f"{error} A manual copy exists at {cand}, but without a sha256 pin or lock entry "
+                f"for {pf.path} it cannot be checked; pin it, or fetch it once without "
+                "download.require_pins to lock it"
             )
         _log(f"{error}; using the manual copy {cand}")
         dest = raw_root / pf.path
-        actual = _install_copy(cand, dest, sha, True)
+        actual = _install_copy(cand, dest, sha, False, expected_from)
         return Fetched(dest, actual, dest.stat().st_size, "manual", url=str(pf.repo_path))
     raise DownloadError(f"{error} Or save the file by hand as {cand} and run again.")
