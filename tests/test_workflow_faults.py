@@ -47,16 +47,22 @@ def test_a_second_snakemake_in_the_same_directory_is_refused_by_the_lock(tmp_pat
 
 
 def test_a_failed_job_ends_the_run_with_its_own_error_line(tmp_path):
-    """Offline, an unpinned download fails in its job; the run ends (onerror) with that job's
-    one line, naming the config key to set, and leaves no manifest behind."""
-    run = subprocess.run([*SNAKEMAKE, "--directory", str(tmp_path), "--cores", "1", "resources/raw/manifests/wikimatrix.json"],
-                         capture_output=True, text=True, timeout=300)
+    """In strict mode (download.require_pins) an unpinned, unlocked download fails in its job
+    before any request (no test reaches a real host, none writes the repository's lock); the
+    run ends (onerror) with that job's one line, naming the config key to set, and leaves no
+    manifest and no lock file behind."""
+    strict = tmp_path / "strict.yaml"
+    strict.write_text(yaml.safe_dump({"download": {"require_pins": True, "lock": str(tmp_path / "lock.yaml")}}))
+    run = subprocess.run([*SNAKEMAKE, "--directory", str(tmp_path), f"--configfile={strict}", "--cores", "1",
+                          "resources/raw/manifests/wikimatrix.json"], capture_output=True, text=True, timeout=300)
     assert run.returncode != 0
     ours = [line for line in run.stderr.splitlines() if line.startswith("error: ")]
     assert len(ours) == 1, run.stderr[-3000:]
-    assert ours[0].startswith("error: rule download: source 'wikimatrix': no sha256 pin for wikimatrix/WikiMatrix.en-")
+    assert ours[0].startswith("error: rule download: source 'wikimatrix': no sha256 pin and no lock entry for "
+                              "wikimatrix/WikiMatrix.en-")
     assert "download.pins.wikimatrix.sha256" in ours[0] and ours[0].endswith("(log: logs/download/wikimatrix.log)")
     assert not (tmp_path / "resources" / "raw" / "manifests" / "wikimatrix.json").exists()
+    assert not (tmp_path / "lock.yaml").exists()
 
 
 def test_failed_job_errors_reads_each_failed_jobs_log(tmp_path):
