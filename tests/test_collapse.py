@@ -113,3 +113,28 @@ def test_tables_keep_collapsed_seeds_in_the_mean_and_mark_the_cell():
     assert math.isnan(table.loc["fr", "n_collapsed"])  # a cell we did not compute
     assert cell_text(table.loc["de"])[1].endswith("†1")
     assert "†" not in cell_text(table.loc["es"])[1]
+
+
+def test_dev_languages_pick_the_dev_sets_model_selection_reads(monkeypatch, tmp_path):
+    """Translate-train data has English dev only: a profile's `dev_languages` selects on it; by
+    default the training languages' dev sets are read (a missing one names the folder)."""
+    import xlt.engine.recipes.finetune
+
+    data = tmp_path / "data"
+    write_jsonl(data / "en" / "dev.jsonl", [{"id": "1", "tokens": ["a"], "upos": ["NOUN"]}])
+    for lang in ("en", "de"):
+        write_jsonl(data / lang / "train.jsonl", [{"id": "1", "tokens": ["a"], "upos": ["NOUN"]}])
+    seen = {}
+
+    def fake_train(cfg, train_files, dev_files, out, checkpoint_dir, **kw):
+        seen.update(train=[str(f) for f in train_files], dev=[str(f) for f in dev_files], option=cfg.dev_languages)
+        (tmp_path / "model").mkdir(exist_ok=True)
+        (tmp_path / "model" / "xlt_model.json").write_text("{}")
+        return {"dev_collapse": None}
+
+    monkeypatch.setattr(xlt.engine.recipes.finetune, "train", fake_train)
+    finetune("pos", "enc", None, data, ["de", "en"], {"dev_languages": ["en"]}, 1, tmp_path / "model", tmp_path / "ck")
+    assert seen == {"train": [str(data / "de" / "train.jsonl"), str(data / "en" / "train.jsonl")],
+                    "dev": [str(data / "en" / "dev.jsonl")], "option": ["en"]}
+    with pytest.raises(XltError, match=r"de/dev\.jsonl: missing"):
+        finetune("pos", "enc", None, data, ["de", "en"], {}, 1, tmp_path / "model", tmp_path / "ck")
