@@ -17,6 +17,7 @@ This module only declares (no torch).
 
 from __future__ import annotations
 
+import functools
 import re
 
 import pandas as pd
@@ -49,6 +50,7 @@ TAG_GRAMMAR = "xmixup<layer>[-nomix][-fixed][-nomse][-nokl]"
 ABLATIONS = {"nomix": ("mixup", False), "fixed": ("ratio", "fixed"), "nomse": ("mse", False), "nokl": ("kl", False)}
 
 
+@functools.lru_cache(maxsize=None)  # read once: every X-Mixup recipe's hparams ask for it when the DAG is built
 def table10(param: str, task_type: str = "classification") -> float:
     pub = load_published(SLUG, "table10")
     return float(pub[(pub["param"] == param) & (pub["task_type"] == task_type)]["value"].iloc[0])
