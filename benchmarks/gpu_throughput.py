@@ -50,18 +50,20 @@ from pathlib import Path
 
 import torch
 
-from xlt.cli import quiet_libraries
-from xlt.engine.batching import collate
-from xlt.engine.features import Encoded
-from xlt.engine.kinds import IGNORE, kind_of
-from xlt.engine.loop import Loop
-from xlt.engine.model import ModelSpec, build_model
-from xlt.engine.objectives import Objective, task_term
-from xlt.engine.predict import eval_batches, run_batches
-from xlt.engine.runtime import Checkpointer, Dist, build_optimizer, build_scheduler, resolve_precision, seed_everything
-from xlt.engine.streams import Stream
-from xlt.registry import get_task
-from xlt.throughput import SHAPES, EncoderShape, eval_flops, length_profile, mfu, peak_tflops, train_flops
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runs without PYTHONPATH or an installed xlt
+
+from xlt.cli import quiet_libraries  # noqa: E402
+from xlt.engine.batching import collate  # noqa: E402
+from xlt.engine.features import Encoded  # noqa: E402
+from xlt.engine.kinds import IGNORE, kind_of  # noqa: E402
+from xlt.engine.loop import Loop  # noqa: E402
+from xlt.engine.model import ModelSpec, build_model  # noqa: E402
+from xlt.engine.objectives import Objective, task_term  # noqa: E402
+from xlt.engine.predict import eval_batches, run_batches  # noqa: E402
+from xlt.engine.runtime import Checkpointer, Dist, build_optimizer, build_scheduler, resolve_precision, seed_everything  # noqa: E402
+from xlt.engine.streams import Stream  # noqa: E402
+from xlt.registry import get_task  # noqa: E402
+from xlt.throughput import SHAPES, EncoderShape, eval_flops, length_profile, mfu, peak_tflops, train_flops  # noqa: E402
 
 WORKLOADS = {"tagging": "ner", "pair": "xnli", "qa": "qa"}  # workload -> the registry task whose head it trains
 SIDES = ("ours", "hf_default", "hf_best")
