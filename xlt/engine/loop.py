@@ -19,6 +19,7 @@ import time
 from typing import Callable
 
 import torch
+from torch.profiler import record_function
 
 from xlt.engine.objectives import Objective
 from xlt.engine.predict import to_device
@@ -130,8 +131,12 @@ class Loop:
                     if name != self.primary:
                         idx[name] = s.next_indices(cycle=True)
                 if len(idx[self.primary]) >= self.dist.world:  # else no rank could take a share: all skip it
-                    batches = {n: to_device(self.streams[n].collate(self.dist.share(i)), self.device) for n, i in idx.items()}
-                    with autocast(self.device, self.precision):
+                    # phases named for torch.profiler (benchmarks/gpu_throughput.py --profile-ours);
+                    # a few microseconds a step when no profiler runs
+                    with record_function("xlt/collate"):
+                        batches = {n: to_device(self.streams[n].collate(self.dist.share(i)), self.device)
+                                   for n, i in idx.items()}
+                    with record_function("xlt/forward"), autocast(self.device, self.precision):
                         loss, parts = self.objective(self.model, batches, state["global_step"])
                     if not torch.isfinite(loss):
                         raise XltError(
@@ -141,12 +146,14 @@ class Loop:
                             f"lr={self.scheduler.get_last_lr()[0]:.3g}. Nothing was saved for this step; "
                             "lower the learning rate or check the data."
                         )
-                    loss.backward()
-                    if self.max_grad_norm:
-                        clip_grad_norm(params, self.max_grad_norm)
-                    self.optimizer.step()
-                    self.scheduler.step()
-                    self.optimizer.zero_grad(set_to_none=True)
+                    with record_function("xlt/backward"):
+                        loss.backward()
+                    with record_function("xlt/optimizer"):  # clipping, step, schedule, zeroing
+                        if self.max_grad_norm:
+                            clip_grad_norm(params, self.max_grad_norm)
+                        self.optimizer.step()
+                        self.scheduler.step()
+                        self.optimizer.zero_grad(set_to_none=True)
                     state["global_step"] += 1
                     steps_here += 1
                     if state["global_step"] % self.log_every == 0:
