@@ -132,16 +132,3 @@ def test_figure1_rho_carries_the_largest_p_over_seeds():
     assert p == pytest.approx(max(e[1] for e in expected))
     assert A.p_text(0.0123) == "p=0.012" and A.p_text(2.1e-5) == "p=2.1e-05" and A.p_text(float("nan")) == "p=–"
 
-
-def test_figure1_writes_p_beside_rho(tmp_path):
-    rng = np.random.default_rng(4)
-    rows = [{"task": task, "setting": setting, "seed": 1, "layer": h // HEADS, "head": h % HEADS, "update": v}
-            for task in ("pos", "ner") for setting in ("cross", "multi") for h, v in enumerate(rng.uniform(size=16))]
-    updates = pd.DataFrame(rows)
-    A.figure1(SPEC, updates, str(tmp_path))
-    data = pd.read_csv(tmp_path / "fig1.csv")
-    _, rhos = A.head_update_maps(updates)
-    for task in ("pos", "ner"):
-        got = data[data["task"] == task]
-        assert got["p_cross_multi"].unique() == pytest.approx([rhos[task][2]])
-        assert got["rho_cross_multi"].unique() == pytest.approx([rhos[task][0]])
