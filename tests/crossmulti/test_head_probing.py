@@ -132,3 +132,25 @@ def test_figure1_rho_carries_the_largest_p_over_seeds():
     assert p == pytest.approx(max(e[1] for e in expected))
     assert A.p_text(0.0123) == "p=0.012" and A.p_text(2.1e-5) == "p=2.1e-05" and A.p_text(float("nan")) == "p=–"
 
+
+
+def test_a_collapsed_model_or_baseline_marks_its_table4_cells(tmp_path):
+    probes = probe_frame(np.random.default_rng(7))
+    probes["collapsed"] = (probes["task"] == "pos") & (probes["setting"] == "cross") & (probes["seed"] == 2)
+    table, md = build_table4(tmp_path, probes, "collapsed")
+    cells = table.dropna(subset=["ours_mean"]).set_index(["task", "setting", "probe_task", "topk", "metric"]).sort_index()
+    # pos-cross seed 2 is the pos baseline of seed 2: every model compared on pos shares its †
+    assert (cells.xs("pos", level="probe_task")["n_collapsed"] == 1).all()
+    assert (cells.loc[("pos", "cross", "ner")]["n_collapsed"] == 1).all()  # the model itself
+    assert (cells.loc[("ner", "multi", "ner")]["n_collapsed"] == 0).all()
+    assert "without collapsed seeds" in md and "the model or its baseline" in md
+
+
+def test_model_setting_reads_the_collapse_verdict(tmp_path):
+    from xlt.papers.crossmulti import model_setting
+
+    model = tmp_path / "pos" / "en.crossmulti" / "seed2"
+    model.mkdir(parents=True)
+    assert "collapsed" not in model_setting(str(model))  # no saved model: nothing to say
+    (model / "xlt_model.json").write_text('{"collapse": {"collapsed": true}}')
+    assert model_setting(str(model)) == {"task": "pos", "setting": "cross", "seed": 2, "collapsed": True}

@@ -50,7 +50,7 @@ def table3_rows(probes: pd.DataFrame) -> pd.DataFrame:
     if vanilla.empty:
         raise XltError("Table 3: no probe of the vanilla encoder among the inputs")
     ft = model[(model["setting"] != VANILLA) & (model["task"] != model["probe_task"])].copy()
-    cols = ["task", "setting", "probe_task", "seed", "value"]
+    cols = ["task", "setting", "probe_task", "seed", "value"] + (["collapsed"] if "collapsed" in model else [])
     if ft.empty:  # a single task: no model is probed on another task, every cell –
         return pd.DataFrame(columns=cols)
     ft["value"] = ft["value"].astype(float) - ft["probe_task"].map(vanilla).astype(float)
@@ -107,20 +107,22 @@ def head_scores(probes: pd.DataFrame) -> dict[tuple, np.ndarray]:
 
 
 def table4_rows(probes: pd.DataFrame, topk: list[int], heads_total: int, of: int) -> pd.DataFrame:
-    """Each model vs the probing task's cross model (same seed): overlap and ρ per K."""
+    """Each model vs the probing task's cross model (same seed): overlap and ρ (and its p) per
+    K; `collapsed` where the model or that baseline collapsed (the probes' CSVs say which)."""
     scores = head_scores(probes)
+    flags = (probes.groupby(["task", "setting", "seed"])["collapsed"].any().to_dict() if "collapsed" in probes else {})
     rows = []
     for (task, setting, seed, probe), s in scores.items():
         base = scores.get((probe, "cross", seed, probe))
         if base is None or (task, setting) == (probe, "cross"):
             continue
+        cell = {"task": task, "setting": setting, "probe_task": probe, "seed": seed,
+                "collapsed": bool(flags.get((task, setting, seed)) or flags.get((probe, "cross", seed)))}
         for k in topk:
             overlap, rho, p = topk_compare(s, base, scaled_k(k, heads_total, of))
-            rows += [{"task": task, "setting": setting, "probe_task": probe, "topk": k, "metric": "overlap",
-                      "seed": seed, "value": overlap},
-                     {"task": task, "setting": setting, "probe_task": probe, "topk": k, "metric": "spearman",
-                      "seed": seed, "value": rho, "p": p}]
-    return pd.DataFrame(rows, columns=["task", "setting", "probe_task", "topk", "metric", "seed", "value", "p"])
+            rows += [{**cell, "topk": k, "metric": "overlap", "value": overlap},
+                     {**cell, "topk": k, "metric": "spearman", "value": rho, "p": p}]
+    return pd.DataFrame(rows, columns=["task", "setting", "probe_task", "topk", "metric", "seed", "value", "p", "collapsed"])
 
 
 TABLE4_ALPHA = 0.05
@@ -162,7 +164,9 @@ def table4(spec: dict, inputs: list[str]):
              f"ρ*: Spearman's ρ significant (two-sided p < {TABLE4_ALPHA}, scipy.stats.spearmanr) in every seed "
              "of the cell; the CSV's pvalue is the largest p over those seeds, n_significant counts the seeds "
              "below α (the paper marks significant ρ with * and gives no α: ours).",
-             f"Seeds: {sorted(ours['seed'].unique().tolist())}."]
+             f"Seeds: {sorted(ours['seed'].unique().tolist())}.",
+             *(["† here: the model or its baseline (the same seed's cross model) collapsed."]
+               if ours["collapsed"].any() else [])]
     columns = [f"{TASK_LABELS[t]} {m}" for t in spec["tasks"] for m in ("Ovlp", "ρ")]
     md, tex = render_grid(table, ["task", "setting", "topk"], "column", "crossmulti Table 4: attention-head probing",
                           notes, labels={**TASK_LABELS, **{k: f"K={k}" for k in a["topk"]}, **{c: c for c in columns}},
@@ -176,7 +180,8 @@ def table4(spec: dict, inputs: list[str]):
 def table5(spec: dict, inputs: list[str]):
     df = read_csvs(inputs)
     df["task"] = df["task"].str.partition(".")[0]
-    ours = df.rename(columns={"pppl": "value"})[["task", "setting", "lang", "seed", "value"]].fillna({"seed": 0})
+    cols = ["task", "setting", "lang", "seed", "value"] + (["collapsed"] if "collapsed" in df else [])
+    ours = df.rename(columns={"pppl": "value"})[cols].fillna({"seed": 0})
     pub = _published("table5", spec["tasks"]).replace({"setting": {"mbert": VANILLA}})
     table = paper_vs_ours(ours, pub, ["task", "setting", "lang"])
     notes = ["PPPL = exp(−ΣPLL/Σtokens) over each language's test text; every token but [CLS]/[SEP] masked once.",
