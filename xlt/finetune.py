@@ -125,7 +125,7 @@ def evaluate_model(model_dir: str, data_dir: str, split: str, langs: list[str], 
         "metrics": results,
         "average": avg,
         "model_provenance": {"code": meta["provenance"]["code"], "data_sha256": meta["provenance"]["data_sha256"]},
-        # the model's dev predictions were one class or one tag (tables mark and count it)
+        # the model collapsed (xlt.metrics.collapse_verdict; tables mark and count it)
         "collapsed": is_collapsed(meta),
         "provenance": provenance({"model": str(model_dir), "split": split, "langs": langs}, meta["provenance"]["seed"], files),
     }
