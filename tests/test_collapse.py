@@ -259,3 +259,24 @@ def test_dev_languages_pick_the_dev_sets_model_selection_reads(monkeypatch, tmp_
                     "dev": [str(data / "en" / "dev.jsonl")], "option": ["en"]}
     with pytest.raises(XltError, match=r"de/dev\.jsonl: missing"):
         finetune("pos", "enc", None, data, ["de", "en"], {}, 1, tmp_path / "model", tmp_path / "ck")
+
+
+def test_dlfa_table6_similarity_carries_its_models_collapse(tmp_path):
+    """A similarity is of fine-tuned models: a seed whose model collapsed is marked there too."""
+    from tests.test_dlfa_tables import BONUS, LANGS, _evals, _spec
+    from xlt.papers import make_table
+
+    spec = _spec()
+    inputs = _evals(tmp_path, spec)
+    collapsed = next(p for p in inputs if p.endswith("en.underspec-dlfa3-2.json"))  # d3, seed 2
+    Path(collapsed).write_text(json.dumps({**json.loads(Path(collapsed).read_text()), "collapsed": True}))
+    for seed in spec["seeds"]:
+        rows = [{"task": "pawsx", "model": s, "lang": lang, "seed": seed, "value": 0.5 + BONUS[s] / 100 + seed ** 2 / 1000}
+                for s in ("baseline", "d1", "d2", "d3") for lang in LANGS[1:]]
+        pd.DataFrame(rows).to_csv(tmp_path / f"sim{seed}.csv", index=False)
+        inputs.append(str(tmp_path / f"sim{seed}.csv"))
+    t6 = make_table("dlfa", "table6", spec, inputs, str(tmp_path / "t6")).set_index(["task", "model"])
+    assert t6.loc[("pawsx", "d3"), "n_collapsed"] == 1 and t6.loc[("pawsx", "d1"), "n_collapsed"] == 0
+    assert t6.loc[("pawsx", "d3"), "mean_without_collapsed"] == pytest.approx(0.495)  # seeds 1 and 3
+    md = (tmp_path / "t6.md").read_text()
+    assert "0.4947 ± 0.0040 †1" in md and "PI d3 / COS 0.4950 (n=2)" in md

@@ -154,3 +154,14 @@ def test_model_setting_reads_the_collapse_verdict(tmp_path):
     assert "collapsed" not in model_setting(str(model))  # no saved model: nothing to say
     (model / "xlt_model.json").write_text('{"collapse": {"collapsed": true}}')
     assert model_setting(str(model)) == {"task": "pos", "setting": "cross", "seed": 2, "collapsed": True}
+
+
+def test_table5_marks_a_collapsed_model_and_not_the_vanilla_encoder(tmp_path):
+    rows = [{"task": "pos", "setting": "vanilla", "seed": None, "lang": "de", "pppl": 10.0}]  # no model: no flag
+    rows += [{"task": "pos", "setting": "cross", "seed": s, "lang": "de", "pppl": 10.0 + s, "collapsed": s == 2}
+             for s in (1, 2)]
+    pd.DataFrame(rows).to_csv(tmp_path / "pppl.csv", index=False)
+    table, md, _ = A.table5(SPEC, [str(tmp_path / "pppl.csv")])
+    cells = table.set_index(["task", "setting", "lang"])
+    assert cells.loc[("pos", "vanilla", "de"), "n_collapsed"] == 0 and cells.loc[("pos", "cross", "de"), "n_collapsed"] == 1
+    assert "POS cross / DE 11.00 (n=1)" in md
