@@ -136,8 +136,8 @@ def collapse_note(table: pd.DataFrame, cell_name) -> str | None:
     marked = table[table["n_collapsed"].fillna(0) > 0]
     if marked.empty:
         return None
-    means = "; ".join(f"{cell_name(r)} {_fmt(r['mean_without_collapsed'], 2 if abs(r['mean_without_collapsed']) >= 1 else 4)} "
-                      f"(n={int(r['n_without_collapsed'])})"
+    digits = 4 if table["ours_mean"].abs().max() <= 1 else 2  # a table of similarities or correlations alone: 4
+    means = "; ".join(f"{cell_name(r)} {_fmt(r['mean_without_collapsed'], digits)} (n={int(r['n_without_collapsed'])})"
                       for _, r in marked.iterrows())
     return f"{COLLAPSE_NOTE}; without collapsed seeds (CSV: mean_without_collapsed): {means}"
 SEEDS_LEGEND = "Each cell: paper · ours (mean ± std over seeds) · Δ = ours − paper"
