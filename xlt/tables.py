@@ -140,6 +140,8 @@ def collapse_note(table: pd.DataFrame, cell_name) -> str | None:
     means = "; ".join(f"{cell_name(r)} {_fmt(r['mean_without_collapsed'], digits)} (n={int(r['n_without_collapsed'])})"
                       for _, r in marked.iterrows())
     return f"{COLLAPSE_NOTE}; without collapsed seeds (CSV: mean_without_collapsed): {means}"
+
+
 SEEDS_LEGEND = "Each cell: paper · ours (mean ± std over seeds) · Δ = ours − paper"
 
 
