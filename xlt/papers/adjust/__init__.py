@@ -138,10 +138,13 @@ def _scores(spec: dict, inputs: list[str]) -> pd.DataFrame:
 
 
 def _gains(ours: pd.DataFrame, column: str) -> pd.DataFrame:
-    """Per seed, each adjusted variant's score minus the original's (same task, language, seed)."""
-    base = ours[ours["model"] == "original"].set_index(["task", "lang", "seed"])["value"]
+    """Per seed, each adjusted variant's score minus the original's (same task, language, seed);
+    collapsed where either model collapsed."""
+    base = ours[ours["model"] == "original"].set_index(["task", "lang", "seed"])[["value", "collapsed"]]
     adj = ours[ours["model"] == "adjusted"].copy()
-    adj["value"] = [v - base[(t, lang, s)] for t, lang, s, v in zip(adj["task"], adj["lang"], adj["seed"], adj["value"])]
+    at = list(zip(adj["task"], adj["lang"], adj["seed"]))
+    adj["value"] = [v - base.at[k, "value"] for k, v in zip(at, adj["value"])]
+    adj["collapsed"] = [bool(c or base.at[k, "collapsed"]) for k, c in zip(at, adj["collapsed"])]
     return adj[["task", "dataset", column, "lang", "seed", "value", "collapsed"]]
 
 
