@@ -66,6 +66,11 @@ def test_the_file_named_is_the_last_that_set_the_key(tiny_sources):
     assert located(e.value, sources).startswith("first.yaml: config key hparams.crossmulti.lr: nan")
 
 
+def test_the_worlds_own_checks_name_the_file_too(tiny_sources):
+    line = refused(tiny_sources, {"world": {"languages": {"de": {"order": "XYZ"}}}})
+    assert line.startswith("bad.yaml: world.languages.de.order: 'XYZ' is not one of"), line
+
+
 # ---- every name that becomes part of a path: one pattern -------------------------------------
 
 BAD_NAMES = ["..", "../x", "a/b", "", ".hidden", "x..y", "a.b", "-x"]

@@ -82,7 +82,8 @@ def origin(error: XltError, sources) -> str | None:
     if isinstance(error, ConfigKeyError):
         path = error.where
     else:
-        m = re.match(r"config key (\S+?):", str(error))
+        # "config key <key>: …", or "<key>: …" (the world's checks, xlt.world.config)
+        m = re.match(r"(?:config key )?([A-Za-z_][\w-]*(?:\.[\w-]+|\[\d+\])*):", str(error))
         if m is None:
             return None
         path = _parse_key(m[1])
