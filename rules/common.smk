@@ -12,16 +12,20 @@ from xlt import papers as P
 from xlt import resources as R
 from xlt import targets as T
 from xlt.cli import failed_job_errors
-from xlt.config import check_workflow_config
+from xlt.config import check_workflow_config, located, workflow_sources
 from xlt.errors import XltError
 from xlt.report import rst_caption
 
 try:
     check_workflow_config(config)
 except XltError as e:
-    # One line and exit 1, before the DAG exists (a WorkflowError would add Snakemake's
-    # frame lines around the message).
-    print(f"error: invalid configuration: {e}", file=sys.stderr)
+    # One line naming the file that set the key and exit 1, before the DAG exists (a
+    # WorkflowError would add Snakemake's frame lines around the message). Merge order:
+    # the Snakefile's configfile, each --configfile, --config.
+    _cli = [str(f) for f in workflow.overwrite_configfiles]
+    _files = [str(f) for f in workflow.configfiles if str(f) not in _cli] + _cli
+    print(f"error: invalid configuration: {located(e, workflow_sources(_files, workflow.config_settings.config))}",
+          file=sys.stderr)
     sys.exit(1)
 
 RESULTS = config["results"]
