@@ -29,19 +29,27 @@ install-test: $(VENV)/.installed-test
 # with a message naming neither file nor line. `python -m xlt.config` checks first.
 # Jobs start from a fork server with torch and transformers imported (xlt/zygote.py): ~4 s of
 # CPU saved per job. ZYGOTE= (empty) runs every job in its own fresh process instead.
+# PRESET may name several files, layered in order: PRESET="presets/tiny.yaml my.yaml".
+# --keep-going: a failed job stops only what needs it; xlt.runsummary then prints the timing,
+# each failed job's error line and that rerunning resumes, and writes results/summary.json.
 ZYGOTE ?= $(PY) -m xlt.zygote with --
 tables: install
 	@$(PY) -m xlt.config $(PRESET)
-	$(ZYGOTE) $(VENV)/bin/snakemake --cores $(CORES) --configfile=$(PRESET) all_tables
-	@echo
-	@echo "Tables (paper | ours mean ± std | Δ) are in results/tables/:"
-	@find results/tables -name '*.md' | sort | sed 's/^/  /'
-	@echo "Figures (PNG, PDF and the CSV behind each) are in results/figures/:"
-	@find results/figures -name '*.png' 2>/dev/null | sort | sed 's/^/  /'
+	@start=$$(date +%s.%N); rc=0; \
+	echo "$(ZYGOTE) $(VENV)/bin/snakemake --cores $(CORES) --keep-going all_tables --configfile $(PRESET)"; \
+	XLT_RUN_SUMMARY=1 $(ZYGOTE) $(VENV)/bin/snakemake --cores $(CORES) --keep-going all_tables --configfile $(PRESET) || rc=$$?; \
+	echo; \
+	if [ $$rc = 0 ]; then \
+	  echo "Tables (paper | ours mean ± std | Δ) are in results/tables/:"; \
+	  find results/tables -name '*.md' | sort | sed 's/^/  /'; \
+	  echo "Figures (PNG, PDF and the CSV behind each) are in results/figures/:"; \
+	  find results/figures -name '*.png' 2>/dev/null | sort | sed 's/^/  /'; \
+	fi; \
+	$(PY) -m xlt.runsummary --since $$start --rc $$rc --command "make tables" $(PRESET); exit $$rc
 
 # Snakemake's own report of what `make tables` made (it runs what is missing first).
 report: tables
-	$(VENV)/bin/snakemake --configfile=$(PRESET) --report report.html all_tables
+	$(VENV)/bin/snakemake --report report.html all_tables --configfile $(PRESET)
 	@echo "Open report.html in a browser; results/tables/index.md lists the same with links."
 
 # Tests run in parallel (pytest-xdist): one worker more than cores, as the SLURM tests mostly wait
@@ -51,7 +59,7 @@ test: install-test
 	$(VENV)/bin/pytest -q -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder $(PYTEST_ARGS)
 
 lint: install-test
-	$(VENV)/bin/snakemake --lint --configfile=$(PRESET)
+	$(VENV)/bin/snakemake --lint --configfile $(PRESET)
 	$(VENV)/bin/snakefmt --check Snakefile rules/
 
 bench: install-test

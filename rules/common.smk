@@ -11,7 +11,7 @@ from snakemake.io import report as report_flag
 from xlt import papers as P
 from xlt import resources as R
 from xlt import targets as T
-from xlt.cli import failed_job_errors
+from xlt.cli import RERUN, failed_job_errors
 from xlt.config import check_workflow_config
 from xlt.errors import XltError
 from xlt.report import rst_caption
@@ -27,10 +27,13 @@ except XltError as e:
 RESULTS = config["results"]
 
 
-# A failed job's own one-line error (file and line, or key) is in its log; repeat it last.
+# A failed job's own one-line error (file and line, or key) is in its log; repeat it last,
+# and say that rerunning resumes (under `make tables`, xlt.runsummary says it after the run).
 onerror:
-    for line in failed_job_errors(log):
-        print(line, file=sys.stderr)
+    if not os.environ.get("XLT_RUN_SUMMARY"):
+        for line in failed_job_errors(log):
+            print(line, file=sys.stderr)
+        print(RERUN, file=sys.stderr)
 
 
 envvars:
