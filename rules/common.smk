@@ -11,10 +11,15 @@ from snakemake.io import report as report_flag
 from xlt import papers as P
 from xlt import resources as R
 from xlt import targets as T
-from xlt.cli import RERUN, failed_job_errors
+from xlt.cli import RERUN, configfile_slip, failed_job_errors
 from xlt.config import check_workflow_config
 from xlt.errors import XltError
 from xlt.report import rst_caption
+
+# `--configfile=presets/tiny.yaml my.yaml all_tables` reads my.yaml as a target: say so in one line.
+if slip := configfile_slip(sys.argv):
+    print(slip, file=sys.stderr)
+    sys.exit(1)
 
 try:
     check_workflow_config(config)

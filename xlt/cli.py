@@ -74,6 +74,34 @@ def json_arg(text: str):
         raise argparse.ArgumentTypeError(f"invalid JSON ({e})") from None
 
 
+CONFIG_SUFFIXES = (".yaml", ".yml", ".json")
+LAYERING = ("--configfile takes every following word as a config file: write the targets first and the "
+            "files last, e.g. `snakemake --cores all all_tables --configfile presets/tiny.yaml my.yaml`")
+
+
+def configfile_slip(argv: list[str]) -> str | None:
+    """The one-line error of a config file that Snakemake's command line `argv` reads as a target
+    (`--configfile=a.yaml my.yaml all`: the `=` form takes one file); Snakemake would say only that
+    no rule produces it. A word is a config file while it follows a bare `--configfile`."""
+    files, in_list = [], False
+    for word in argv[1:]:
+        if word.startswith("-"):
+            in_list = word in ("--configfile", "--configfiles")
+        elif not in_list and "=" not in word and word.endswith(CONFIG_SUFFIXES):
+            files.append(word)
+    if not files:
+        return None
+    return f"error: {', '.join(map(str, files))}: a config file given as a target; {LAYERING}"
+
+
+def not_a_config_file(path) -> str | None:
+    """The hint for a target read as a config file (`--configfile a.yaml all_tables`): a missing
+    'file' without a config file's suffix."""
+    if Path(path).exists() or str(path).endswith(CONFIG_SUFFIXES):
+        return None
+    return f"{path}: no such config file (a target?); {LAYERING}"
+
+
 RERUN = ("Rerun the same command to finish: what was made is kept, and an interrupted training job "
          "resumes from its last checkpoint.")
 _FAILED_RULE = re.compile(r"^Error in rule (\S+):")

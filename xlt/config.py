@@ -20,7 +20,7 @@ import yaml
 from xlt import papers as P
 from xlt import targets as T
 from xlt.align.targets import check as check_align
-from xlt.cli import run
+from xlt.cli import not_a_config_file, run
 from xlt.engine.config import TrainConfig
 from xlt.errors import XltError, check_config_ref
 from xlt.io import read_yaml
@@ -75,6 +75,8 @@ def load_configs(paths) -> dict:
     """config.yaml with each file deep-merged over it, in order (as `--configfile` does)."""
     config: dict = {}
     for path in [DEFAULT_CONFIG, *paths]:
+        if hint := not_a_config_file(path):
+            raise XltError(hint)
         data = read_yaml(path)
         if data is None:
             continue
