@@ -49,7 +49,7 @@ def test_a_failed_run_names_the_job_its_error_what_is_missing_and_that_rerunning
     _run_log(tmp_path, failed, "logs/ft.log")
     main(["--since", str(time.time() - 75), "--rc", "1", "--command", "make tables", TINY])
     err = capsys.readouterr().err.splitlines()
-    assert err[0].startswith("make tables: 1:15 elapsed, 13 jobs run, on ") and "training precision" in err[0]
+    assert err[0].startswith("make tables: 1:15 elapsed, 13 of 40 jobs done, on ") and "training precision" in err[0]
     assert err[1] == ("error: rule finetune: stopped by signal 15 at step 77; checkpoint saved in results/checkpoints/x, "
                       "rerun to resume (log: logs/ft.log)")
     assert err[-1].startswith("Rerun the same command (make tables) to finish") and "checkpoint" in err[-1]
@@ -73,7 +73,7 @@ def test_a_complete_run_prints_its_timing_and_writes_the_summary(tmp_path, monke
     model.write_text(json.dumps({"train": {"precision": "fp32"}}))
     main(["--since", str(time.time() - 3), "--rc", "0", TINY])
     out = capsys.readouterr().out.splitlines()
-    assert "training precision fp32 (1 models)" in out[0] and "0 jobs run" in out[0]
+    assert "training precision fp32 (1 models)" in out[0] and "no job to run" in out[0]
     assert out[1].endswith("tables and figures made (results/summary.json).")
     summary = json.loads(Path("results/summary.json").read_text())
     assert summary["complete"] and not summary["missing"] and summary["machine"]["threads"] >= 1

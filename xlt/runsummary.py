@@ -113,7 +113,8 @@ def summarise(cfg: dict, since: float, rc: int, command: str, workdir: str | Pat
         "failed_jobs": [asdict(j) for j in jobs],
     }
     prec_text = ", ".join(f"{k} ({n} models)" for k, n in prec.items()) or "no trained model"
-    lines = [f"{command}: {_clock(elapsed)} elapsed, {done} jobs run, on {mach['threads']} threads"
+    jobs_text = f"{done} of {planned} jobs done" if planned else "no job to run"
+    lines = [f"{command}: {_clock(elapsed)} elapsed, {jobs_text}, on {mach['threads']} threads"
              f"{' of ' + mach['cpu'] if mach['cpu'] else ''}; training precision {prec_text}; {summary['finished_utc']} UTC"]
     made = len(items) - len(missing)
     if rc == 0 and not missing:
