@@ -39,7 +39,7 @@ install-test: $(VENV)/.installed-test  ## install plus the test extras
 ZYGOTE ?= $(PY) -m xlt.zygote with --
 tables: install  ## every table and figure on PRESET (default: the tiny preset), then a timing line and results/summary.json
 	@$(PY) -m xlt.config $(PRESET)
-	@start=$$(date +%s.%N); rc=0; \
+	@start=$$(date +%s); rc=0; \
 	echo "$(ZYGOTE) $(VENV)/bin/snakemake --cores $(CORES) --keep-going all_tables --configfile $(PRESET)"; \
 	XLT_RUN_SUMMARY=1 $(ZYGOTE) $(VENV)/bin/snakemake --cores $(CORES) --keep-going all_tables --configfile $(PRESET) || rc=$$?; \
 	echo; \

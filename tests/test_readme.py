@@ -142,3 +142,11 @@ def test_a_target_among_the_config_files_is_one_line():
 
     with pytest.raises(XltError, match=r"^all_tables: no such config file \(a target\?\); --configfile takes every"):
         load([REPO / "presets" / "tiny.yaml", "all_tables"])
+
+
+def test_status_names_tables_and_figures_in_ranges():
+    from xlt.status import describe
+
+    assert describe(["table1", "table2", "table3", "table5", "fig1", "figa1", "figa2", "figa3", "text_d12"]) == \
+        "Tables 1–3, 5; Figures 1, A1–A3; text_d12"
+    assert describe(["table12"]) == "Table 12" and describe([]) == "–"
