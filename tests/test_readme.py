@@ -125,6 +125,7 @@ def test_make_help_lists_every_make_target_with_a_line_and_the_workflow_targets(
     (["snakemake", "--configfile=presets/tiny.yaml", "my.yaml", "all_tables"], "my.yaml"),
     (["snakemake", "all_tables", "--configfile", "presets/tiny.yaml", "my.yaml"], None),
     (["snakemake", "--configfile", "presets/tiny.yaml", "my.yaml", "--cores", "2", "all_tables"], None),
+    (["snakemake", "--configfile=s.yaml", "--cores", "1", "resources/raw/manifests/x.json", "out.yaml"], None),
 ])
 def test_a_config_file_among_the_targets_is_one_line(argv, slip):
     from xlt.cli import configfile_slip

@@ -80,15 +80,18 @@ LAYERING = ("--configfile takes every following word as a config file: write the
 
 
 def configfile_slip(argv: list[str]) -> str | None:
-    """The one-line error of a config file that Snakemake's command line `argv` reads as a target
-    (`--configfile=a.yaml my.yaml all`: the `=` form takes one file); Snakemake would say only that
-    no rule produces it. A word is a config file while it follows a bare `--configfile`."""
-    files, in_list = [], False
+    """The one-line error of config files that Snakemake's command line `argv` reads as targets:
+    YAML files right after `--configfile=a.yaml` (the `=` form takes one file: `--configfile=a.yaml
+    my.yaml all`); Snakemake would say only that no rule produces them. Other targets, JSON
+    outputs included, are left alone."""
+    files, after_eq = [], False
     for word in argv[1:]:
         if word.startswith("-"):
-            in_list = word in ("--configfile", "--configfiles")
-        elif not in_list and "=" not in word and word.endswith(CONFIG_SUFFIXES):
+            after_eq = word.startswith(("--configfile=", "--configfiles="))
+        elif after_eq and word.endswith((".yaml", ".yml")):
             files.append(word)
+        else:
+            after_eq = False
     if not files:
         return None
     return f"error: {', '.join(map(str, files))}: a config file given as a target; {LAYERING}"
