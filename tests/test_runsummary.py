@@ -78,3 +78,51 @@ def test_a_complete_run_prints_its_timing_and_writes_the_summary(tmp_path, monke
     summary = json.loads(Path("results/summary.json").read_text())
     assert summary["complete"] and not summary["missing"] and summary["machine"]["threads"] >= 1
     assert not Path(P.index_file(cfg)).exists()  # the workflow's own rule writes the complete index
+
+
+FAKE_SNAKEMAKE = """#!/bin/sh
+# a run in which one fine-tune was stopped by a signal: Snakemake's log, the job's log, exit 1
+mkdir -p .snakemake/log logs
+printf 'xnli seed1:  27%%|##   | 35/128\\rerror: stopped by signal 15 at step 35; checkpoint saved in ck, rerun to resume\\n' > logs/ft.log
+cat > .snakemake/log/run.snakemake.log <<LOG
+Error in rule finetune:
+    jobid: 3
+    output: results/models/tiny/pretrained/xnli/en.underspec/seed1
+    log: logs/ft.log (check log file(s) for error details)
+5 of 9 steps (55%) done
+LOG
+echo "snakemake $*"
+exit 1
+"""
+
+
+def test_make_tables_ends_a_failed_run_with_the_jobs_error_and_the_rerun_hint(tmp_path):
+    """The Makefile's recipe end to end, with a stand-in Snakemake: make fails, and its last
+    lines are the timing, the job's error line, what is missing and the rerun hint."""
+    import os
+    import subprocess
+    import sys
+
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").write_text(f'#!/bin/sh\nexec {sys.executable} "$@"\n')
+    (venv / "bin" / "snakemake").write_text(FAKE_SNAKEMAKE)
+    for exe in ("python", "snakemake"):
+        (venv / "bin" / exe).chmod(0o755)
+    work = tmp_path / "work"
+    work.mkdir()
+    for name in ("pyproject.toml", "constraints.txt"):  # the install's prerequisites, older than the stamp
+        (work / name).write_text("")
+    (venv / ".installed").write_text("")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    run = subprocess.run(["make", "-s", "-f", str(REPO / "Makefile"), "tables", f"VENV={venv}", "ZYGOTE=", f"PRESET={TINY}"],
+                         cwd=work, env=env, capture_output=True, text=True, timeout=60)
+    assert run.returncode != 0
+    err = run.stderr.splitlines()
+    timing = next(i for i, line in enumerate(err) if line.startswith("make tables: "))
+    assert "5 of 9 jobs done" in err[timing]
+    assert err[timing + 1] == ("error: rule finetune: stopped by signal 15 at step 35; checkpoint saved in ck, rerun to "
+                               "resume (log: logs/ft.log)")
+    assert err[timing + 3].startswith("Rerun the same command (make tables) to finish")
+    assert f"--keep-going all_tables --configfile {TINY}" in run.stdout
+    assert json.loads((work / "results" / "summary.json").read_text())["failed_jobs"][0]["rule"] == "finetune"
