@@ -10,7 +10,11 @@ PRESET ?= presets/tiny.yaml
 export HF_HUB_OFFLINE ?= 1
 export HF_DATASETS_OFFLINE ?= 1
 
-.PHONY: tables report test install install-test lint bench lock pins clean
+.PHONY: help tables report test install install-test lint bench lock pins clean
+
+# `make help` lists each target with its `##` line, then the workflow's targets (xlt/help.py).
+help:  ## this list: make targets, then the main Snakemake targets
+	@$(if $(wildcard $(PY)),$(PY),PYTHONPATH=. $(PYTHON)) -m xlt.help
 
 $(VENV)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -22,43 +26,51 @@ $(VENV)/.installed-test: $(VENV)/.installed
 	$(PY) -m pip install -q -c constraints.txt -e '.[test]'
 	touch $@
 
-install: $(VENV)/.installed
-install-test: $(VENV)/.installed-test
+install: $(VENV)/.installed  ## the virtual environment .venv with the pinned packages
+install-test: $(VENV)/.installed-test  ## install plus the test extras
 
 # Snakemake reads config files before the workflow runs: a file that is not YAML would stop it
 # with a message naming neither file nor line. `python -m xlt.config` checks first.
 # Jobs start from a fork server with torch and transformers imported (xlt/zygote.py): ~4 s of
 # CPU saved per job. ZYGOTE= (empty) runs every job in its own fresh process instead.
+# PRESET may name several files, layered in order: PRESET="presets/tiny.yaml my.yaml".
+# --keep-going: a failed job stops only what needs it; xlt.runsummary then prints the timing,
+# each failed job's error line and that rerunning resumes, and writes results/summary.json.
 ZYGOTE ?= $(PY) -m xlt.zygote with --
-tables: install
+tables: install  ## every table and figure on PRESET (default: the tiny preset), then a timing line and results/summary.json
 	@$(PY) -m xlt.config $(PRESET)
-	$(ZYGOTE) $(VENV)/bin/snakemake --cores $(CORES) --configfile=$(PRESET) all_tables
-	@echo
-	@echo "Tables (paper | ours mean ± std | Δ) are in results/tables/:"
-	@find results/tables -name '*.md' | sort | sed 's/^/  /'
-	@echo "Figures (PNG, PDF and the CSV behind each) are in results/figures/:"
-	@find results/figures -name '*.png' 2>/dev/null | sort | sed 's/^/  /'
+	@start=$$(date +%s); rc=0; \
+	echo "$(ZYGOTE) $(VENV)/bin/snakemake --cores $(CORES) --keep-going all_tables --configfile $(PRESET)"; \
+	XLT_RUN_SUMMARY=1 $(ZYGOTE) $(VENV)/bin/snakemake --cores $(CORES) --keep-going all_tables --configfile $(PRESET) || rc=$$?; \
+	echo; \
+	if [ $$rc = 0 ]; then \
+	  echo "Tables (paper | ours mean ± std | Δ) are in results/tables/:"; \
+	  find results/tables -name '*.md' | sort | sed 's/^/  /'; \
+	  echo "Figures (PNG, PDF and the CSV behind each) are in results/figures/:"; \
+	  find results/figures -name '*.png' 2>/dev/null | sort | sed 's/^/  /'; \
+	fi; \
+	$(PY) -m xlt.runsummary --since $$start --rc $$rc --command "make tables" $(PRESET); exit $$rc
 
 # Snakemake's own report of what `make tables` made (it runs what is missing first).
-report: tables
-	$(VENV)/bin/snakemake --configfile=$(PRESET) --report report.html all_tables
+report: tables  ## report.html: every table and figure with its caption (runs what is missing first)
+	$(VENV)/bin/snakemake --report report.html all_tables --configfile $(PRESET)
 	@echo "Open report.html in a browser; results/tables/index.md lists the same with links."
 
 # Tests run in parallel (pytest-xdist): one worker more than cores, as the SLURM tests mostly wait
 # on the scheduler. PYTEST_ARGS adds options (CI: the slowest tests).
 TEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
-test: install-test
+test: install-test  ## the test suite (TEST_WORKERS, PYTEST_ARGS)
 	$(VENV)/bin/pytest -q -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder $(PYTEST_ARGS)
 
-lint: install-test
-	$(VENV)/bin/snakemake --lint --configfile=$(PRESET)
+lint: install-test  ## snakemake --lint and snakefmt --check
+	$(VENV)/bin/snakemake --lint --configfile $(PRESET)
 	$(VENV)/bin/snakefmt --check Snakefile rules/
 
-bench: install-test
+bench: install-test  ## engine throughput against the Hugging Face Trainer
 	$(PY) benchmarks/train_throughput.py && $(PY) benchmarks/mlm_throughput.py
 
 # Re-pin every installed version after changing pyproject.toml.
-lock: install-test
+lock: install-test  ## re-pin constraints.txt after a change of pyproject.toml
 	( echo '# Exact versions of every package the project installs (pip install -c constraints.txt).'; \
 	  echo '# Regenerate with `make lock` after changing pyproject.toml.'; \
 	  $(PY) -m pip freeze --exclude-editable | sed 's/^torch==\(.*\)+cpu/torch==\1/' ) > constraints.txt
@@ -66,8 +78,8 @@ lock: install-test
 # What each catalog entry's files are pinned or locked to (xlt/sources/catalog.lock.yaml), and
 # which are not locked yet (docs/sources.md, "Pinning"). PINS_CONFIG: the config with download:.
 PINS_CONFIG ?= config.yaml
-pins: install
+pins: install  ## what each catalog source is pinned or locked to (PINS_CONFIG)
 	@$(PY) -m xlt.sources.pins --config $(PINS_CONFIG)
 
-clean:
+clean:  ## remove results, logs, .snakemake and report.html
 	rm -rf results logs .snakemake report.html

@@ -137,6 +137,7 @@ rule align_aer_table:
         " --default {params.default} --out-prefix {params.prefix} 2> {log}"
 
 
+# the alignment stage: bitext, word links, AER and L2 distances of every configured pair
 rule align_all:
     input:
         A.align_all(config),

@@ -22,7 +22,7 @@ import yaml
 from xlt import papers as P
 from xlt import targets as T
 from xlt.align.targets import check as check_align
-from xlt.cli import run
+from xlt.cli import not_a_config_file, run
 from xlt.engine.config import TrainConfig
 from xlt.errors import XltError, check_config_ref
 from xlt.io import read_yaml
@@ -167,6 +167,8 @@ def config_sources(paths, default: bool = True) -> list[tuple[str, dict]]:
     """(file, its mapping) of config.yaml (`default`) and each file, in merge order."""
     out = []
     for path in [DEFAULT_CONFIG] * default + list(paths):
+        if hint := not_a_config_file(path):
+            raise XltError(hint)
         data = read_yaml(path)
         if data is None:
             data = {}

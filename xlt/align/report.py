@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -94,8 +95,11 @@ def l2_figure(dist: pd.DataFrame, pairs: list[str], bins: int, title: str, out_s
             if r == len(models) - 1:
                 ax.set_xlabel("L2 distance (last layer)")
     axes[0][0].legend(fontsize=8)
+    # the title wrapped to the figure's width (~6 pt a character at 10 pt), with room above the panels
+    chars = max(24, int(fig.get_figwidth() * 72 / 6))
+    title = "\n".join(textwrap.fill(line, chars) for line in title.split("\n"))
     fig.suptitle(title, fontsize=10)
-    fig.tight_layout(rect=(0, 0, 1, 1 - 0.6 / fig.get_figheight()))  # room for the title (two lines at most)
+    fig.tight_layout(rect=(0, 0, 1, 1 - (0.24 + 0.18 * (title.count("\n") + 1)) / fig.get_figheight()))
     save_figure(fig, out_stem, hist)
     plt.close(fig)
     return hist
