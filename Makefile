@@ -10,7 +10,7 @@ PRESET ?= presets/tiny.yaml
 export HF_HUB_OFFLINE ?= 1
 export HF_DATASETS_OFFLINE ?= 1
 
-.PHONY: help tables report test install install-test lint bench lock pins clean
+.PHONY: help tables report test install install-test lint bench lock pins clean fast_align
 
 # `make help` lists each target with its `##` line, then the workflow's targets (xlt/help.py).
 help:  ## this list: make targets, then the main Snakemake targets
@@ -68,6 +68,23 @@ lint: install-test  ## snakemake --lint and snakefmt --check
 
 bench: install-test  ## engine throughput against the Hugging Face Trainer
 	$(PY) benchmarks/train_throughput.py && $(PY) benchmarks/mlm_throughput.py
+
+# fast_align (the adjust paper's aligner: align.backend fast_align) has no package: clone it at
+# the measured commit and build it with cmake and a C++ compiler (network needed once). The
+# binary and atools land in $(FAST_ALIGN_DIR)/build: put that on PATH (docs/align.md).
+FAST_ALIGN_URL ?= https://github.com/clab/fast_align
+FAST_ALIGN_COMMIT ?= cab1e9aac8d3bb02ff5ae58218d8d225a039fa11
+FAST_ALIGN_DIR ?= .tools/fast_align
+fast_align:  ## build the fast_align binary (adjust's aligner; network once) into .tools/
+	@command -v cmake >/dev/null && command -v g++ >/dev/null || \
+	  { echo "make fast_align needs cmake and g++ (Debian: apt-get install cmake g++)" >&2; exit 1; }
+	@test -d $(FAST_ALIGN_DIR)/src/.git || git clone -q $(FAST_ALIGN_URL) $(FAST_ALIGN_DIR)/src
+	@git -C $(FAST_ALIGN_DIR)/src checkout -q $(FAST_ALIGN_COMMIT)
+	@cmake -S $(FAST_ALIGN_DIR)/src -B $(FAST_ALIGN_DIR)/build -DCMAKE_BUILD_TYPE=Release \
+	  -DCMAKE_POLICY_VERSION_MINIMUM=3.5 > $(FAST_ALIGN_DIR)/cmake.log 2>&1 || { cat $(FAST_ALIGN_DIR)/cmake.log; exit 1; }
+	@cmake --build $(FAST_ALIGN_DIR)/build -j > $(FAST_ALIGN_DIR)/build.log 2>&1 || { tail -20 $(FAST_ALIGN_DIR)/build.log; exit 1; }
+	@echo "fast_align and atools built in $(abspath $(FAST_ALIGN_DIR))/build (commit $(FAST_ALIGN_COMMIT)); use them with"
+	@echo "  export PATH=$(abspath $(FAST_ALIGN_DIR))/build:\$$PATH"
 
 # Re-pin every installed version after changing pyproject.toml.
 lock: install-test  ## re-pin constraints.txt after a change of pyproject.toml
