@@ -27,7 +27,7 @@ def fresh_compile(monkeypatch):
 
 def tiny_bert(dropout: float = 0.0) -> BertModel:
     torch.manual_seed(0)
-    cfg = BertConfig(num_hidden_layers=1, hidden_size=32, num_attention_heads=2, intermediate_size=64, vocab_size=100,
+    cfg = BertConfig(num_hidden_layers=2, hidden_size=32, num_attention_heads=2, intermediate_size=64, vocab_size=100,
                      max_position_embeddings=64, hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout,
                      attn_implementation="sdpa")
     return BertModel(cfg, add_pooling_layer=False).train()
