@@ -317,7 +317,7 @@ def run_ours(model, task, train, dev, args, device, tmp: Path) -> dict:
                       "padding": "dynamic" + (f" to a multiple of {stream.pad_multiple}" if stream.pad_multiple > 1 else ""),
                       "sampler": "length-grouped", "optimizer": "AdamW fused" if device.type == "cuda" else "AdamW",
                       "eval": "fp32", "compile": compile_status() == "on",
-                      "compile_detail": (f"{compile_status()}: the lean layer stack (torch.compile, length dynamic), "
+                      "compile_detail": (f"{compile_status()}: each encoder layer (torch.compile, one graph, length dynamic), "
                                          f"{late_graphs} graph(s) compiled after the clock started"
                                          if loop.compile_on else "off")}}
 
@@ -426,22 +426,22 @@ def run_hf(model, task, train, dev, args, device, tmp: Path, best: bool, compile
 
 # ---------------------------------------------------------------- one workload
 def run_side(side: str, initial, task, train, dev, args, device, tmp: Path) -> dict:
-    model = copy.deepcopy(initial).to(device)
-    reset_memory(device)
-    seed_everything(args.seed)
-    if side == "ours":
-        return run_ours(model, task, train, dev, args, device, tmp)
+    def attempt(compiled: bool) -> dict:
+        model = copy.deepcopy(initial).to(device)
+        reset_memory(device)
+        seed_everything(args.seed)
+        if side == "ours":
+            return run_ours(model, task, train, dev, args if compiled else argparse.Namespace(**{**vars(args), "compile": "off"}),
+                            device, tmp)
+        return run_hf(model, task, train, dev, args, device, tmp, best=side == "hf_best", compile_=None if compiled else False)
+
     try:
-        return run_hf(model, task, train, dev, args, device, tmp, best=side == "hf_best")
-    except Exception as e:  # torch_compile "where it works": else the best flags without it
-        if not (side == "hf_best" and args.compile != "off" and device.type == "cuda"):
+        return attempt(True)
+    except Exception as e:  # compilation "where it works" (hf_best's torch_compile, ours' layer): else without it
+        if not (side != "hf_default" and args.compile != "off" and device.type == "cuda"):
             raise
-        log(f"hf_best: torch_compile failed ({e.__class__.__name__}: {str(e)[:200]}); measuring hf_best without it")
-    del model
-    model = copy.deepcopy(initial).to(device)
-    reset_memory(device)
-    seed_everything(args.seed)
-    return run_hf(model, task, train, dev, args, device, tmp, best=True, compile_=False)
+        log(f"{side}: failed while compiling ({e.__class__.__name__}: {str(e)[:200]}); measuring {side} without it")
+    return attempt(False)
 
 
 def out_of_time(args) -> bool:

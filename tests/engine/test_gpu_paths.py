@@ -100,15 +100,26 @@ def test_the_compiled_stack_traces_dropout_without_graph_breaks(fresh_compile):
     assert not torch._dynamo.utils.counters["graph_break"]
 
 
-def test_a_compile_failure_logs_one_line_and_runs_eager(fresh_compile, capsys):
-    def broken(gm, example_inputs):
-        raise RuntimeError("no compiler here")
+def broken(gm, example_inputs):
+    raise RuntimeError("no compiler here")
 
+
+def broken_backward():  # the forward compiles, the backward does not
+    from torch._dynamo.backends.common import aot_autograd
+
+    return aot_autograd(fw_compiler=lambda gm, example_inputs: gm, bw_compiler=broken)
+
+
+@pytest.mark.parametrize("backend", [broken, broken_backward], ids=["forward", "backward"])
+def test_a_compile_failure_logs_one_line_and_runs_eager(fresh_compile, capsys, backend):
+    if backend is broken_backward:
+        backend = broken_backward()
     encoder = tiny_bert()
     ids, mask = batch(16)
     eager = fastpath.lean_forward(encoder, ids, mask)
-    with fastpath.compiling(True, backend=broken):
+    with fastpath.compiling(True, backend=backend):
         first = fastpath.lean_forward(encoder, ids, mask)
+        first.sum().backward()  # the failure surfaces in the forward, where the fallback is
         second = fastpath.lean_forward(encoder, ids, mask)
     assert torch.equal(first, eager) and torch.equal(second, eager)
     assert fastpath.compile_status().startswith("failed: ")

@@ -246,11 +246,22 @@ def compile_status() -> str:
     return "on" if _Compile.fn is not None else "off"
 
 
+def _eager_backward_compile():
+    """The backward graph compiled with the forward (else at the first backward, outside the
+    fallback below), where this torch can."""
+    import torch._functorch.config as aot
+
+    if hasattr(aot, "force_non_lazy_backward_lowering"):
+        return aot.patch(force_non_lazy_backward_lowering=True)
+    return contextlib.nullcontext()
+
+
 def _compiled_layer(layer, h, keep_key, attn_bias, training: bool) -> torch.Tensor:
     torch._dynamo.maybe_mark_dynamic(h, 1)
     if keep_key is not None:
         torch._dynamo.maybe_mark_dynamic(keep_key, 3)
-    return _Compile.fn[1](layer, h, keep_key, attn_bias, training)
+    with _eager_backward_compile():
+        return _Compile.fn[1](layer, h, keep_key, attn_bias, training)
 
 
 def _compiled_stack(layers, h, keep_key, attn_bias, training: bool) -> torch.Tensor:
