@@ -12,7 +12,10 @@ after a fixed number of steps checks that the three sides trained alike.
 Sides, all on the same model (xlt's encoder + head, one initialisation), the same data,
 batch size, learning rate and linear schedule with 10% warmup:
   ours        xlt.engine Loop: length-grouped batches, dynamic padding, bf16 autocast and
-              fused AdamW on CUDA; evaluation in fp32 (xlt.engine.predict)
+              fused AdamW on CUDA, where the loop also rounds batch widths up to a multiple
+              of 16, compiles the lean layer stack (length dynamic: one graph, compiled in
+              the warm-up steps; the flags count any compiled later) and reads no value
+              per step; evaluation in fp32 (xlt.engine.predict)
   hf_default  Trainer as the examples run it: fp32, every batch padded to max_length,
               random sampler
   hf_best     Trainer with its best flags: bf16, tf32, train_sampling_strategy=
@@ -54,6 +57,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runs without PYT
 
 from xlt.cli import quiet_libraries  # noqa: E402
 from xlt.engine.batching import collate  # noqa: E402
+from xlt.engine.fastpath import compile_status  # noqa: E402
 from xlt.engine.features import Encoded  # noqa: E402
 from xlt.engine.kinds import IGNORE, kind_of  # noqa: E402
 from xlt.engine.loop import Loop  # noqa: E402
@@ -200,11 +204,11 @@ def peak_memory(device: torch.device) -> float | None:
 
 
 # ---------------------------------------------------------------- the sides
-def ours_loop(model, task, stream, term, optimizer, scheduler, steps: int, device, ckdir: Path) -> Loop:
+def ours_loop(model, task, stream, term, optimizer, scheduler, steps: int, device, ckdir: Path, compile_: str) -> Loop:
     return Loop(model=model, raw_model=model, optimizer=optimizer, scheduler=scheduler, streams={task.name: stream},
                 primary=task.name, objective=Objective([term]), device=device, dist=Dist(),
                 checkpointer=Checkpointer(ckdir), max_steps=steps, checkpoint_every=10**9, checkpoint_minutes=None,
-                progress=False, precision=resolve_precision("auto", device))
+                progress=False, precision=resolve_precision("auto", device), compile=compile_)
 
 
 def phase_breakdown(prof, steps: int, cuda: bool, wall_us: float) -> list[str]:
@@ -247,7 +251,7 @@ def profile_ours(model, task, stream, optimizer, args, device, tmp: Path, timed_
     n = args.profile_steps
     scheduler = build_scheduler(optimizer, n, 0.0)
     loop = ours_loop(model, task, stream, task_term(task, kind_of(task)), optimizer, scheduler, n, device,
-                     tmp / "ours_profile_ck")
+                     tmp / "ours_profile_ck", args.compile)
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
     with tf32(cuda), profile(activities=activities) as prof:
         sync(device)
@@ -278,16 +282,18 @@ def run_ours(model, task, train, dev, args, device, tmp: Path) -> dict:
         if step == args.warmup_steps:
             sync(device)
             marks["start"] = time.perf_counter()
+            marks["graphs"] = compiled_graphs()
         return inner(model_, batch, step)
 
     term.fn = timed
     optimizer = build_optimizer(model, args.lr, args.weight_decay, device=device)
     scheduler = build_scheduler(optimizer, args.steps, args.warmup_ratio)
-    loop = ours_loop(model, task, stream, term, optimizer, scheduler, args.steps, device, tmp / "ours_ck")
+    loop = ours_loop(model, task, stream, term, optimizer, scheduler, args.steps, device, tmp / "ours_ck", args.compile)
     with tf32(device.type == "cuda"):
         loop.run()
         sync(device)
         seconds = time.perf_counter() - marks["start"]
+    late_graphs = compiled_graphs() - marks["graphs"]  # compiled after the clock started (0: warm-up covered all)
     drawn, epoch = [], 0  # the batches the loop drew: the stream's epochs in order, cycling
     while len(drawn) < args.steps:
         drawn.extend(stream.batches(epoch))
@@ -307,9 +313,20 @@ def run_ours(model, task, train, dev, args, device, tmp: Path) -> dict:
         profile = profile_ours(model, task, stream, optimizer, args, device, tmp, timed_ms)
     return {"seconds": seconds, "lengths": timed_lengths, "eval_seconds": eval_seconds, "profile": profile,
             "dev_accuracy": accuracy(task, dev, [o["logits"] for o in outs]),
-            "flags": {"precision": "bf16 autocast" if resolve_precision("auto", device) == "bf16" else "fp32", "padding": "dynamic",
+            "flags": {"precision": "bf16 autocast" if resolve_precision("auto", device) == "bf16" else "fp32",
+                      "padding": "dynamic" + (f" to a multiple of {stream.pad_multiple}" if stream.pad_multiple > 1 else ""),
                       "sampler": "length-grouped", "optimizer": "AdamW fused" if device.type == "cuda" else "AdamW",
-                      "eval": "fp32", "compile": False}}
+                      "eval": "fp32", "compile": compile_status() == "on",
+                      "compile_detail": (f"{compile_status()}: each encoder layer (torch.compile, one graph, length dynamic), "
+                                         f"{late_graphs} graph(s) compiled after the clock started"
+                                         if loop.compile_on else "off")}}
+
+
+def compiled_graphs() -> int:
+    """Graphs dynamo has compiled in this process so far (every side's)."""
+    import torch._dynamo
+
+    return int(torch._dynamo.utils.counters["stats"]["unique_graphs"])
 
 
 class TrainerModel(torch.nn.Module):
@@ -409,22 +426,22 @@ def run_hf(model, task, train, dev, args, device, tmp: Path, best: bool, compile
 
 # ---------------------------------------------------------------- one workload
 def run_side(side: str, initial, task, train, dev, args, device, tmp: Path) -> dict:
-    model = copy.deepcopy(initial).to(device)
-    reset_memory(device)
-    seed_everything(args.seed)
-    if side == "ours":
-        return run_ours(model, task, train, dev, args, device, tmp)
+    def attempt(compiled: bool) -> dict:
+        model = copy.deepcopy(initial).to(device)
+        reset_memory(device)
+        seed_everything(args.seed)
+        if side == "ours":
+            return run_ours(model, task, train, dev, args if compiled else argparse.Namespace(**{**vars(args), "compile": "off"}),
+                            device, tmp)
+        return run_hf(model, task, train, dev, args, device, tmp, best=side == "hf_best", compile_=None if compiled else False)
+
     try:
-        return run_hf(model, task, train, dev, args, device, tmp, best=side == "hf_best")
-    except Exception as e:  # torch_compile "where it works": else the best flags without it
-        if not (side == "hf_best" and args.compile != "off" and device.type == "cuda"):
+        return attempt(True)
+    except Exception as e:  # compilation "where it works" (hf_best's torch_compile, ours' layer): else without it
+        if not (side != "hf_default" and args.compile != "off" and device.type == "cuda"):
             raise
-        log(f"hf_best: torch_compile failed ({e.__class__.__name__}: {str(e)[:200]}); measuring hf_best without it")
-    del model
-    model = copy.deepcopy(initial).to(device)
-    reset_memory(device)
-    seed_everything(args.seed)
-    return run_hf(model, task, train, dev, args, device, tmp, best=True, compile_=False)
+        log(f"{side}: failed while compiling ({e.__class__.__name__}: {str(e)[:200]}); measuring {side} without it")
+    return attempt(False)
 
 
 def out_of_time(args) -> bool:
@@ -520,7 +537,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--warmup-ratio", type=float, default=0.1)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--compile", choices=("auto", "on", "off"), default="auto",
-                    help="torch_compile for hf_best: auto = on CUDA only")
+                    help="torch_compile for hf_best and ours' compiled layer stack (xlt.engine.fastpath.compiling): "
+                    "auto = on CUDA only")
     ap.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     ap.add_argument("--threads", type=int, default=2, help="CPU threads")
     ap.add_argument("--peak-tflops", type=float, default=None, help="bf16 dense peak, for a GPU not in the table")

@@ -30,8 +30,17 @@ def sequential_batches(lengths: list[int], batch_size: int) -> list[list[int]]:
     return [order[k : k + batch_size] for k in range(0, len(order), batch_size)]
 
 
-def collate(features: list[dict], pad_id: int, pad_values: dict, scalars: tuple = ()) -> dict[str, torch.Tensor]:
-    """Pad the list fields of the features to the longest in the batch (dynamic padding).
+def padded_width(longest: int, multiple: int = 1) -> int:
+    """`longest` rounded up to a multiple of `multiple` (1: unchanged)."""
+    return -(-longest // multiple) * multiple
+
+
+def collate(features: list[dict], pad_id: int, pad_values: dict, scalars: tuple = (),
+            pad_multiple: int = 1) -> dict[str, torch.Tensor]:
+    """Pad the list fields of the features to the longest in the batch (dynamic padding),
+    rounded up to a multiple of `pad_multiple` (1 on a CPU; on CUDA the loop asks for
+    buckets, so that attention plans and compiled graphs see few shapes: the padding is
+    masked, the maths the same up to float rounding).
 
     `pad_values` (field -> padding value, None for the tokenizer's pad id) and `scalars`
     come from the head kind (xlt.engine.kinds); fields named in neither stay on the Python
@@ -43,7 +52,7 @@ def collate(features: list[dict], pad_id: int, pad_values: dict, scalars: tuple 
             continue
         fill = pad_id if fill is None else fill
         vals = [f[key] for f in features]
-        width = max(len(v) for v in vals)
+        width = padded_width(max(len(v) for v in vals), pad_multiple)
         out[key] = torch.tensor([v + [fill] * (width - len(v)) for v in vals], dtype=torch.long)
     for key in scalars:
         if key in features[0]:

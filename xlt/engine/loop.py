@@ -21,11 +21,16 @@ from typing import Callable
 import torch
 from torch.profiler import record_function
 
+from xlt.engine.fastpath import compiling
 from xlt.engine.objectives import Objective
 from xlt.engine.predict import to_device
 from xlt.engine.runtime import Checkpointer, Dist, GraceSignal, Preempted, autocast, clip_grad_norm
 from xlt.engine.streams import Stream
 from xlt.errors import XltError
+
+
+COMPILE = ("auto", "on", "off")
+CUDA_PAD_MULTIPLE = 16
 
 
 class Loop:
@@ -55,16 +60,37 @@ class Loop:
         stop_after_steps: int | None = None,
         kill_after_steps: int | None = None,
         heartbeat_s: float | None = None,  # a plain progress line on stdout (the console) this often
+        compile: str = "auto",  # the lean layer stack through torch.compile: "auto" (on CUDA), "on", "off"
+        pad_multiple: int | None = None,  # batch widths rounded up to a multiple (None: 16 on CUDA, else 1)
+        defer_finite_check: bool | None = None,  # None: on CUDA (see `run`)
     ):
         if (epochs is None) == (max_steps is None):
             raise XltError("a training loop needs exactly one of epochs / max_steps")
         missing = objective.streams - set(streams)
         if missing or primary not in streams:
             raise XltError(f"loss terms read streams {sorted(missing | ({primary} - set(streams)))} that the job does not define")
+        if compile not in COMPILE:
+            raise XltError(f"compile={compile!r}; allowed: {', '.join(COMPILE)}")
         self.__dict__.update(locals())
         del self.__dict__["self"]
+        cuda = device.type == "cuda"
+        self.compile_on = compile == "on" or (compile == "auto" and cuda)
+        self.defer_finite_check = cuda if defer_finite_check is None else defer_finite_check
+        for s in streams.values():  # few shapes: cuDNN's attention plans and compiled graphs are reused
+            s.pad_multiple = pad_multiple or (CUDA_PAD_MULTIPLE if cuda else 1)
         self.timers = {"evaluating": 0.0, "checkpointing": 0.0}
         self._last_save = time.monotonic()
+
+    @staticmethod
+    def _check_finite(pending: list) -> None:
+        """Raise for the first non-finite loss among the steps' deferred (loss, parts, where)."""
+        if not pending:
+            return
+        finite = torch.isfinite(torch.stack([p[0] for p in pending])).tolist()
+        bad = next((i for i, ok in enumerate(finite) if not ok), None)
+        if bad is not None:
+            raise _non_finite(*pending[bad])
+        pending.clear()
 
     def _checkpoint_due(self, state: dict, steps_here: int) -> bool:
         if not steps_here:
@@ -157,7 +183,12 @@ class Loop:
         beat = time.monotonic()
         self.model.train()
         params = list(self.model.parameters())  # once: walking the module tree each step cost ~0.1 ms
-        with GraceSignal() as grace:
+        # On CUDA the finite-loss check reads no value per step (a read waits for the device,
+        # and a host-bound step then cannot run ahead): each step's loss is kept on the device
+        # and all are checked before anything is saved, evaluated or logged, so nothing is
+        # ever saved from a non-finite step; the error names the first such step, as on a CPU
+        pending: list = []
+        with GraceSignal() as grace, compiling(self.compile_on):
             while not self._done(state):
                 if self.max_steps is not None and primary.epoch_done():
                     primary.next_epoch()  # a step budget: the primary stream cycles too
@@ -174,14 +205,11 @@ class Loop:
                                    for n, i in idx.items()}
                     with record_function("xlt/forward"), autocast(self.device, self.precision):
                         loss, parts = self.objective(self.model, batches, state["global_step"])
-                    if not torch.isfinite(loss):
-                        raise XltError(
-                            f"non-finite loss ({loss.item()}) at step {state['global_step'] + 1} "
-                            f"(epoch {epoch + 1}, batch {bi + 1}/{len(primary.batches(epoch))}); "
-                            f"terms: {', '.join(f'{k}={v.item():.4g}' for k, v in parts.items())}; "
-                            f"lr={self.scheduler.get_last_lr()[0]:.3g}. Nothing was saved for this step; "
-                            "lower the learning rate or check the data."
-                        )
+                    where = (state["global_step"], epoch, bi, len(primary.batches(epoch)), self.scheduler.get_last_lr()[0])
+                    if self.defer_finite_check:  # checked at the next log, checkpoint or evaluation point
+                        pending.append((loss.detach(), parts, where))
+                    elif not torch.isfinite(loss):
+                        raise _non_finite(loss, parts, where)
                     with record_function("xlt/backward"):
                         loss.backward()
                     with record_function("xlt/optimizer"):  # clipping, step, schedule, zeroing
@@ -200,14 +228,18 @@ class Loop:
                         self._say(f"{self.desc}: step {state['global_step']}/{total} "
                                   f"({100 * state['global_step'] // max(total, 1)}%), loss {loss.item():.4f}, "
                                   f"{time.perf_counter() - t0:.0f} s", bar, console=True)
-                    if state["global_step"] % self.log_every == 0:
+                    logged = state["global_step"] % self.log_every == 0
+                    if logged:
+                        self._check_finite(pending)
                         state["losses"].append([state["global_step"], round(loss.item(), 5)])
                     if bar:
                         bar.update(1)
-                        bar.set_postfix({k: f"{v.item():.4f}" for k, v in parts.items()}, refresh=False)
+                        if logged or not self.defer_finite_check:  # reading a value waits for the device
+                            bar.set_postfix({k: f"{v.item():.4f}" for k, v in parts.items()}, refresh=False)
                     if self.kill_after_steps is not None and steps_here >= self.kill_after_steps:
                         os.kill(os.getpid(), signal.SIGKILL)  # testing aid: a node failure, nothing saved
                 if self.max_steps is None and primary.epoch_done():
+                    self._check_finite(pending)
                     if self.on_epoch_end is not None:
                         t = time.perf_counter()
                         self.on_epoch_end(state, epoch)
@@ -222,13 +254,26 @@ class Loop:
                 interrupted = self.dist.any(grace.received is not None) or (
                     self.stop_after_steps is not None and steps_here >= self.stop_after_steps)
                 if interrupted or self._checkpoint_due(state, steps_here):
+                    self._check_finite(pending)
                     self._save(state)
                 if interrupted:
                     why = f"signal {grace.received}" if grace.received is not None else f"stop_after_steps={self.stop_after_steps}"
                     raise Preempted(f"stopped by {why} at step {state['global_step']}; checkpoint saved in "
                                     f"{self.checkpointer.dir}, rerun to resume")
+            self._check_finite(pending)
         state["steps_this_process"] = steps_here
         state["seconds_this_process"] = round(time.perf_counter() - t0, 3)
         state["seconds_evaluating"] = round(self.timers["evaluating"], 3)
         state["seconds_checkpointing"] = round(self.timers["checkpointing"], 3)
         return state
+
+
+def _non_finite(loss: torch.Tensor, parts: dict, where: tuple) -> XltError:
+    step, epoch, bi, n_batches, lr = where
+    return XltError(
+        f"non-finite loss ({loss.item()}) at step {step + 1} "
+        f"(epoch {epoch + 1}, batch {bi + 1}/{n_batches}); "
+        f"terms: {', '.join(f'{k}={v.item():.4g}' for k, v in parts.items())}; "
+        f"lr={lr:.3g}. Nothing was saved for this step; "
+        "lower the learning rate or check the data."
+    )

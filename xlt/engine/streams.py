@@ -34,6 +34,7 @@ class Stream:
     transform: Callable[[dict, int], dict] | None = None
     cursor: list[int] = field(default_factory=lambda: [0, 0])  # [epoch, next batch]
     _epoch_batches: tuple[int, list] | None = field(default=None, repr=False)
+    pad_multiple: int = 1  # batch widths rounded up to a multiple of this (set by the loop on CUDA)
 
     def __post_init__(self):
         if not self.features:
@@ -72,7 +73,8 @@ class Stream:
 
     def collate(self, idx: list[int]) -> dict[str, torch.Tensor]:
         """The batch of `idx` (a share of the batch last drawn), transformed if the stream says."""
-        return self._transformed(collate([self.features[i] for i in idx], self.pad_id, self.pad_values, self.scalars))
+        return self._transformed(collate([self.features[i] for i in idx], self.pad_id, self.pad_values, self.scalars,
+                                         self.pad_multiple))
 
     def _transformed(self, batch: dict) -> dict:
         if self.transform is None:
@@ -106,7 +108,7 @@ class PairedStream(Stream):
 
     def collate(self, idx: list[int]) -> dict:
         pairs = [self.features[i] for i in idx]
-        batch = {side: collate([p[side] for p in pairs], self.pad_id, self.pad_values, self.scalars)
+        batch = {side: collate([p[side] for p in pairs], self.pad_id, self.pad_values, self.scalars, self.pad_multiple)
                  for side in self.sides}
         for key, fill in self.pair_pad_values.items():
             batch[key] = _pad_rows([p[key] for p in pairs], fill)
