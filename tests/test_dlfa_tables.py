@@ -135,7 +135,11 @@ def test_table5_and_table7(tmp_path):
     spec = _spec()
     inputs = _evals(tmp_path, spec)
     t5 = make_table("dlfa", "table5", spec, inputs, str(tmp_path / "t5")).set_index(["task", "model"])
-    assert t5.loc[("pawsx", "d2_l"), "ours_mean"] > t5.loc[("pawsx", "d2_g"), "ours_mean"]
+    # the ablated layers matched by rank: ours papers.dlfa.ablation (d2), the paper's d10 / d6
+    assert t5.loc[("pawsx", "first_l"), "ours_mean"] > t5.loc[("pawsx", "first_g"), "ours_mean"]
+    assert round(t5.loc[("pawsx", "first"), "paper"], 2) == 84.33 and round(t5.loc[("pawsx", "second_g"), "paper"], 2) == 83.98
+    assert "papers.dlfa.ablation lists 1 layer(s)" in t5.loc[("pawsx", "second"), "why"]
+    assert t5.loc[("xnli", "first"), "why"].startswith("Tasks not trained in this run")
     t7 = make_table("dlfa", "table7", spec, inputs, str(tmp_path / "t7")).set_index(["task", "model", "metric"])
     assert t7.loc[("pawsx", "dlfa", "best_layer"), "ours_mean"] == 2
     assert t7.loc[("pawsx", "dlfa", "score"), "paper"] == 85.10
@@ -167,3 +171,21 @@ def test_parallel_rows_are_the_same_rows_in_every_language(tmp_path):
     assert rows == parallel_rows(tmp_path, ["en", "de"], 5, seed=1)
     with pytest.raises(XltError, match="fewer than the 40 sentences"):
         parallel_rows(tmp_path, ["en", "de"], 40, seed=1)
+
+
+def test_every_published_cell_is_shown_with_ours_or_a_reason(tmp_path):
+    """On a PAWS-X-only spec (the tiny preset's shape) the other tasks' and the unswept layers'
+    published cells stay, each with its reason; the best layer prints as an integer, no Δ."""
+    spec = _spec()
+    inputs = _evals(tmp_path, spec)
+    t2 = make_table("dlfa", "table2", spec, inputs, str(tmp_path / "t2")).set_index(["task", "model"])
+    assert t2["paper"].notna().sum() == 48 + 3 and t2.loc[("xnli", "d3"), "why"].startswith("Tasks not trained in this run (papers.dlfa.train_tasks: pawsx")
+    assert t2.loc[("pawsx", "d7"), "why"].startswith("d4–d11: the encoder tiny has 4 layers")
+    md = (tmp_path / "t2.md").read_text()
+    assert "The control row equals the baseline by construction" in md and "Fine-tuning: hparams profile underspec" in md
+    t4 = make_table("dlfa", "table4", spec, inputs, str(tmp_path / "t4")).set_index(["model", "lang"])
+    assert t4.loc[("best", "ko"), "why"].startswith("KO: not among the PI test languages")
+    assert "look swapped" in (tmp_path / "t4.md").read_text()
+    t7 = make_table("dlfa", "table7", spec, inputs, str(tmp_path / "t7")).set_index(["task", "model", "metric"])
+    assert pd.isna(t7.loc[("pawsx", "dlfa", "best_layer"), "delta"]) and len(t7) == 9
+    assert "| PI dlfa | 85.10 · 72.40 ± 0.50 · -12.70 | 6 · 2 · – |" in (tmp_path / "t7.md").read_text()

@@ -107,6 +107,64 @@ def add_marks(table: pd.DataFrame, keys: list[str], marks: dict[str, str], by: s
     return out
 
 
+# ---- every published cell accounted for ------------------------------------------------------
+
+WHY = "why"  # the long table's column: why a published cell has no ours (empty where it has)
+
+
+def _ours_column(table: pd.DataFrame) -> str:
+    return "ours_mean" if "ours_mean" in table else "ours"
+
+
+def account(table: pd.DataFrame, reason_of) -> pd.DataFrame:
+    """`table` (`paper_vs_ours`) with column `why`: for each published cell without ours, the
+    reason `reason_of(row)` gives (a sentence built from the config, e.g. "XNLI: not trained in
+    this run (papers.dlfa.train_tasks: pawsx)"); None leaves the cell unexplained, which
+    `make_table` refuses (`check_accounted`). Reasons already given are kept."""
+    out = table.copy()
+    ours = out[_ours_column(out)]
+    old = out[WHY] if WHY in out else pd.Series("", index=out.index)
+    out[WHY] = [w if isinstance(w, str) and w else (reason_of(r) or "") if pd.notna(r["paper"]) and pd.isna(o) else ""
+                for w, o, (_, r) in zip(old, ours, out.iterrows())]
+    return out
+
+
+def account_all(table: pd.DataFrame, reason: str) -> pd.DataFrame:
+    """`account` with one reason for every published cell without ours (a table not run)."""
+    return account(table, lambda _row: reason)
+
+
+def unexplained(table: pd.DataFrame) -> pd.DataFrame:
+    """The published cells of a built table that have neither ours nor a reason (`account`)."""
+    ours = table[_ours_column(table)]
+    why = table[WHY].fillna("").astype(str) if WHY in table else pd.Series("", index=table.index)
+    return table[table["paper"].notna() & ours.isna() & why.eq("")]
+
+
+def check_accounted(table: pd.DataFrame, published_cells: int, where: str, per_cell: bool = True) -> None:
+    """Every published cell is in the table (none dropped) and, with `per_cell`, has ours or a
+    reason (`account`)."""
+    if "paper" not in table and not published_cells:  # a table of ours alone
+        return
+    shown = int(table["paper"].notna().sum()) if "paper" in table else 0
+    if shown < published_cells:
+        raise XltError(f"{where}: shows {shown} of the {published_cells} published cells; a table keeps every "
+                       "published cell, with ours or a reason (xlt.tables.account)")
+    bare = unexplained(table) if per_cell else table.iloc[:0]
+    if len(bare):
+        keys = [c for c in table.columns if c not in ("paper", "ours", "ours_mean", "ours_std", "n_seeds", "n_collapsed",
+                                                      "delta", WHY, "pvalue", "ours_mark", "paper_mark")]
+        raise XltError(f"{where}: {len(bare)} published cell(s) without ours and without a reason, e.g. "
+                       f"{bare[keys].head(3).to_dict('records')} (xlt.tables.account)")
+
+
+def why_notes(table: pd.DataFrame) -> list[str]:
+    """The distinct reasons of `account`, in the table's order: a note each."""
+    if WHY not in table:
+        return []
+    return [w for w in dict.fromkeys(table[WHY].fillna("").astype(str)) if w]
+
+
 COLLAPSE_NOTE = ("†k: k of the cell's seeds collapsed (dev predictions all one class or tag); they are kept in "
                  "the mean and counted in the CSV's n_collapsed")
 SEEDS_LEGEND = "Each cell: paper · ours (mean ± std over seeds) · Δ = ours − paper"
@@ -160,6 +218,7 @@ def render_grid(
         md.append(f"| {label(rk)} | " + " | ".join(cells_md) + " |")
         tex.append(f"{label(rk)} & " + " & ".join(cells_tex) + " \\\\")
     tex += ["\\bottomrule", "\\end{tabular}"]
+    notes = [*notes, *(w for w in why_notes(table) if w not in notes)]  # why published cells have no ours
     md += [""] + [f"- {n}" for n in notes]
     return "\n".join(md) + "\n", "\n".join(tex) + "\n"
 

@@ -25,8 +25,8 @@ from xlt.align.targets import align_tables
 from xlt.errors import XltError, unknown
 from xlt.papers import adjust, crossmulti, dlfa, underspec, xmixup
 from xlt.papers.base import Figure, Paper, Table
-from xlt.papers.published import paper_title, table_info
-from xlt.tables import write_table
+from xlt.papers.published import list_published, load_published, paper_title, table_info
+from xlt.tables import check_accounted, write_table
 from xlt.targets import figure_files, table_files
 
 PAPERS: dict[str, Paper] = {p.slug: p for p in (crossmulti.PAPER, dlfa.PAPER, adjust.PAPER, underspec.PAPER, xmixup.PAPER)}
@@ -138,8 +138,15 @@ def figure_spec(cfg: dict, slug: str) -> dict:
 def make_table(slug: str, table_id: str, spec: dict, inputs: list[str], out_prefix: str):
     """Build one table and write <out_prefix>.{csv,md,tex}; return the long table."""
     table, md, tex = get_table(slug, table_id).build(spec, inputs)
+    check_accounted(table, published_cells(slug, table_id), f"{slug} {table_id}",
+                    per_cell=not get_paper(slug).reasons_in_notes)
     write_table(table, out_prefix, md, tex)
     return table
+
+
+def published_cells(slug: str, table_id: str) -> int:
+    """How many cells the paper prints in the table (0 for a table it prints none of)."""
+    return len(load_published(slug, table_id)) if (slug, table_id) in list_published() else 0
 
 
 def draw_figure(slug: str, figure_id: str, spec: dict, inputs: list[str], out_dir: str) -> None:

@@ -100,3 +100,6 @@ class Paper:
     bill_rules: tuple[BillRule, ...] = ()
     # the wildcards of its own rules' paths -> their regex (joined to xlt.targets.WILDCARDS)
     wildcards: dict[str, str] = field(default_factory=dict)
+    # True: its tables explain published cells without ours in free-text notes, not yet per cell
+    # (xlt.tables.account); make_table then checks only that no published cell is dropped
+    reasons_in_notes: bool = False

@@ -658,4 +658,5 @@ PAPER = Paper(
     check=check,
     data_sizes=data_sizes,
     wildcards=WILDCARDS,
+    reasons_in_notes=True,  # free-text notes say why a published cell has no ours (not yet per cell)
 )

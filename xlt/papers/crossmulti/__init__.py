@@ -25,7 +25,7 @@ from xlt.errors import XltError
 from xlt.papers import datasize
 from xlt.papers.base import Figure, Paper, Table
 from xlt.papers.published import load_published
-from xlt.tables import COLLAPSE_NOTE, eval_rows, paper_vs_ours, render_grid
+from xlt.tables import COLLAPSE_NOTE, TASK_LABELS, account, eval_rows, paper_vs_ours, render_grid
 from xlt.targets import Init, Recipe, aux_streams, data_dir, dataset_name, eval_file, model_dir, task_of
 
 SLUG = "crossmulti"
@@ -69,16 +69,32 @@ def table2(spec: dict, inputs: list[str]) -> tuple[pd.DataFrame, str, str]:
         "Metric (×100): " + ", ".join(f"{t} {m}" for t, m in spec["metric"].items() if t in spec["tasks"])
         + f". Encoder: {spec['encoder']}. Seeds: {seeds}.",
         "cross = fine-tuned on the source language only; multi = on all four languages.",
+        select_note(spec),
         COLLAPSE_NOTE,
     ]
     md, tex = render_grid(table, ["task", "setting"], "lang", "crossmulti Table 2: cross- vs multi-lingual fine-tuning", notes)
     return table, md, tex
 
 
+def select_note(spec: dict) -> str:
+    """Which epoch is kept: the paper is silent (5 epochs, lr 1e-5, batch 32 only)."""
+    select = spec.get("select", "best")
+    which = ("the epoch with the best dev score, averaged over the training languages' dev sets (cross: EN "
+             "dev only; multi: the four)" if select == "best" else "the last epoch")
+    return (f"Checkpoint: {which} (hparams profile {spec.get('hparams', '?')}, select: {select}). The paper does not say; "
+            "our choice (Hugging Face's Trainer, whose implementation it names, keeps the last epoch unless told otherwise).")
+
+
+def with_profile(cfg: dict) -> dict:
+    """The paper's block and what its notes state of the fine-tuning profile and of +DA's MLM."""
+    p = cfg["papers"][SLUG]
+    return {**p, "select": cfg["hparams"][p["hparams"]].get("select", "best"), "mlm": cfg["adapt"]["mlm"]}
+
+
 def table1(spec: dict, inputs: list[str]) -> tuple[pd.DataFrame, str, str]:
     ours, published = datasize.counts(SLUG, spec, inputs)
     ours = ours[ours["split"].isin(published["split"].unique())]  # the paper prints train and test
-    table = datasize.counts_vs_paper(ours, published, ["task", "split", "lang"])
+    table = datasize.counts_vs_paper(ours, published, ["task", "split", "lang"], spec)
     notes = [
         "UD ES: the paper's 14,035 training sentences beside AnCora's test size (1,721) read as "
         "AnCora's 14,305 with two digits swapped (docs/papers.md).",
@@ -137,17 +153,26 @@ def table6(spec: dict, inputs: list[str]) -> tuple[pd.DataFrame, str, str]:
     ours = pd.concat([eval_rows([path], spec["metric"], lambda r, s=table6_setting(path): s) for path in inputs],
                      ignore_index=True)
     published = load_published(SLUG, "table6")
-    published = published[published["task"].isin(spec["table6"]["tasks"])]
     table = paper_vs_ours(ours, published, ["task", "setting", "lang"])
+    table = account(table, lambda r: None if r["task"] in spec["table6"]["tasks"] else (
+        f"{', '.join(TASK_LABELS[t] for t in dict.fromkeys(published['task']) if t not in spec['table6']['tasks'])}: "
+        f"not run (papers.{SLUG}.table6.tasks: {', '.join(spec['table6']['tasks'])}); the paper's values only."))
     notes = [
         f"Seeds: {spec['table6']['seeds']}. cross = Table 2's cross models; fa = + auxiliary task streams on EN data "
         f"(aux set {spec['table6']['fa']}: one batch of each auxiliary task per step, loss weight from the aux set); "
         "da = MLM on the task's training text in the four languages (adapt.mlm), then EN fine-tuning; "
         "combined = da then fa. POS has no auxiliary tasks (no fa / combined).",
+        *([da_note(spec["mlm"])] if "mlm" in spec else []),
         COLLAPSE_NOTE,
     ]
     md, tex = render_grid(table, ["task", "setting"], "lang", "crossmulti Table 6: +FA, +DA, +combined", notes)
     return table, md, tex
+
+
+def da_note(mlm: dict) -> str:
+    return (f"+DA's MLM: {mlm['steps']:,} steps of {mlm['batch_size']} sequences, lr {mlm['lr']:g}, 15% masking "
+            "(adapt.mlm). The paper gives no DA settings; our choice (config.yaml's full-scale values follow BERT's "
+            "continued-pretraining defaults).")
 
 
 # ---- the analyses of Table 2's models ----------------------------------------------------------
@@ -211,9 +236,26 @@ def _build(name: str):
     def build(spec: dict, inputs: list[str]):
         from xlt.papers.crossmulti import analysis  # torch, scipy: only in the table job
 
-        return getattr(analysis, name)(spec, inputs)
+        table, md, tex = getattr(analysis, name)(spec, inputs)
+        if name in ("table3", "table4") and "probe" in spec.get("analysis", {}):
+            md += f"- {probe_note(spec['analysis']['probe'])}\n"
+        if name == "table4":  # ρ over fewer than 3 shared heads is undefined (the table's notes say so)
+            table = account(table, lambda r: RHO_UNDEFINED if r["metric"] == "spearman" else None)
+        return table, md, tex
 
     return build
+
+
+RHO_UNDEFINED = "ρ undefined: fewer than 3 shared heads in the cell (see the notes)."
+
+
+def probe_note(probe: dict) -> str:
+    cap = probe.get("max_train_examples")
+    return (f"Probes train on at most {cap:,} EN training examples ({probe.get('epochs', '?')} epochs, "
+            f"analysis.probe.max_train_examples) and test on {probe.get('max_test_examples') or 'all'} per language. The "
+            "paper gives no probe training size; our choice (20,000 in config.yaml: WikiANN's training size in its "
+            "Table 1, so NER probes see all of it and PAWS-X / MARC a sample).") if cap else (
+            "Probes train on every EN training example (analysis.probe.max_train_examples unset).")
 
 
 def _analysis_spec(cfg: dict) -> dict:
@@ -232,11 +274,11 @@ PAPER = Paper(
     SLUG,
     tables=(
         datasize.table(SLUG, table1),
-        Table("table2", inputs=table2_inputs, build=table2),
+        Table("table2", inputs=table2_inputs, build=table2, spec=with_profile),
         Table("table3", inputs=probe_files, build=_build("table3")),
         Table("table4", inputs=lambda cfg: probe_files(cfg)[1:], build=_build("table4"), spec=_analysis_spec),
         Table("table5", inputs=pppl_files, build=_build("table5")),
-        Table("table6", inputs=table6_inputs, build=table6),
+        Table("table6", inputs=table6_inputs, build=table6, spec=with_profile),
     ),
     figures=(
         Figure("fig1", "Normalised attention-head updates (relative L1 change of each head's Q/K/V rows and O "

@@ -495,4 +495,5 @@ PAPER = Paper(
     figure_spec=figures.figure_spec,
     check=figures.with_figure_check(check),
     recipe_tags=RecipeTags(TAG_GRAMMAR, extra_of),
+    reasons_in_notes=True,  # free-text notes say why a published cell has no ours (not yet per cell)
 )
