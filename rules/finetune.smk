@@ -30,10 +30,12 @@ rule finetune:
         # under DDP the job's threads are shared by its processes (one per GPU)
         threads=R.process_threads(config, "finetune"),
         collapse_retries=config["collapse"]["retries"],
+        # target-dev (oracle) selection beside the model's own, where a paper's table shows it
+        oracle=lambda w, output: " ".join(P.oracle_languages(config, output[0])),
         checkpoints=f"{RESULTS}/checkpoints/models/{{encoder}}/{{init}}/{{task}}/{{recipe}}/seed{{seed}}",
     shell:
         "{params.launcher} $(command -v finetune.py) --task {params.task} --encoder {params.encoder}"
         " {params.revision} --data {input.data} --train-langs {params.train_langs}"
         " --hparams {params.hparams:q} --aux {params.aux:q} --seed {wildcards.seed} --out {output}"
         " --checkpoint-dir {params.checkpoints} --threads {params.threads}"
-        " --collapse-retries {params.collapse_retries} 2> {log}"
+        " --collapse-retries {params.collapse_retries} --oracle-langs {params.oracle} 2> {log}"

@@ -189,3 +189,23 @@ def test_every_published_cell_is_shown_with_ours_or_a_reason(tmp_path):
     t7 = make_table("dlfa", "table7", spec, inputs, str(tmp_path / "t7")).set_index(["task", "model", "metric"])
     assert pd.isna(t7.loc[("pawsx", "dlfa", "best_layer"), "delta"]) and len(t7) == 9
     assert "| PI dlfa | 85.10 · 72.40 ± 0.50 · -12.70 | 6 · 2 · – |" in (tmp_path / "t7.md").read_text()
+
+
+def test_table2_shows_the_oracle_beside_the_papers_selection(tmp_path):
+    """papers.dlfa.oracle: each model's oracle.json (per language, the test score of its own
+    best-dev epoch), averaged over languages as the headline, beside it."""
+    spec = {**_spec(), "oracle": True}
+    models = []
+    for setting in D.sweep(spec):
+        for seed in spec["seeds"]:
+            model = tmp_path / "models/tiny/pretrained/pawsx" / D.setting_recipe(spec, setting).name / f"seed{seed}"
+            model.mkdir(parents=True)
+            langs = {lang: {"epoch": 1, "dev": 0.0, "test": {"accuracy": 80.0 + (lang != "en") * BONUS[setting]}} for lang in LANGS}
+            (model / "oracle.json").write_text(json.dumps({"task": "pawsx", "seed": seed, "languages": langs}))
+            models.append(str(model))
+    table = make_table("dlfa", "table2", spec, _evals(tmp_path, spec) + models, str(tmp_path / "t2")).set_index(["task", "model"])
+    assert table.loc[("pawsx", "d2"), "oracle_mean"] == pytest.approx(80 + 4 * 4 / 5)
+    assert table.loc[("pawsx", "control"), "oracle_mean"] == pytest.approx(80)
+    md = (tmp_path / "t2.md").read_text()
+    assert "| d2 | 66.15 · – · – · oracle – | 83.04 · 72.40 ± 0.50 · -10.64 · oracle 83.20 ± 0.00 |" in md
+    assert "oracle: target-dev selection" in md

@@ -20,13 +20,15 @@ def main():
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--collapse-retries", type=int, default=0,
                     help="retrain a collapsed run (dev predictions one class) with the next seeds, up to N times")
+    ap.add_argument("--oracle-langs", nargs="*", default=[],
+                    help="also select per target language on its own dev set (oracle.json beside the model)")
     ap.add_argument("--kill-after-steps", type=int, default=None, help="testing aid: SIGKILL itself after N steps")
     a = ap.parse_args()
     set_threads(a.threads)
     from xlt.finetune import finetune
 
     finetune(a.task, a.encoder, a.revision, a.data, a.train_langs, a.hparams, a.seed, a.out, a.checkpoint_dir, a.kill_after_steps,
-             a.collapse_retries, a.aux)
+             a.collapse_retries, a.aux, a.oracle_langs)
 
 
 run(main)

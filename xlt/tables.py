@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from xlt.engine.config import ORACLE_FILE
 from xlt.errors import XltError
 from xlt.io import read_json, write_text
 from xlt.stats import mean_std, significance_mark
@@ -247,3 +248,48 @@ def eval_rows(inputs: list[str], metric_of: dict[str, str], setting_of) -> pd.Da
             rows.append({"task": report["task"], "setting": setting_of(recipe), "lang": lang, "seed": report["seed"], "value": m[metric],
                          "collapsed": bool(report.get("collapsed", False))})
     return pd.DataFrame(rows)
+
+
+# ---- selection beside the oracle -------------------------------------------------------------
+
+ORACLE_LEGEND = ("Each cell: paper · ours (mean ± std over seeds; the checkpoint the paper's way: best epoch on the "
+                 "training languages' dev) · Δ = ours − paper · oracle = ours with the checkpoint chosen per target "
+                 "language on its own dev set")
+ORACLE_NOTE = ("oracle: target-dev selection (Keung et al., 2020: English-dev selection can mislead in zero-shot "
+               "transfer): per language, the test score of the epoch whose dev score in that language was best "
+               "(oracle.json beside each model; the same fine-tune, no extra training). It peeks at target-language "
+               "dev data, so it is a reference beside the paper's setting, not a zero-shot result.")
+
+
+def oracle_rows(models: list[str], metric_of: dict[str, str], setting_of) -> pd.DataFrame:
+    """Per-seed rows (task, setting, lang, seed, value) of the oracle selection beside models
+    (their oracle.json, xlt.engine.recipes.finetune.oracle_step): the test `metric_of[task]` of
+    each language's own best-dev epoch."""
+    rows = []
+    for model in models:
+        path = Path(model) / ORACLE_FILE
+        if not path.exists():
+            raise XltError(f"{path}: missing; the model was trained without oracle selection (rerun its fine-tune)")
+        report = read_json(path)
+        setting = setting_of(Recipe.parse(Path(model).parent.name))
+        metric = metric_of[report["task"]]
+        for lang, best in report["languages"].items():
+            rows.append({"task": report["task"], "setting": setting, "lang": lang, "seed": report["seed"],
+                         "value": best["test"][metric], "epoch": best["epoch"]})
+    return pd.DataFrame(rows, columns=["task", "setting", "lang", "seed", "value", "epoch"])
+
+
+def add_oracle(table: pd.DataFrame, oracle: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """`table` with oracle_mean / oracle_std (over seeds) of `oracle`'s per-seed rows on `keys`."""
+    agg = oracle.groupby(keys, sort=False)["value"].apply(list).reset_index()
+    agg["oracle_mean"] = agg["value"].map(lambda v: mean_std(v)[0])
+    agg["oracle_std"] = agg["value"].map(lambda v: mean_std(v)[1])
+    return table.merge(agg.drop(columns="value"), on=keys, how="left")
+
+
+def oracle_cell(row) -> tuple[str, str, str]:
+    """cell_text, then the oracle's mean ± std (`add_oracle`)."""
+    paper, ours, delta = cell_text(row)
+    mean, std = row.get("oracle_mean"), row.get("oracle_std")
+    oracle = "–" if mean is None or pd.isna(mean) else f"{mean:.2f}" + (" (1 seed)" if pd.isna(std) else f" ± {std:.2f}")
+    return paper, ours, f"{delta} · oracle {oracle}"

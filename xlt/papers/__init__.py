@@ -149,6 +149,23 @@ def published_cells(slug: str, table_id: str) -> int:
     return len(load_published(slug, table_id)) if (slug, table_id) in list_published() else 0
 
 
+def oracle_languages(cfg: dict, model: str) -> list[str]:
+    """The target languages whose dev sets a model's fine-tune also selects on (oracle
+    selection), as the configured papers ask (Paper.oracle_models); none for most models."""
+    key = id(cfg)
+    if _ORACLE_CACHE.get("key") != key:  # one walk of the papers per config, not per job
+        wanted: dict[str, list[str]] = {}
+        for slug in configured(cfg):
+            if (paper := PAPERS[slug]).oracle_models:
+                for m, langs in paper.oracle_models(cfg).items():
+                    wanted[m] = list(dict.fromkeys([*wanted.get(m, []), *langs]))
+        _ORACLE_CACHE.update(key=key, wanted=wanted, cfg=cfg)
+    return _ORACLE_CACHE["wanted"].get(str(model), [])
+
+
+_ORACLE_CACHE: dict = {}
+
+
 def draw_figure(slug: str, figure_id: str, spec: dict, inputs: list[str], out_dir: str) -> None:
     """Draw one figure: <out_dir>/<figure>.{png,pdf,csv}."""
     get_figure(slug, figure_id)

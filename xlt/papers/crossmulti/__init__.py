@@ -25,7 +25,8 @@ from xlt.errors import XltError
 from xlt.papers import datasize
 from xlt.papers.base import Figure, Paper, Table
 from xlt.papers.published import load_published
-from xlt.tables import COLLAPSE_NOTE, TASK_LABELS, account, eval_rows, paper_vs_ours, render_grid
+from xlt.tables import (COLLAPSE_NOTE, ORACLE_LEGEND, ORACLE_NOTE, SEEDS_LEGEND, TASK_LABELS, account, add_oracle, cell_text,
+                        eval_rows, oracle_cell, oracle_rows, paper_vs_ours, render_grid)
 from xlt.targets import Init, Recipe, aux_streams, data_dir, dataset_name, eval_file, model_dir, task_of
 
 SLUG = "crossmulti"
@@ -48,31 +49,50 @@ def model_setting(model: str) -> dict:
 
 
 def table2_inputs(cfg: dict) -> list[str]:
+    """Table 2's evaluation files, and with papers.crossmulti.oracle its models (their oracle.json)."""
     p = cfg["papers"][SLUG]
-    return [
+    evals = [
         eval_file(cfg, p["encoder"], "pretrained", dataset_name(cfg, SLUG, task), recipe.name, seed, "test", p["languages"])
         for task in p["tasks"]
         for recipe in recipes(cfg).values()
         for seed in p["seeds"]
     ]
+    return evals + list(oracle_models(cfg))
+
+
+def oracle_models(cfg: dict) -> dict[str, list[str]]:
+    """Table 2's models and the languages each also selects on (papers.crossmulti.oracle)."""
+    p = cfg["papers"][SLUG]
+    if not p.get("oracle"):
+        return {}
+    langs = list(cfg["language_sets"][p["languages"]])
+    return {model_dir(cfg, p["encoder"], "pretrained", dataset_name(cfg, SLUG, task), recipe.name, seed): langs
+            for task in p["tasks"] for recipe in recipes(cfg).values() for seed in p["seeds"]}
 
 
 def table2(spec: dict, inputs: list[str]) -> tuple[pd.DataFrame, str, str]:
     source = spec["source"]
-    ours = eval_rows(inputs, spec["metric"], lambda r: "cross" if r.train_langs == (source,) else "multi")
-    published = load_published(SLUG, "table2")
-    published = published[published["task"].isin(spec["tasks"])]
+    setting_of = lambda r: "cross" if r.train_langs == (source,) else "multi"  # noqa: E731
+    evals = [f for f in inputs if f.endswith(".json")]
+    ours = eval_rows(evals, spec["metric"], setting_of)
     keys = ["task", "setting", "lang"]
-    table = paper_vs_ours(ours, published, keys)
+    table = paper_vs_ours(ours, load_published(SLUG, "table2"), keys)
+    table = account(table, lambda r: None if r["task"] in spec["tasks"] else (
+        f"Tasks not in papers.{SLUG}.tasks ({', '.join(spec['tasks'])}): the paper's values only."))
+    if spec.get("oracle"):  # the inputs beside the evaluation files: the models, with their oracle.json
+        table = add_oracle(table, oracle_rows([f for f in inputs if f not in evals], spec["metric"], setting_of), keys)
     seeds = sorted(ours["seed"].unique().tolist())
     notes = [
         "Metric (×100): " + ", ".join(f"{t} {m}" for t, m in spec["metric"].items() if t in spec["tasks"])
         + f". Encoder: {spec['encoder']}. Seeds: {seeds}.",
         "cross = fine-tuned on the source language only; multi = on all four languages.",
         select_note(spec),
+        *([ORACLE_NOTE] if spec.get("oracle") else []),
         COLLAPSE_NOTE,
     ]
-    md, tex = render_grid(table, ["task", "setting"], "lang", "crossmulti Table 2: cross- vs multi-lingual fine-tuning", notes)
+    md, tex = render_grid(table, ["task", "setting"], "lang", "crossmulti Table 2: cross- vs multi-lingual fine-tuning", notes,
+                          cell=oracle_cell if spec.get("oracle") else cell_text,
+                          legend=ORACLE_LEGEND if spec.get("oracle") else SEEDS_LEGEND)
     return table, md, tex
 
 
@@ -291,4 +311,5 @@ PAPER = Paper(
     draw=draw,
     # per language, but ES and FR POS train as printed, not re-derived from a UD release (rank 1)
     data_sizes=lambda: datasize.published_sizes(SLUG, rank=1),
+    oracle_models=oracle_models,
 )

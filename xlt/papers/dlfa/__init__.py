@@ -19,7 +19,8 @@ from xlt.papers import datasize
 from xlt.papers.base import DataSize, Paper, RecipeTags, Table
 from xlt.papers.published import load_published
 from xlt.stats import mean_std, paired_ttest
-from xlt.tables import COLLAPSE_NOTE, TASK_LABELS, account, cell_text, eval_rows, paper_vs_ours, render_grid
+from xlt.tables import (COLLAPSE_NOTE, ORACLE_LEGEND, ORACLE_NOTE, SEEDS_LEGEND, TASK_LABELS, account, add_oracle, cell_text,
+                        eval_rows, oracle_cell, oracle_rows, paper_vs_ours, render_grid)
 from xlt.targets import Recipe, dataset_name, eval_file, model_dir, paper_language_set
 
 SLUG = "dlfa"
@@ -232,12 +233,23 @@ RECIPE_NOTE = (
 
 
 def table2_inputs(cfg: dict) -> list[str]:
+    """Table II's evaluation files, and with papers.dlfa.oracle its models (their oracle.json)."""
     p = cfg["papers"][SLUG]
-    return [f for task in trained(p) for f in _evals(cfg, p["encoder"], task, sweep(p))]
+    return [f for task in trained(p) for f in _evals(cfg, p["encoder"], task, sweep(p))] + list(oracle_models(cfg))
+
+
+def oracle_models(cfg: dict) -> dict[str, list[str]]:
+    """Table II's models and the languages each also selects on (papers.dlfa.oracle)."""
+    p = cfg["papers"][SLUG]
+    if not p.get("oracle"):
+        return {}
+    return {m: list(cfg["language_sets"][paper_language_set(p, task)])
+            for task in trained(p) for seed in p["seeds"] for m in models(cfg, p["encoder"], task, sweep(p), seed)}
 
 
 def table2(spec: dict, inputs: list[str]) -> tuple[pd.DataFrame, str, str]:
-    ours = scores(spec, inputs)
+    evals = [f for f in inputs if f.endswith(".json")]
+    ours = scores(spec, evals)
     avg = averages(ours)
     tests = [seed_test(avg, t, ranked_layers(avg, t, sweep(spec)[1:-1])[0]) for t in trained(spec)]
     # the control is the last layer fused with itself: D_12 of mBERT, d<control> here
@@ -245,15 +257,22 @@ def table2(spec: dict, inputs: list[str]) -> tuple[pd.DataFrame, str, str]:
     published = pd.concat([load_published(SLUG, "table2"), control], ignore_index=True)
     table = paper_vs_ours(avg.replace({"model": {f"d{spec['control']}": "control"}}), published, ["task", "model", "lang"])
     table = account(table, lambda r: untrained(spec, r["task"]) or unswept(spec, r["model"]))
+    if spec.get("oracle"):  # the inputs beside the evaluation files: the models, with their oracle.json
+        oracle = oracle_rows([f for f in inputs if f not in evals], spec["metric"], setting_of).rename(columns={"setting": "model"})
+        oracle = averages(oracle.assign(collapsed=False)).replace({"model": {f"d{spec['control']}": "control"}})
+        table = add_oracle(table, oracle, ["task", "model", "lang"])
     notes = _notes(spec, ours, spec["encoder"], [
         f"dX = DLFA fusing layer X with the last layer (Eq. 3 reading: {spec['reading']}); rows are matched to the "
         f"paper by layer number. control = the last layer fused with itself: ours d{spec['control']}, the paper's "
         "D_12 (given in the prose of Sect. V-A; XNLI not reported).",
         CONTROL_NOTE,
         RECIPE_NOTE.format(hparams=spec["hparams"]),
+        *([ORACLE_NOTE + " Here per language, then averaged as the headline."] if spec.get("oracle") else []),
         "Best DLFA layer vs baseline, paired over seeds: " + "; ".join(tests) + ".",
     ])
-    md, tex = render_grid(table, ["model"], "task", "dlfa Table II: the layer sweep (language averages)", notes)
+    md, tex = render_grid(table, ["model"], "task", "dlfa Table II: the layer sweep (language averages)", notes,
+                          cell=oracle_cell if spec.get("oracle") else cell_text,
+                          legend=ORACLE_LEGEND if spec.get("oracle") else SEEDS_LEGEND)
     return table, md, tex
 
 
@@ -592,4 +611,5 @@ PAPER = Paper(
     check=check,
     recipe_tags=RecipeTags(TAG_GRAMMAR, extra_of_tag),
     data_sizes=data_sizes,
+    oracle_models=oracle_models,
 )
