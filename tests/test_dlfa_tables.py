@@ -51,7 +51,8 @@ def test_the_baseline_is_underspecs_theta_src_and_every_setting_is_trained_once(
     src = US.grid_inputs(cfg, "mbert", "xnli", "en", "de", "1")["src"]
     assert src == T.model_dir(cfg, "mbert", "pretrained", "xnli", D.setting_recipe(cfg["papers"]["dlfa"], "baseline").name, 1)
     # 4 tasks x (baseline + 11 layers + control) x 3 seeds
-    assert len(inputs) == len(set(inputs)) == 4 * 13 * 3
+    # and with papers.dlfa.oracle (on in config.yaml) each model, whose oracle.json Table II reads
+    assert len(inputs) == len(set(inputs)) == 2 * 4 * 13 * 3 and "results/models/mbert/pretrained/xnli/en.underspec/seed1" in inputs
     assert "results/eval/mbert/pretrained/pos.xtreme/en.underspec-dlfa10/seed3/test.xtreme_pos.json" in inputs
     assert "results/eval/xlmr_base/pretrained/ner/en.underspec-dlfa10/seed1/test.xtreme_ner.json" in D.table7_inputs(cfg)
     assert set(D.table3_inputs(cfg)) <= set(inputs) and set(D.table4_inputs(cfg)) <= set(inputs)

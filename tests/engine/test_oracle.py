@@ -81,3 +81,18 @@ def test_crossmulti_table2_shows_the_oracle_beside_the_papers_selection(tmp_path
     assert "| POS cross | 93.85 · 51.50 ± 0.71 · -42.35 · oracle 61.50 ± 0.71 |" in md
     assert "oracle: target-dev selection" in md and "oracle = ours with the checkpoint chosen per target language" in md
     assert list(pd.read_csv(tmp_path / "t2.csv").columns[-2:]) == ["oracle_mean", "oracle_std"]
+
+
+def test_only_the_models_of_tables_that_show_the_oracle_ask_for_it():
+    """The finetune rule's --oracle-langs (xlt.papers.oracle_languages): Table 2's and Table II's
+    models with their languages; any other model none, so it is trained as before."""
+    from tests.test_config import base
+    from xlt import papers as P
+
+    cfg = base()
+    assert P.oracle_languages(cfg, "results/models/mbert/pretrained/ner/en.crossmulti/seed2") == ["en", "de", "es", "fr"]
+    assert P.oracle_languages(cfg, "results/models/mbert/pretrained/pawsx/en.underspec-dlfa6/seed1") == \
+        cfg["language_sets"]["xtreme_pawsx"]
+    assert P.oracle_languages(cfg, "results/models/mbert/pretrained/xnli/en.adjust/seed1") == []
+    off = {**cfg, "papers": {**cfg["papers"], "crossmulti": {**cfg["papers"]["crossmulti"], "oracle": False}}}
+    assert P.oracle_languages(off, "results/models/mbert/pretrained/ner/en.crossmulti/seed2") == []

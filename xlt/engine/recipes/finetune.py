@@ -83,7 +83,7 @@ def train(
     `oracle`: target-dev ("oracle") selection beside the model's own, {lang: {"dev": file,
     "test": file}}: after every epoch each language's dev set is scored, and where it beats that
     language's best so far its test set too; `ORACLE_FILE` beside the model keeps, per language,
-    the test scores of the epoch its own dev liked best (`oracle_pick`). It reads no RNG and
+    the test scores of the epoch its own dev liked best (`oracle_step`). It reads no RNG and
     leaves the weights, the selection and the model's provenance as they are.
 
     `aux`: auxiliary streams; a batch of each is drawn every step and its loss added with its
