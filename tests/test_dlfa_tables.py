@@ -210,3 +210,12 @@ def test_table2_shows_the_oracle_beside_the_papers_selection(tmp_path):
     md = (tmp_path / "t2.md").read_text()
     assert "| d2 | 66.15 · – · – · oracle – | 83.04 · 72.40 ± 0.50 · -10.64 · oracle 83.20 ± 0.00 |" in md
     assert "oracle: target-dev selection" in md
+
+
+def test_a_one_layer_sweep_says_why_the_second_best_is_missing(tmp_path):
+    spec = {**_spec(), "layers": [2]}
+    inputs = [f for f in _evals(tmp_path, spec) if "dlfa1-" not in f and "dlfa3-" not in f]
+    for table_id in ("table3", "table4"):
+        t = make_table("dlfa", table_id, spec, inputs, str(tmp_path / table_id))
+        second = t[(t["model"] == "second") & (t["task"] == "pawsx")]
+        assert len(second) and second["why"].str.startswith("second: the sweep has 1 layer(s)").all()

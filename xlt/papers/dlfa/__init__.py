@@ -205,6 +205,14 @@ def unswept(spec: dict, model: str) -> str | None:
     return f"d{layer}: not in papers.{SLUG}.layers ({', '.join(map(str, spec['layers']))}); the paper's values only."
 
 
+def unranked(spec: dict, model: str) -> str | None:
+    """The reason a rank row (best / second) has no ours: the sweep has fewer layers."""
+    if model not in RANKS or RANKS.index(model) < len(spec["layers"]):
+        return None
+    return (f"{model}: the sweep has {len(spec['layers'])} layer(s) (papers.{SLUG}.layers: "
+            f"{', '.join(map(str, spec['layers']))}); the paper's values only.")
+
+
 def unlisted_language(spec: dict, task: str, lang: str) -> str:
     return (f"{lang.upper()}: not among the {TASK_LABELS.get(task, task)} test languages of this run "
             f"(language set {spec['languages'][task]}); the paper's values only.")
@@ -323,7 +331,7 @@ def table3(spec: dict, inputs: list[str]) -> tuple[pd.DataFrame, str, str]:
         claims.append(_family_claim(task, parts[-1], chosen))
     avg = pd.concat(parts, ignore_index=True)
     table = paper_vs_ours(avg, _published_ranks("table3", list(PAPER_BEST)), ["task", "model", "lang"])
-    table = account(table, lambda r: untrained(spec, r["task"]))
+    table = account(table, lambda r: untrained(spec, r["task"]) or unranked(spec, r["model"]))
     notes = _notes(spec, avg, spec["encoder"], [
         f"avg_enf = mean over {', '.join(ENF)}; avg_noenf = mean over the task's other test languages.",
         "best / second = the two best layers of the Table II sweep (mean over seeds): " + "; ".join(named) + ".",
@@ -359,7 +367,7 @@ def table4_inputs(cfg: dict) -> list[str]:
 def table4(spec: dict, inputs: list[str]) -> tuple[pd.DataFrame, str, str]:
     ours, chosen = _best_two(spec, inputs, "pawsx")
     table = paper_vs_ours(ours, _published_ranks("table4", ["pawsx"]), ["task", "model", "lang"])
-    table = account(table, lambda r: unlisted_language(spec, r["task"], r["lang"]))
+    table = account(table, lambda r: unranked(spec, r["model"]) or unlisted_language(spec, r["task"], r["lang"]))
     notes = _notes(spec, ours, spec["encoder"], [
         f"best / second = the two best PAWS-X layers of the sweep: ours {' / '.join(chosen.values())}, "
         f"paper {' / '.join(PAPER_BEST['pawsx'])}.",
@@ -492,7 +500,7 @@ def table6(spec: dict, inputs: list[str]) -> tuple[pd.DataFrame, str, str]:
     ours = pd.concat(parts, ignore_index=True)
     published = _published_ranks("table6", list(PAPER_BEST))
     table = paper_vs_ours(ours.assign(lang="cos"), published.assign(lang="cos"), ["task", "model", "lang"])
-    table = account(table, lambda r: untrained(spec, r["task"]))
+    table = account(table, lambda r: untrained(spec, r["task"]) or unranked(spec, r["model"]))
     notes = _notes(spec, ours, spec["encoder"], [
         "Cosine similarity (not ×100) between EN and each other XNLI test language, "
         f"{spec['similarity']['sentences']} random parallel test premises (draw seed {spec['similarity']['seed']}), "
