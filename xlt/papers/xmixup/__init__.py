@@ -26,7 +26,7 @@ from xlt.errors import XltError
 from xlt.papers.base import Paper, RecipeTags, Table
 from xlt.papers.xmixup import figures
 from xlt.papers.published import load_published
-from xlt.tables import COLLAPSE_NOTE, eval_rows, paper_vs_ours, render_grid
+from xlt.tables import COLLAPSE_NOTE, account_all, eval_rows, paper_vs_ours, render_grid
 from xlt.targets import Recipe, eval_file, paper_language_set
 
 SLUG = "xmixup"
@@ -123,7 +123,7 @@ def cka_file(cfg: dict, task: str, model: str, seed: int) -> str:
 
 def _not_run(published: pd.DataFrame, keys: list[str], rows: list[str], column: str, title: str, reason: str):
     """A table the config does not run: every published cell, and the reason."""
-    table = paper_vs_ours(pd.DataFrame(columns=[*keys, "seed", "value"]), published, keys)
+    table = account_all(paper_vs_ours(pd.DataFrame(columns=[*keys, "seed", "value"]), published, keys), reason)
     md, tex = render_grid(table, rows, column, title, [reason], labels=LABELS)
     return table, md, tex
 
