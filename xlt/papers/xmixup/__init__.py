@@ -272,7 +272,9 @@ def table7(spec: dict, inputs: list[str]):
     table = paper_vs_ours(pd.concat([ours, delta]), published, keys)
     notes = _notes(spec, ["CKA: linear CKA (Kornblith et al. 2019) between English and the language's mean-pooled "
                           "last-layer sentence representations on the XNLI test set (parallel by row), per seed; accuracy: "
-                          "XNLI test. Δ: X-Mixup minus translate-train, per seed."])
+                          "XNLI test. Δ: X-Mixup minus translate-train, per seed.",
+                          f"Languages not in this run's XNLI set ({', '.join(spec['langs']['xnli'])}) show the paper's "
+                          "values only."])
     md, tex = render_grid(table, ["metric", "model"], "lang", title, notes,
                           labels=LABELS, columns=spec["langs"]["xnli"])
     return table, md, tex
