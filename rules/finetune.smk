@@ -31,10 +31,13 @@ rule finetune:
         threads=R.process_threads(config, "finetune"),
         collapse_retries=config["collapse"]["retries"],
         collapse_rule=as_json({k: v for k, v in config["collapse"].items() if k != "retries"}),
+        # target-dev (oracle) selection beside the model's own, where a paper's table shows it
+        oracle=lambda w, output: " ".join(P.oracle_languages(config, output[0])),
         checkpoints=f"{RESULTS}/checkpoints/models/{{encoder}}/{{init}}/{{task}}/{{recipe}}/seed{{seed}}",
     shell:
         "{params.launcher} $(command -v finetune.py) --task {params.task} --encoder {params.encoder}"
         " {params.revision} --data {input.data} --train-langs {params.train_langs}"
         " --hparams {params.hparams:q} --aux {params.aux:q} --seed {wildcards.seed} --out {output}"
         " --checkpoint-dir {params.checkpoints} --threads {params.threads}"
-        " --collapse-retries {params.collapse_retries} --collapse-rule {params.collapse_rule:q} 2> {log}"
+        " --collapse-retries {params.collapse_retries} --collapse-rule {params.collapse_rule:q}"
+        " --oracle-langs {params.oracle} 2> {log}"

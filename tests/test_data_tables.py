@@ -128,7 +128,7 @@ def test_crossmulti_table1_from_manual_files_through_prepare(tmp_path, dead_url,
     make_table("crossmulti", "table1", datasize.spec(cfg, "crossmulti"), datasize.inputs(cfg, "crossmulti"), str(prefix))
 
     table = pd.read_csv(f"{prefix}.csv")
-    assert list(table.columns) == ["task", "split", "lang", "paper", "ours", "delta"]
+    assert list(table.columns) == ["task", "split", "lang", "paper", "ours", "delta", "why"]
     assert len(table) == 4 * 2 * 4 and table["ours"].notna().all()
     ours = table.set_index(["task", "split", "lang"])["ours"]
     for lang, (n_train, n_test) in SIZES.items():
@@ -172,9 +172,12 @@ def test_xtreme_selection_takes_every_treebank_and_records_absent_splits(tmp_pat
     spec = datasize.spec(cfg, "dlfa")
     spec["tasks"] = {"pos": spec["tasks"]["pos"]}
     table, md, _ = make_table_frame("dlfa", spec, [str(tmp_path / "results/data/pos.xtreme")], tmp_path)
-    got = table.set_index("stat")["ours"].to_dict()
+    pos = table[table["task"] == "pos"]
+    got = pos.set_index("stat")["ours"].dropna().to_dict()
     assert got == {"train": 9, "dev": 3, "test_min": 1, "test_max": 11, "langs": 3}
-    assert list(table["stat"]) == ["train", "dev", "test_min", "test_max", "langs"]
+    assert list(pos["stat"]) == ["train", "dev", "test_min", "test_max", "langs"]
+    # every published cell stays: the tasks this spec does not count, with the reason
+    assert len(table) == 18 and table[table["task"] != "pos"]["why"].str.startswith("Tasks not counted in this run").all()
     assert "| POS | 21,253 · 9 · -21,244 | 3,974 · 3 · -3,971 |" in md
     assert "every treebank of each language" in md
 

@@ -51,7 +51,8 @@ def test_the_baseline_is_underspecs_theta_src_and_every_setting_is_trained_once(
     src = US.grid_inputs(cfg, "mbert", "xnli", "en", "de", "1")["src"]
     assert src == T.model_dir(cfg, "mbert", "pretrained", "xnli", D.setting_recipe(cfg["papers"]["dlfa"], "baseline").name, 1)
     # 4 tasks x (baseline + 11 layers + control) x 3 seeds
-    assert len(inputs) == len(set(inputs)) == 4 * 13 * 3
+    # and with papers.dlfa.oracle (on in config.yaml) each model, whose oracle.json Table II reads
+    assert len(inputs) == len(set(inputs)) == 2 * 4 * 13 * 3 and "results/models/mbert/pretrained/xnli/en.underspec/seed1" in inputs
     assert "results/eval/mbert/pretrained/pos.xtreme/en.underspec-dlfa10/seed3/test.xtreme_pos.json" in inputs
     assert "results/eval/xlmr_base/pretrained/ner/en.underspec-dlfa10/seed1/test.xtreme_ner.json" in D.table7_inputs(cfg)
     assert set(D.table3_inputs(cfg)) <= set(inputs) and set(D.table4_inputs(cfg)) <= set(inputs)
@@ -135,7 +136,11 @@ def test_table5_and_table7(tmp_path):
     spec = _spec()
     inputs = _evals(tmp_path, spec)
     t5 = make_table("dlfa", "table5", spec, inputs, str(tmp_path / "t5")).set_index(["task", "model"])
-    assert t5.loc[("pawsx", "d2_l"), "ours_mean"] > t5.loc[("pawsx", "d2_g"), "ours_mean"]
+    # the ablated layers matched by rank: ours papers.dlfa.ablation (d2), the paper's d10 / d6
+    assert t5.loc[("pawsx", "first_l"), "ours_mean"] > t5.loc[("pawsx", "first_g"), "ours_mean"]
+    assert round(t5.loc[("pawsx", "first"), "paper"], 2) == 84.33 and round(t5.loc[("pawsx", "second_g"), "paper"], 2) == 83.98
+    assert "papers.dlfa.ablation lists 1 layer(s)" in t5.loc[("pawsx", "second"), "why"]
+    assert t5.loc[("xnli", "first"), "why"].startswith("Tasks not trained in this run")
     t7 = make_table("dlfa", "table7", spec, inputs, str(tmp_path / "t7")).set_index(["task", "model", "metric"])
     assert t7.loc[("pawsx", "dlfa", "best_layer"), "ours_mean"] == 2
     assert t7.loc[("pawsx", "dlfa", "score"), "paper"] == 85.10
@@ -167,3 +172,50 @@ def test_parallel_rows_are_the_same_rows_in_every_language(tmp_path):
     assert rows == parallel_rows(tmp_path, ["en", "de"], 5, seed=1)
     with pytest.raises(XltError, match="fewer than the 40 sentences"):
         parallel_rows(tmp_path, ["en", "de"], 40, seed=1)
+
+
+def test_every_published_cell_is_shown_with_ours_or_a_reason(tmp_path):
+    """On a PAWS-X-only spec (the tiny preset's shape) the other tasks' and the unswept layers'
+    published cells stay, each with its reason; the best layer prints as an integer, no Δ."""
+    spec = _spec()
+    inputs = _evals(tmp_path, spec)
+    t2 = make_table("dlfa", "table2", spec, inputs, str(tmp_path / "t2")).set_index(["task", "model"])
+    assert t2["paper"].notna().sum() == 48 + 3 and t2.loc[("xnli", "d3"), "why"].startswith("Tasks not trained in this run (papers.dlfa.train_tasks: pawsx")
+    assert t2.loc[("pawsx", "d7"), "why"].startswith("d4–d11: the encoder tiny has 4 layers")
+    md = (tmp_path / "t2.md").read_text()
+    assert "The control row equals the baseline by construction" in md and "Fine-tuning: hparams profile underspec" in md
+    t4 = make_table("dlfa", "table4", spec, inputs, str(tmp_path / "t4")).set_index(["model", "lang"])
+    assert t4.loc[("best", "ko"), "why"].startswith("KO: not among the PI test languages")
+    assert "look swapped" in (tmp_path / "t4.md").read_text()
+    t7 = make_table("dlfa", "table7", spec, inputs, str(tmp_path / "t7")).set_index(["task", "model", "metric"])
+    assert pd.isna(t7.loc[("pawsx", "dlfa", "best_layer"), "delta"]) and len(t7) == 9
+    assert "| PI dlfa | 85.10 · 72.40 ± 0.50 · -12.70 | 6 · 2 · – |" in (tmp_path / "t7.md").read_text()
+
+
+def test_table2_shows_the_oracle_beside_the_papers_selection(tmp_path):
+    """papers.dlfa.oracle: each model's oracle.json (per language, the test score of its own
+    best-dev epoch), averaged over languages as the headline, beside it."""
+    spec = {**_spec(), "oracle": True}
+    models = []
+    for setting in D.sweep(spec):
+        for seed in spec["seeds"]:
+            model = tmp_path / "models/tiny/pretrained/pawsx" / D.setting_recipe(spec, setting).name / f"seed{seed}"
+            model.mkdir(parents=True)
+            langs = {lang: {"epoch": 1, "dev": 0.0, "test": {"accuracy": 80.0 + (lang != "en") * BONUS[setting]}} for lang in LANGS}
+            (model / "oracle.json").write_text(json.dumps({"task": "pawsx", "seed": seed, "languages": langs}))
+            models.append(str(model))
+    table = make_table("dlfa", "table2", spec, _evals(tmp_path, spec) + models, str(tmp_path / "t2")).set_index(["task", "model"])
+    assert table.loc[("pawsx", "d2"), "oracle_mean"] == pytest.approx(80 + 4 * 4 / 5)
+    assert table.loc[("pawsx", "control"), "oracle_mean"] == pytest.approx(80)
+    md = (tmp_path / "t2.md").read_text()
+    assert "| d2 | 66.15 · – · – · oracle – | 83.04 · 72.40 ± 0.50 · -10.64 · oracle 83.20 ± 0.00 |" in md
+    assert "oracle: target-dev selection" in md
+
+
+def test_a_one_layer_sweep_says_why_the_second_best_is_missing(tmp_path):
+    spec = {**_spec(), "layers": [2]}
+    inputs = [f for f in _evals(tmp_path, spec) if "dlfa1-" not in f and "dlfa3-" not in f]
+    for table_id in ("table3", "table4"):
+        t = make_table("dlfa", table_id, spec, inputs, str(tmp_path / table_id))
+        second = t[(t["model"] == "second") & (t["task"] == "pawsx")]
+        assert len(second) and second["why"].str.startswith("second: the sweep has 1 layer(s)").all()

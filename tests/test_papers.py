@@ -115,7 +115,10 @@ def test_crossmulti_table2_needs_every_task_setting_seed():
     cfg = base()
     paths = crossmulti.table2_inputs(cfg)
     p = cfg["papers"]["crossmulti"]
-    assert len(paths) == len(set(paths)) == len(p["tasks"]) * 2 * len(p["seeds"])
+    # every evaluation file, and with papers.crossmulti.oracle (on in config.yaml) every model (its oracle.json)
+    assert len(paths) == len(set(paths)) == 2 * len(p["tasks"]) * 2 * len(p["seeds"])
+    assert "results/models/mbert/pretrained/ner/en.crossmulti/seed2" in paths
+    assert len(crossmulti.table2_inputs({**cfg, "papers": {**cfg["papers"], "crossmulti": {**p, "oracle": False}}})) == len(paths) // 2
     # crossmulti's POS reads its own UD selection (es AnCora): dataset pos.es_ancora
     assert "results/eval/mbert/pretrained/pos.es_ancora/en.crossmulti/seed1/test.crossmulti.json" in paths
     assert "results/eval/mbert/pretrained/marc/de+en+es+fr.crossmulti/seed3/test.crossmulti.json" in paths

@@ -47,3 +47,28 @@ def test_one_seed_prints_no_spread():
     row = {"paper": 90.0, "ours_mean": 85.5, "ours_std": float("nan"), "delta": -4.5, "n_collapsed": 0}
     assert cell_text(row) == ("90.00", "85.50 (1 seed)", "-4.50")
     assert math.isnan(row["ours_std"])
+
+
+def test_every_published_cell_has_ours_or_a_reason():
+    """make_table's check (xlt.tables.check_accounted): a dropped published cell or one without
+    ours and without a reason fails; `account` gives the reason, which the table's notes print."""
+    import pytest
+
+    from xlt.errors import XltError
+    from xlt.tables import account, check_accounted, render_grid
+
+    ours = pd.DataFrame({"task": ["pos"], "lang": ["en"], "seed": [1], "value": [90.0]})
+    pub = pd.DataFrame({"task": ["pos", "pos", "ner"], "lang": ["en", "de", "en"], "value": [93.0, 70.0, 80.0]})
+    with pytest.raises(XltError, match="shows 2 of the 3 published cells"):
+        check_accounted(paper_vs_ours(ours, pub[pub["task"] == "pos"], ["task", "lang"]), 3, "toy")
+    table = paper_vs_ours(ours, pub, ["task", "lang"])
+    with pytest.raises(XltError, match=r"2 published cell\(s\) without ours and without a reason"):
+        check_accounted(table, 3, "toy")
+    table = account(table, lambda r: "NER: not run (tasks: pos)." if r["task"] == "ner" else None)
+    with pytest.raises(XltError, match=r"1 published cell\(s\).*'lang': 'de'"):
+        check_accounted(table, 3, "toy")
+    table = account(table, lambda r: "DE: not in the language set.")
+    check_accounted(table, 3, "toy")
+    assert list(table["why"]) == ["", "DE: not in the language set.", "NER: not run (tasks: pos)."]
+    md, _ = render_grid(table, ["task"], "lang", "toy", ["A note."])
+    assert md.endswith("- A note.\n- DE: not in the language set.\n- NER: not run (tasks: pos).\n")

@@ -41,7 +41,8 @@ RETRY_SEED_STRIDE = 1000
 
 def finetune(task: str, encoder: str, revision: str | None, data_dir: str, train_langs: list[str],
              hparams: dict, seed: int, out: str, checkpoint_dir: str, kill_after_steps: int | None = None,
-             collapse_retries: int = 0, aux: list[dict] | None = None, collapse_rule: dict | None = None) -> dict:
+             collapse_retries: int = 0, aux: list[dict] | None = None, collapse_rule: dict | None = None,
+             oracle_langs: list[str] | None = None) -> dict:
     """Fine-tune, then judge whether the selected model collapsed (xlt.metrics.collapse_verdict
     by `collapse_rule`, the config's `collapse:` thresholds; default xlt.metrics.COLLAPSE_RULE):
     its dev predictions nearly all one class / tag / relation, or its dev score not above the
@@ -51,7 +52,11 @@ def finetune(task: str, encoder: str, revision: str | None, data_dir: str, train
 
     `aux`: auxiliary streams (xlt.targets.aux_streams): task streams [{"task", "data", "weight",
     "batch_size"?}], each reading the training split of its data folder in the training
-    languages; an aligned-pairs stream reads its sample file ("data") as it is."""
+    languages; an aligned-pairs stream reads its sample file ("data") as it is.
+
+    `oracle_langs`: target-dev ("oracle") selection beside the model's own, for these languages'
+    dev and test sets (xlt.engine.recipes.finetune.train's `oracle`: oracle.json beside the
+    model; not part of its training config, so the model and its provenance are as without)."""
     import shutil
 
     from xlt.engine.recipes.finetune import train  # torch: only in the job
@@ -68,6 +73,8 @@ def finetune(task: str, encoder: str, revision: str | None, data_dir: str, train
                  else {"task": a["task"], "weight": a["weight"], "files": [split_file(a["data"], lang, "train") for lang in train_langs],
                        **({"batch_size": a["batch_size"]} if "batch_size" in a else {})} for a in aux or []]
     rule = {**COLLAPSE_RULE, **(collapse_rule or {})}
+    oracle = {lang: {split: str(split_file(data_dir, lang, split)) for split in ("dev", "test")}
+              for lang in oracle_langs or []}
     attempts = []
     for attempt in range(collapse_retries + 1):
         run_seed = seed + RETRY_SEED_STRIDE * attempt
@@ -79,7 +86,7 @@ def finetune(task: str, encoder: str, revision: str | None, data_dir: str, train
         # checkpoint was cleared when it finished) and must not resume the retry's state.
         ckpt_dir = checkpoint_dir if attempt == 0 else f"{checkpoint_dir}.retry{attempt}"
         summary = train(cfg, train_files, dev_files, out, ckpt_dir, resolved_config=resolved, aux=aux_train,
-                        kill_after_steps=kill_after_steps)
+                        kill_after_steps=kill_after_steps, oracle=oracle or None)
         if int(os.environ.get("RANK", "0")) != 0:  # under torchrun the main rank checks and writes
             return summary
         measure = summary["dev_collapse"]  # of the selected epoch's dev predictions, made in training

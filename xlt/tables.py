@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from xlt.engine.config import ORACLE_FILE
 from xlt.errors import XltError
 from xlt.io import read_json, write_text
 from xlt.stats import mean_std, significance_mark
@@ -142,6 +143,64 @@ def collapse_note(table: pd.DataFrame, cell_name) -> str | None:
     return f"{COLLAPSE_NOTE}; without collapsed seeds (CSV: mean_without_collapsed): {means}"
 
 
+# ---- every published cell accounted for ------------------------------------------------------
+
+WHY = "why"  # the long table's column: why a published cell has no ours (empty where it has)
+
+
+def _ours_column(table: pd.DataFrame) -> str:
+    return "ours_mean" if "ours_mean" in table else "ours"
+
+
+def account(table: pd.DataFrame, reason_of) -> pd.DataFrame:
+    """`table` (`paper_vs_ours`) with column `why`: for each published cell without ours, the
+    reason `reason_of(row)` gives (a sentence built from the config, e.g. "XNLI: not trained in
+    this run (papers.dlfa.train_tasks: pawsx)"); None leaves the cell unexplained, which
+    `make_table` refuses (`check_accounted`). Reasons already given are kept."""
+    out = table.copy()
+    ours = out[_ours_column(out)]
+    old = out[WHY] if WHY in out else pd.Series("", index=out.index)
+    out[WHY] = [w if isinstance(w, str) and w else (reason_of(r) or "") if pd.notna(r["paper"]) and pd.isna(o) else ""
+                for w, o, (_, r) in zip(old, ours, out.iterrows())]
+    return out
+
+
+def account_all(table: pd.DataFrame, reason: str) -> pd.DataFrame:
+    """`account` with one reason for every published cell without ours (a table not run)."""
+    return account(table, lambda _row: reason)
+
+
+def unexplained(table: pd.DataFrame) -> pd.DataFrame:
+    """The published cells of a built table that have neither ours nor a reason (`account`)."""
+    ours = table[_ours_column(table)]
+    why = table[WHY].fillna("").astype(str) if WHY in table else pd.Series("", index=table.index)
+    return table[table["paper"].notna() & ours.isna() & why.eq("")]
+
+
+def check_accounted(table: pd.DataFrame, published_cells: int, where: str, per_cell: bool = True) -> None:
+    """Every published cell is in the table (none dropped) and, with `per_cell`, has ours or a
+    reason (`account`)."""
+    if "paper" not in table and not published_cells:  # a table of ours alone
+        return
+    shown = int(table["paper"].notna().sum()) if "paper" in table else 0
+    if shown < published_cells:
+        raise XltError(f"{where}: shows {shown} of the {published_cells} published cells; a table keeps every "
+                       "published cell, with ours or a reason (xlt.tables.account)")
+    bare = unexplained(table) if per_cell else table.iloc[:0]
+    if len(bare):
+        keys = [c for c in table.columns if c not in ("paper", "ours", "ours_mean", "ours_std", "n_seeds", "n_collapsed",
+                                                      "delta", WHY, "pvalue", "ours_mark", "paper_mark")]
+        raise XltError(f"{where}: {len(bare)} published cell(s) without ours and without a reason, e.g. "
+                       f"{bare[keys].head(3).to_dict('records')} (xlt.tables.account)")
+
+
+def why_notes(table: pd.DataFrame) -> list[str]:
+    """The distinct reasons of `account`, in the table's order: a note each."""
+    if WHY not in table:
+        return []
+    return [w for w in dict.fromkeys(table[WHY].fillna("").astype(str)) if w]
+
+
 SEEDS_LEGEND = "Each cell: paper · ours (mean ± std over seeds) · Δ = ours − paper"
 
 
@@ -193,6 +252,7 @@ def render_grid(
         md.append(f"| {label(rk)} | " + " | ".join(cells_md) + " |")
         tex.append(f"{label(rk)} & " + " & ".join(cells_tex) + " \\\\")
     tex += ["\\bottomrule", "\\end{tabular}"]
+    notes = [*notes, *(w for w in why_notes(table) if w not in notes)]  # why published cells have no ours
     md += [""] + [f"- {n}" for n in with_collapse_note(notes, table, lambda r: f"{label(tuple(r[k] for k in row_keys))} / "
                                                                             f"{heads[cols.index(r[col_key])]}")]
     return "\n".join(md) + "\n", "\n".join(tex) + "\n"
@@ -231,3 +291,48 @@ def eval_rows(inputs: list[str], metric_of: dict[str, str], setting_of) -> pd.Da
             rows.append({"task": report["task"], "setting": setting_of(recipe), "lang": lang, "seed": report["seed"], "value": m[metric],
                          "collapsed": bool(report.get("collapsed", False))})
     return pd.DataFrame(rows)
+
+
+# ---- selection beside the oracle -------------------------------------------------------------
+
+ORACLE_LEGEND = ("Each cell: paper · ours (mean ± std over seeds; the checkpoint the paper's way: best epoch on the "
+                 "training languages' dev) · Δ = ours − paper · oracle = ours with the checkpoint chosen per target "
+                 "language on its own dev set")
+ORACLE_NOTE = ("oracle: target-dev selection (Keung et al., 2020: English-dev selection can mislead in zero-shot "
+               "transfer): per language, the test score of the epoch whose dev score in that language was best "
+               "(oracle.json beside each model; the same fine-tune, no extra training). It peeks at target-language "
+               "dev data, so it is a reference beside the paper's setting, not a zero-shot result.")
+
+
+def oracle_rows(models: list[str], metric_of: dict[str, str], setting_of) -> pd.DataFrame:
+    """Per-seed rows (task, setting, lang, seed, value) of the oracle selection beside models
+    (their oracle.json, xlt.engine.recipes.finetune.oracle_step): the test `metric_of[task]` of
+    each language's own best-dev epoch."""
+    rows = []
+    for model in models:
+        path = Path(model) / ORACLE_FILE
+        if not path.exists():
+            raise XltError(f"{path}: missing; the model was trained without oracle selection (rerun its fine-tune)")
+        report = read_json(path)
+        setting = setting_of(Recipe.parse(Path(model).parent.name))
+        metric = metric_of[report["task"]]
+        for lang, best in report["languages"].items():
+            rows.append({"task": report["task"], "setting": setting, "lang": lang, "seed": report["seed"],
+                         "value": best["test"][metric], "epoch": best["epoch"]})
+    return pd.DataFrame(rows, columns=["task", "setting", "lang", "seed", "value", "epoch"])
+
+
+def add_oracle(table: pd.DataFrame, oracle: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """`table` with oracle_mean / oracle_std (over seeds) of `oracle`'s per-seed rows on `keys`."""
+    agg = oracle.groupby(keys, sort=False)["value"].apply(list).reset_index()
+    agg["oracle_mean"] = agg["value"].map(lambda v: mean_std(v)[0])
+    agg["oracle_std"] = agg["value"].map(lambda v: mean_std(v)[1])
+    return table.merge(agg.drop(columns="value"), on=keys, how="left")
+
+
+def oracle_cell(row) -> tuple[str, str, str]:
+    """cell_text, then the oracle's mean ± std (`add_oracle`)."""
+    paper, ours, delta = cell_text(row)
+    mean, std = row.get("oracle_mean"), row.get("oracle_std")
+    oracle = "–" if mean is None or pd.isna(mean) else f"{mean:.2f}" + (" (1 seed)" if pd.isna(std) else f" ± {std:.2f}")
+    return paper, ours, f"{delta} · oracle {oracle}"

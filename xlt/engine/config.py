@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 from xlt.errors import XltError
 
 
-FAST_PATH = ("auto", "off")  # the lean training forward where it applies, or never
+FAST_PATH = ("auto", "off")
+ORACLE_FILE = "oracle.json"  # beside a model fine-tuned with oracle selection (per target language, its own dev)  # the lean training forward where it applies, or never
 
 
 @dataclass

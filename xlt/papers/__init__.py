@@ -25,8 +25,8 @@ from xlt.align.targets import align_tables
 from xlt.errors import XltError, unknown
 from xlt.papers import adjust, crossmulti, dlfa, underspec, xmixup
 from xlt.papers.base import Figure, Paper, Table
-from xlt.papers.published import paper_title, table_info
-from xlt.tables import write_table
+from xlt.papers.published import list_published, load_published, paper_title, table_info
+from xlt.tables import check_accounted, write_table
 from xlt.targets import figure_files, table_files
 
 PAPERS: dict[str, Paper] = {p.slug: p for p in (crossmulti.PAPER, dlfa.PAPER, adjust.PAPER, underspec.PAPER, xmixup.PAPER)}
@@ -138,8 +138,32 @@ def figure_spec(cfg: dict, slug: str) -> dict:
 def make_table(slug: str, table_id: str, spec: dict, inputs: list[str], out_prefix: str):
     """Build one table and write <out_prefix>.{csv,md,tex}; return the long table."""
     table, md, tex = get_table(slug, table_id).build(spec, inputs)
+    check_accounted(table, published_cells(slug, table_id), f"{slug} {table_id}",
+                    per_cell=not get_paper(slug).reasons_in_notes)
     write_table(table, out_prefix, md, tex)
     return table
+
+
+def published_cells(slug: str, table_id: str) -> int:
+    """How many cells the paper prints in the table (0 for a table it prints none of)."""
+    return len(load_published(slug, table_id)) if (slug, table_id) in list_published() else 0
+
+
+def oracle_languages(cfg: dict, model: str) -> list[str]:
+    """The target languages whose dev sets a model's fine-tune also selects on (oracle
+    selection), as the configured papers ask (Paper.oracle_models); none for most models."""
+    key = id(cfg)
+    if _ORACLE_CACHE.get("key") != key:  # one walk of the papers per config, not per job
+        wanted: dict[str, list[str]] = {}
+        for slug in configured(cfg):
+            if (paper := PAPERS[slug]).oracle_models:
+                for m, langs in paper.oracle_models(cfg).items():
+                    wanted[m] = list(dict.fromkeys([*wanted.get(m, []), *langs]))
+        _ORACLE_CACHE.update(key=key, wanted=wanted, cfg=cfg)
+    return _ORACLE_CACHE["wanted"].get(str(model), [])
+
+
+_ORACLE_CACHE: dict = {}
 
 
 def draw_figure(slug: str, figure_id: str, spec: dict, inputs: list[str], out_dir: str) -> None:

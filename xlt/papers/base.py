@@ -100,3 +100,9 @@ class Paper:
     bill_rules: tuple[BillRule, ...] = ()
     # the wildcards of its own rules' paths -> their regex (joined to xlt.targets.WILDCARDS)
     wildcards: dict[str, str] = field(default_factory=dict)
+    # config -> {model directory: target languages} of the models whose fine-tune also selects per
+    # target language on its dev set (oracle selection, xlt.finetune's `oracle_langs`)
+    oracle_models: Callable[[dict], dict[str, list[str]]] | None = None
+    # True: its tables explain published cells without ours in free-text notes, not yet per cell
+    # (xlt.tables.account); make_table then checks only that no published cell is dropped
+    reasons_in_notes: bool = False

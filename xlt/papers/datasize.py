@@ -19,7 +19,7 @@ from xlt.io import read_json
 from xlt.papers.base import DataSize, Table, TableBuilder
 from xlt.papers.published import load_published
 from xlt.registry import get_task
-from xlt.tables import paper_vs_ours, render_grid
+from xlt.tables import account, paper_vs_ours, render_grid
 from xlt.targets import data_dir, dataset_name, paper_languages, treebank_set_of, ud_selection
 
 DATASET_LABELS = {"pos": "UD", "parsing": "UD", "ner": "WikiANN", "pawsx": "PAWS-X", "marc": "MARC", "xnli": "XNLI"}
@@ -36,7 +36,8 @@ def spec(cfg: dict, paper: str) -> dict:
         tasks[task] = {"dataset": dataset, "languages": paper_languages(cfg, paper, task)}
         if get_task(task).source == "ud":
             tasks[task]["ud"] = ud_selection(cfg, treebank_set_of(dataset))
-    return {"paper": paper, "tasks": tasks}
+    # a synthetic world's counts are not the real corpora's: no Δ between them (`same_quantity`)
+    return {"paper": paper, "tasks": tasks, "world": bool(cfg.get("world"))}
 
 
 def inputs(cfg: dict, paper: str) -> list[str]:
@@ -57,14 +58,13 @@ def published_sizes(slug: str, rank: int, table_id: str = "table1") -> list[Data
 
 def counts(slug: str, spec: dict, inputs: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Ours (`data_counts`) and the paper's Table 1 counts of the configured tasks."""
-    published = load_published(slug, "table1")
-    return data_counts(inputs, spec), published[published["task"].isin(spec["tasks"])]
+    return data_counts(inputs, spec), load_published(slug, "table1")  # every task's: `why_missing` says why
 
 
 def render(table: pd.DataFrame, row_keys: list[str], col_key: str, title: str, spec: dict, notes: list[str],
            labels: dict[str, str] = DATASET_LABELS) -> tuple[str, str]:  # fmt: skip
     """`render_grid` for counts: the treebank selection noted first, cells paper · ours · Δ."""
-    notes = [n for n in [treebank_note(spec)] if n] + notes
+    notes = [n for n in [treebank_note(spec)] if n] + notes + ([] if same_quantity(spec) else [WORLD_NOTE])
     return render_grid(table, row_keys, col_key, title, notes, cell=count_cell, legend=COUNTS_LEGEND, labels=labels)
 
 
@@ -83,15 +83,37 @@ def data_counts(inputs: list[str], spec: dict) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["task", "lang", "split", "value"])
 
 
-def counts_vs_paper(ours: pd.DataFrame, published: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
-    """`paper_vs_ours` for counts: keys, paper, ours, delta as integers (missing: empty)."""
+WORLD_NOTE = ("Δ left out: ours count the tiny synthetic world's datasets (the config's `world`), the paper's the "
+              "real corpora, so the two sides are not the same quantity; the paper's counts are shown for reference.")
+
+
+def same_quantity(spec: dict) -> bool:
+    """Whether ours and the paper's count the same data (not so on a synthetic world)."""
+    return not spec.get("world", False)
+
+
+def counts_vs_paper(ours: pd.DataFrame, published: pd.DataFrame, keys: list[str], spec: dict | None = None) -> pd.DataFrame:
+    """`paper_vs_ours` for counts: keys, paper, ours, delta as integers (missing: empty; no
+    delta where ours and the paper's are not the same quantity, `same_quantity(spec)`)."""
     if ours.empty:
         table = published[keys + ["value"]].rename(columns={"value": "paper"}).assign(ours=float("nan"))
     else:
         table = paper_vs_ours(ours.assign(seed=0), published, keys).rename(columns={"ours_mean": "ours"})
-    table["delta"] = table["ours"] - table["paper"]
-    table = table[keys + ["paper", "ours", "delta"]]
-    return table.astype({c: "Int64" for c in ("paper", "ours", "delta")})
+    table["delta"] = table["ours"] - table["paper"] if spec is None or same_quantity(spec) else float("nan")
+    table = table[keys + ["paper", "ours", "delta"]].astype({c: "Int64" for c in ("paper", "ours", "delta")})
+    return table if spec is None else account(table, lambda r: why_missing(spec, r))
+
+
+def why_missing(spec: dict, row) -> str:
+    """Why a published count has no ours, from the config: the task or language is not prepared
+    in this run, or the prepared data has no such split."""
+    task, lang = row["task"], row.get("lang")
+    if task not in spec["tasks"]:
+        return (f"Tasks not counted in this run (papers.{spec['paper']}.tasks: {', '.join(spec['tasks'])}): the "
+                "paper's counts only.")
+    if isinstance(lang, str) and lang not in spec["tasks"][task]["languages"]:
+        return "Languages not among the task's languages in this run (its language set): the paper's counts only."
+    return "Not in the prepared data (the source delivers no such split here; the manifest's counts): the paper's count only."
 
 
 def count_cell(row) -> tuple[str, str, str]:

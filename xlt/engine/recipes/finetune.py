@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from xlt.engine.config import TrainConfig
+from xlt.engine.config import ORACLE_FILE, TrainConfig
 from xlt.engine.evalset import EvalSet, load_records, max_positions
 from xlt.engine.kinds import Kind, resolve
 from xlt.engine.loop import Loop
@@ -22,6 +22,7 @@ from xlt.engine.reference import FrozenReference
 from xlt.engine.runtime import Checkpointer, Dist, build_optimizer, build_scheduler, resolve_precision, seed_everything
 from xlt.engine.streams import Stream
 from xlt.errors import XltError
+from xlt.io import write_json
 from xlt.provenance import provenance
 from xlt.registry import Task
 
@@ -52,6 +53,19 @@ def build_task_model(cfg: TrainConfig, encoder, aux: list[tuple[Task, Kind]] = (
     return model
 
 
+def oracle_step(state: dict, epoch: int, dev: dict[str, dict], test_of, metric: str) -> None:
+    """One epoch of oracle selection: record each language's dev `metric`; where it beats the
+    language's best so far (ties keep the earlier epoch), score its test set (`test_of(lang)`)
+    and keep it. `state["oracle"]` (checkpointed with the loop's state): {"best": {lang:
+    {"epoch", "dev", "test"}}, "history": [{"epoch", "dev": {lang: score}}]}."""
+    book = state.setdefault("oracle", {"best": {}, "history": []})
+    book["history"].append({"epoch": epoch + 1, "dev": {lang: m[metric] for lang, m in dev.items()}})
+    for lang, m in dev.items():
+        best = book["best"].get(lang)
+        if best is None or m[metric] > best["dev"]:
+            book["best"][lang] = {"epoch": epoch + 1, "dev": m[metric], "test": test_of(lang)}
+
+
 def train(
     cfg: TrainConfig,
     train_files: list[str],
@@ -62,8 +76,15 @@ def train(
     aux: list[dict] | None = None,
     stop_after_steps: int | None = None,
     kill_after_steps: int | None = None,
+    oracle: dict[str, dict[str, str]] | None = None,
 ) -> dict:
     """Fine-tune and save the selected model to `out_dir`; return its summary.
+
+    `oracle`: target-dev ("oracle") selection beside the model's own, {lang: {"dev": file,
+    "test": file}}: after every epoch each language's dev set is scored, and where it beats that
+    language's best so far its test set too; `ORACLE_FILE` beside the model keeps, per language,
+    the test scores of the epoch its own dev liked best (`oracle_step`). It reads no RNG and
+    leaves the weights, the selection and the model's provenance as they are.
 
     `aux`: auxiliary streams; a batch of each is drawn every step and its loss added with its
     weight. A task stream {"task", "files", "weight", "batch_size"?} adds that task's loss
@@ -147,10 +168,17 @@ def train(
     baselines = [kind.majority_baseline(task, ev.golds) for ev in dev_sets.values()]
     baseline = None if None in baselines else float(np.mean([b[metric] for b in baselines]))
     dev_golds = [g for ev in dev_sets.values() for g in ev.golds]
+    oracle_sets = {lang: {split: dev_sets.get(str(f)) or EvalSet.build(task, load_records([f]), tokenizer, cfg, positions,
+                                                                       name=str(f), kind=kind, with_source=mixup is not None)
+                          for split, f in files.items()} for lang, files in (oracle or {}).items()}
 
     def select(state: dict, epoch: int) -> None:
         scored = {p: ev.score(model, device) for p, ev in dev_sets.items()}
         dev_metrics = {p: m for p, (_, m) in scored.items()}
+        if oracle_sets:
+            oracle_step(state, epoch, {lang: (scored.get(sets["dev"].name) or sets["dev"].score(model, device))[1]
+                                       for lang, sets in oracle_sets.items()},
+                        lambda lang: oracle_sets[lang]["test"].score(model, device)[1], metric)
         score = float(np.mean([m[metric] for m in dev_metrics.values()]))
         state["history"].append({"epoch": epoch + 1, "step": state["global_step"], "dev": dev_metrics, metric: score})
         if cfg.select == "last" or state["best"] is None or score > state["best"]:
@@ -205,6 +233,12 @@ def train(
         }
     if dist.main:
         save_model(model, tokenizer, out_dir, meta)
+        if oracle:
+            write_json(Path(out_dir) / ORACLE_FILE, {
+                "task": task.name, "seed": cfg.seed, "select_metric": metric, "selected_epoch": state["best_epoch"],
+                "languages": state["oracle"]["best"], "history": state["oracle"]["history"],
+                "provenance": provenance({"oracle": oracle}, cfg.seed, [f for files in oracle.values() for f in files.values()]),
+            })
         ckpt.clear()
     dist.barrier()
     dist.close()

@@ -23,7 +23,7 @@ from xlt.align import targets as align
 from xlt.errors import XltError, check_config_ref
 from xlt.papers.base import DataSize, Figure, Paper, Table
 from xlt.papers.published import load_published
-from xlt.tables import COLLAPSE_NOTE, add_marks, eval_rows, paper_vs_ours, render_grid
+from xlt.tables import COLLAPSE_NOTE, account, account_all, add_marks, eval_rows, paper_vs_ours, render_grid
 from xlt.targets import Adjusted, Recipe, dataset_name, encoder_dir, eval_file, langset_languages, model_dir, paper_language_set
 
 SLUG = "adjust"
@@ -270,14 +270,14 @@ def table4(spec: dict, inputs: list[str]):
 def _not_run(spec: dict, published: pd.DataFrame, keys: list[str], task: str, title: str, reason: str | None = None):
     """A table the config does not run (its task, or an option left off): every published cell,
     with the reason."""
-    table = paper_vs_ours(pd.DataFrame(columns=[*keys, "seed", "value"]), published, keys)
+    reason = reason or f"Not run: {task} is not in papers.{SLUG}.tasks ({', '.join(spec['tasks'])}); the paper's values only."
+    table = account_all(paper_vs_ours(pd.DataFrame(columns=[*keys, "seed", "value"]), published, keys), reason)
     if "question" in keys:
         table = table.assign(block=[BLOCKS[(q, c)] for q, c in zip(table["question"], table["context"])])
         keys = ["block", "dataset", "model", "lang"]
     md, tex = render_grid(table, [k for k in keys if k != "lang" and k != "eval_lang"],
                           "lang" if "lang" in keys else "eval_lang", title,
-                          [reason or f"Not run: {task} is not in papers.{SLUG}.tasks ({', '.join(spec['tasks'])}); the "
-                           "paper's values only."], labels=LABELS)
+                          [reason], labels=LABELS)
     return table, md, tex
 
 
@@ -425,18 +425,21 @@ def _variant_table(spec: dict, inputs: list[str], table_id: str, notes: list[str
     published = published.assign(**{pub_column: published[pub_column].astype(str)})
     table = paper_vs_ours(gains, published, [pub_column, "task", "dataset", "lang"])
     table = table[table["lang"] == t["pair"]]
+    reasons = {}  # why a published cell has no ours: its task not run, or its size / mode / tokens not run
     if not_run := [task for task in dict.fromkeys(published["task"]) if task not in t["tasks"]]:
-        notes = [*notes, f"{', '.join(LABELS.get(x, x) for x in not_run)}: not run (papers.{SLUG}.{table_id}.tasks: "
-                         f"{', '.join(t['tasks'])}); the paper's values only."]
+        reasons["task"] = (f"{', '.join(LABELS.get(x, x) for x in not_run)}: not run (papers.{SLUG}.{table_id}.tasks: "
+                           f"{', '.join(t['tasks'])}); the paper's values only.")
     run = table["task"].isin(t["tasks"])
     unmatched = sorted({str(v) for v in table.loc[run & table["ours_mean"].isna() & table["paper"].notna(), pub_column]},
                        key=lambda v: (len(v), v))
     if unmatched:
         key = VARIANT_KEY[table_id]
         ours_only = ", ".join(str(v) for v in t[key] if PUBLISHED_NAME.get(str(v), str(v)) not in set(published[pub_column]))
-        notes = [*notes, f"The paper's {', '.join(unmatched)}: not run here (papers.{SLUG}.{table_id}.{key}: "
-                 f"{', '.join(str(v) for v in t[key])})" + (f"; ours: {ours_only}, their own rows" if ours_only else "")
-                 + "." + "".join(f" {HOW_TO_RUN[v]}" for v in unmatched if v in HOW_TO_RUN)]
+        reasons["variant"] = (f"The paper's {', '.join(unmatched)}: not run here (papers.{SLUG}.{table_id}.{key}: "
+                              f"{', '.join(str(v) for v in t[key])})" + (f"; ours: {ours_only}, their own rows" if ours_only else "")
+                              + "." + "".join(f" {HOW_TO_RUN[v]}" for v in unmatched if v in HOW_TO_RUN))
+    notes = [*notes, *reasons.values()]
+    table = account(table, lambda r: reasons["task"] if r["task"] not in t["tasks"] else reasons.get("variant"))
     table = table.assign(column=[f"{task}:{d}" for task, d in zip(table["task"], table["dataset"])])
     md, tex = render_grid(table, [pub_column], "column", VARIANT_TITLE[table_id].format(pair=t["pair"]),
                           _notes(spec, ours, ["Each cell: the adjusted model's score minus the original's, per seed, "

@@ -25,7 +25,8 @@ from xlt.errors import XltError
 from xlt.papers import datasize
 from xlt.papers.base import Figure, Paper, Table
 from xlt.papers.published import load_published
-from xlt.tables import COLLAPSE_NOTE, eval_rows, paper_vs_ours, render_grid
+from xlt.tables import (COLLAPSE_NOTE, ORACLE_LEGEND, ORACLE_NOTE, SEEDS_LEGEND, TASK_LABELS, account, add_oracle, cell_text,
+                        eval_rows, oracle_cell, oracle_rows, paper_vs_ours, render_grid)
 from xlt.targets import Init, Recipe, aux_streams, data_dir, dataset_name, eval_file, model_dir, task_of
 
 SLUG = "crossmulti"
@@ -51,37 +52,72 @@ def model_setting(model: str) -> dict:
 
 
 def table2_inputs(cfg: dict) -> list[str]:
+    """Table 2's evaluation files, and with papers.crossmulti.oracle its models (their oracle.json)."""
     p = cfg["papers"][SLUG]
-    return [
+    evals = [
         eval_file(cfg, p["encoder"], "pretrained", dataset_name(cfg, SLUG, task), recipe.name, seed, "test", p["languages"])
         for task in p["tasks"]
         for recipe in recipes(cfg).values()
         for seed in p["seeds"]
     ]
+    return evals + list(oracle_models(cfg))
+
+
+def oracle_models(cfg: dict) -> dict[str, list[str]]:
+    """Table 2's models and the languages each also selects on (papers.crossmulti.oracle)."""
+    p = cfg["papers"][SLUG]
+    if not p.get("oracle"):
+        return {}
+    langs = list(cfg["language_sets"][p["languages"]])
+    return {model_dir(cfg, p["encoder"], "pretrained", dataset_name(cfg, SLUG, task), recipe.name, seed): langs
+            for task in p["tasks"] for recipe in recipes(cfg).values() for seed in p["seeds"]}
 
 
 def table2(spec: dict, inputs: list[str]) -> tuple[pd.DataFrame, str, str]:
     source = spec["source"]
-    ours = eval_rows(inputs, spec["metric"], lambda r: "cross" if r.train_langs == (source,) else "multi")
-    published = load_published(SLUG, "table2")
-    published = published[published["task"].isin(spec["tasks"])]
+    setting_of = lambda r: "cross" if r.train_langs == (source,) else "multi"  # noqa: E731
+    evals = [f for f in inputs if f.endswith(".json")]
+    ours = eval_rows(evals, spec["metric"], setting_of)
     keys = ["task", "setting", "lang"]
-    table = paper_vs_ours(ours, published, keys)
+    table = paper_vs_ours(ours, load_published(SLUG, "table2"), keys)
+    table = account(table, lambda r: None if r["task"] in spec["tasks"] else (
+        f"Tasks not in papers.{SLUG}.tasks ({', '.join(spec['tasks'])}): the paper's values only."))
+    if spec.get("oracle"):  # the inputs beside the evaluation files: the models, with their oracle.json
+        table = add_oracle(table, oracle_rows([f for f in inputs if f not in evals], spec["metric"], setting_of), keys)
     seeds = sorted(ours["seed"].unique().tolist())
     notes = [
         "Metric (×100): " + ", ".join(f"{t} {m}" for t, m in spec["metric"].items() if t in spec["tasks"])
         + f". Encoder: {spec['encoder']}. Seeds: {seeds}.",
         "cross = fine-tuned on the source language only; multi = on all four languages.",
+        select_note(spec),
+        *([ORACLE_NOTE] if spec.get("oracle") else []),
         COLLAPSE_NOTE,
     ]
-    md, tex = render_grid(table, ["task", "setting"], "lang", "crossmulti Table 2: cross- vs multi-lingual fine-tuning", notes)
+    md, tex = render_grid(table, ["task", "setting"], "lang", "crossmulti Table 2: cross- vs multi-lingual fine-tuning", notes,
+                          cell=oracle_cell if spec.get("oracle") else cell_text,
+                          legend=ORACLE_LEGEND if spec.get("oracle") else SEEDS_LEGEND)
     return table, md, tex
+
+
+def select_note(spec: dict) -> str:
+    """Which epoch is kept: the paper is silent (5 epochs, lr 1e-5, batch 32 only)."""
+    select = spec.get("select", "best")
+    which = ("the epoch with the best dev score, averaged over the training languages' dev sets (cross: EN "
+             "dev only; multi: the four)" if select == "best" else "the last epoch")
+    return (f"Checkpoint: {which} (hparams profile {spec.get('hparams', '?')}, select: {select}). The paper does not say; "
+            "our choice (Hugging Face's Trainer, whose implementation it names, keeps the last epoch unless told otherwise).")
+
+
+def with_profile(cfg: dict) -> dict:
+    """The paper's block and what its notes state of the fine-tuning profile and of +DA's MLM."""
+    p = cfg["papers"][SLUG]
+    return {**p, "select": cfg["hparams"][p["hparams"]].get("select", "best"), "mlm": cfg["adapt"]["mlm"]}
 
 
 def table1(spec: dict, inputs: list[str]) -> tuple[pd.DataFrame, str, str]:
     ours, published = datasize.counts(SLUG, spec, inputs)
     ours = ours[ours["split"].isin(published["split"].unique())]  # the paper prints train and test
-    table = datasize.counts_vs_paper(ours, published, ["task", "split", "lang"])
+    table = datasize.counts_vs_paper(ours, published, ["task", "split", "lang"], spec)
     notes = [
         "UD ES: the paper's 14,035 training sentences beside AnCora's test size (1,721) read as "
         "AnCora's 14,305 with two digits swapped (docs/papers.md).",
@@ -140,17 +176,26 @@ def table6(spec: dict, inputs: list[str]) -> tuple[pd.DataFrame, str, str]:
     ours = pd.concat([eval_rows([path], spec["metric"], lambda r, s=table6_setting(path): s) for path in inputs],
                      ignore_index=True)
     published = load_published(SLUG, "table6")
-    published = published[published["task"].isin(spec["table6"]["tasks"])]
     table = paper_vs_ours(ours, published, ["task", "setting", "lang"])
+    table = account(table, lambda r: None if r["task"] in spec["table6"]["tasks"] else (
+        f"{', '.join(TASK_LABELS[t] for t in dict.fromkeys(published['task']) if t not in spec['table6']['tasks'])}: "
+        f"not run (papers.{SLUG}.table6.tasks: {', '.join(spec['table6']['tasks'])}); the paper's values only."))
     notes = [
         f"Seeds: {spec['table6']['seeds']}. cross = Table 2's cross models; fa = + auxiliary task streams on EN data "
         f"(aux set {spec['table6']['fa']}: one batch of each auxiliary task per step, loss weight from the aux set); "
         "da = MLM on the task's training text in the four languages (adapt.mlm), then EN fine-tuning; "
         "combined = da then fa. POS has no auxiliary tasks (no fa / combined).",
+        *([da_note(spec["mlm"])] if "mlm" in spec else []),
         COLLAPSE_NOTE,
     ]
     md, tex = render_grid(table, ["task", "setting"], "lang", "crossmulti Table 6: +FA, +DA, +combined", notes)
     return table, md, tex
+
+
+def da_note(mlm: dict) -> str:
+    return (f"+DA's MLM: {mlm['steps']:,} steps of {mlm['batch_size']} sequences, lr {mlm['lr']:g}, 15% masking "
+            "(adapt.mlm). The paper gives no DA settings; our choice (config.yaml's full-scale values follow BERT's "
+            "continued-pretraining defaults).")
 
 
 # ---- the analyses of Table 2's models ----------------------------------------------------------
@@ -214,9 +259,26 @@ def _build(name: str):
     def build(spec: dict, inputs: list[str]):
         from xlt.papers.crossmulti import analysis  # torch, scipy: only in the table job
 
-        return getattr(analysis, name)(spec, inputs)
+        table, md, tex = getattr(analysis, name)(spec, inputs)
+        if name in ("table3", "table4") and "probe" in spec.get("analysis", {}):
+            md += f"- {probe_note(spec['analysis']['probe'])}\n"
+        if name == "table4":  # ρ over fewer than 3 shared heads is undefined (the table's notes say so)
+            table = account(table, lambda r: RHO_UNDEFINED if r["metric"] == "spearman" else None)
+        return table, md, tex
 
     return build
+
+
+RHO_UNDEFINED = "ρ undefined: fewer than 3 shared heads in the cell (see the notes)."
+
+
+def probe_note(probe: dict) -> str:
+    cap = probe.get("max_train_examples")
+    return (f"Probes train on at most {cap:,} EN training examples ({probe.get('epochs', '?')} epochs, "
+            f"analysis.probe.max_train_examples) and test on {probe.get('max_test_examples') or 'all'} per language. The "
+            "paper gives no probe training size; our choice (20,000 in config.yaml: WikiANN's training size in its "
+            "Table 1, so NER probes see all of it and PAWS-X / MARC a sample).") if cap else (
+            "Probes train on every EN training example (analysis.probe.max_train_examples unset).")
 
 
 def _analysis_spec(cfg: dict) -> dict:
@@ -235,11 +297,11 @@ PAPER = Paper(
     SLUG,
     tables=(
         datasize.table(SLUG, table1),
-        Table("table2", inputs=table2_inputs, build=table2),
+        Table("table2", inputs=table2_inputs, build=table2, spec=with_profile),
         Table("table3", inputs=probe_files, build=_build("table3")),
         Table("table4", inputs=lambda cfg: probe_files(cfg)[1:], build=_build("table4"), spec=_analysis_spec),
         Table("table5", inputs=pppl_files, build=_build("table5")),
-        Table("table6", inputs=table6_inputs, build=table6),
+        Table("table6", inputs=table6_inputs, build=table6, spec=with_profile),
     ),
     figures=(
         Figure("fig1", "Normalised attention-head updates (relative L1 change of each head's Q/K/V rows and O "
@@ -252,4 +314,5 @@ PAPER = Paper(
     draw=draw,
     # per language, but ES and FR POS train as printed, not re-derived from a UD release (rank 1)
     data_sizes=lambda: datasize.published_sizes(SLUG, rank=1),
+    oracle_models=oracle_models,
 )

@@ -19,7 +19,8 @@ from xlt.papers import datasize
 from xlt.papers.base import DataSize, Paper, RecipeTags, Table
 from xlt.papers.published import load_published
 from xlt.stats import mean_std, paired_ttest
-from xlt.tables import COLLAPSE_NOTE, TASK_LABELS, collapse_mark, eval_rows, paper_vs_ours, render_grid
+from xlt.tables import (COLLAPSE_NOTE, ORACLE_LEGEND, ORACLE_NOTE, SEEDS_LEGEND, TASK_LABELS, account, add_oracle, cell_text,
+                        collapse_mark, eval_rows, oracle_cell, oracle_rows, paper_vs_ours, render_grid)
 from xlt.targets import Recipe, dataset_name, eval_file, model_dir, paper_language_set
 
 SLUG = "dlfa"
@@ -40,7 +41,7 @@ def table1(spec: dict, inputs: list[str]) -> tuple[pd.DataFrame, str, str]:
         rows += [{"task": task, "stat": k, "value": v} for k, v in stats.items() if not pd.isna(v)]
     ours = pd.DataFrame(rows, columns=["task", "stat", "value"])
     ours = ours.merge(published[["task", "stat"]], on=["task", "stat"])  # the statistics the paper prints
-    table = datasize.counts_vs_paper(ours, published, ["task", "stat"])
+    table = datasize.counts_vs_paper(ours, published, ["task", "stat"], spec)
     table = table.sort_values("stat", key=lambda c: c.map(STATS.index), kind="stable")
     notes = [
         "Train / dev / test: English; test min / max and langs: over the languages of the task "
@@ -182,6 +183,41 @@ def seed_test(avg: pd.DataFrame, task: str, best: str) -> str:
             f"{t['statistic']:.2f}, p = {t['pvalue']:.3f} ({verdict} the seed spread at p < 0.05)")
 
 
+# ---- why a published cell has no ours (xlt.tables.account), from the config -------------------
+
+
+def untrained(spec: dict, task: str) -> str | None:
+    """The reason a published task has no ours: it is not trained in this run (None: it is)."""
+    if task in trained(spec):
+        return None
+    return (f"Tasks not trained in this run (papers.{SLUG}.train_tasks: {', '.join(trained(spec))}, of papers.{SLUG}.tasks: "
+            f"{', '.join(spec['tasks'])}): the paper's values only.")
+
+
+def unswept(spec: dict, model: str) -> str | None:
+    """The reason a published layer dX has no ours: X is not in the sweep (papers.dlfa.layers)."""
+    layer = model[1:].partition("_")[0]
+    if not (model.startswith("d") and layer.isdigit()) or int(layer) in spec["layers"]:
+        return None
+    if int(layer) >= spec["control"]:  # one reason for all of them: the encoder is shallower
+        return (f"d{spec['control']}–d11: the encoder {spec['encoder']} has {spec['control']} layers (its last, the "
+                "control, fused with itself); rows are matched to the paper by layer number, so the paper's values only.")
+    return f"d{layer}: not in papers.{SLUG}.layers ({', '.join(map(str, spec['layers']))}); the paper's values only."
+
+
+def unranked(spec: dict, model: str) -> str | None:
+    """The reason a rank row (best / second) has no ours: the sweep has fewer layers."""
+    if model not in RANKS or RANKS.index(model) < len(spec["layers"]):
+        return None
+    return (f"{model}: the sweep has {len(spec['layers'])} layer(s) (papers.{SLUG}.layers: "
+            f"{', '.join(map(str, spec['layers']))}); the paper's values only.")
+
+
+def unlisted_language(spec: dict, task: str, lang: str) -> str:
+    return (f"{lang.upper()}: not among the {TASK_LABELS.get(task, task)} test languages of this run "
+            f"(language set {spec['languages'][task]}); the paper's values only.")
+
+
 def _notes(spec: dict, ours: pd.DataFrame, encoder: str, extra: list[str], scores: bool = True) -> list[str]:
     seeds = sorted(ours["seed"].unique().tolist())
     what = ("Scores ×100, averaged over all test languages of the task, EN included: "
@@ -193,35 +229,65 @@ def _notes(spec: dict, ours: pd.DataFrame, encoder: str, extra: list[str], score
     ]
 
 
+RECIPE_NOTE = (
+    "Fine-tuning: hparams profile {hparams}. The paper gives 5 epochs, batch 32, lr 2e-5, AdamW (Sect. IV) and "
+    "is silent on warmup, schedule, weight decay, length and checkpoint selection; config.yaml's dlfa uses "
+    "underspec's profile, which agrees on all four stated values and fixes the rest (10% linear warmup, linear "
+    "decay, no weight decay, 128 subwords, the best epoch on English dev): our choice, so that the baseline is "
+    "underspec's θ_src (one model).")
+
+
 # ---- Table II: the layer sweep --------------------------------------------------------------
 
 
 def table2_inputs(cfg: dict) -> list[str]:
+    """Table II's evaluation files, and with papers.dlfa.oracle its models (their oracle.json)."""
     p = cfg["papers"][SLUG]
-    return [f for task in trained(p) for f in _evals(cfg, p["encoder"], task, sweep(p))]
+    return [f for task in trained(p) for f in _evals(cfg, p["encoder"], task, sweep(p))] + list(oracle_models(cfg))
+
+
+def oracle_models(cfg: dict) -> dict[str, list[str]]:
+    """Table II's models and the languages each also selects on (papers.dlfa.oracle)."""
+    p = cfg["papers"][SLUG]
+    if not p.get("oracle"):
+        return {}
+    return {m: list(cfg["language_sets"][paper_language_set(p, task)])
+            for task in trained(p) for seed in p["seeds"] for m in models(cfg, p["encoder"], task, sweep(p), seed)}
 
 
 def table2(spec: dict, inputs: list[str]) -> tuple[pd.DataFrame, str, str]:
-    ours = scores(spec, inputs)
+    evals = [f for f in inputs if f.endswith(".json")]
+    ours = scores(spec, evals)
     avg = averages(ours)
     tests = [seed_test(avg, t, ranked_layers(avg, t, sweep(spec)[1:-1])[0]) for t in trained(spec)]
     # the control is the last layer fused with itself: D_12 of mBERT, d<control> here
     control = load_published(SLUG, "text_d12").replace({"model": {"d12": "control"}})
     published = pd.concat([load_published(SLUG, "table2"), control], ignore_index=True)
-    published = published[published["task"].isin(trained(spec))]
     table = paper_vs_ours(avg.replace({"model": {f"d{spec['control']}": "control"}}), published, ["task", "model", "lang"])
+    table = account(table, lambda r: untrained(spec, r["task"]) or unswept(spec, r["model"]))
+    if spec.get("oracle"):  # the inputs beside the evaluation files: the models, with their oracle.json
+        oracle = oracle_rows([f for f in inputs if f not in evals], spec["metric"], setting_of).rename(columns={"setting": "model"})
+        oracle = averages(oracle.assign(collapsed=False)).replace({"model": {f"d{spec['control']}": "control"}})
+        table = add_oracle(table, oracle, ["task", "model", "lang"])
     notes = _notes(spec, ours, spec["encoder"], [
         f"dX = DLFA fusing layer X with the last layer (Eq. 3 reading: {spec['reading']}); rows are matched to the "
         f"paper by layer number. control = the last layer fused with itself: ours d{spec['control']}, the paper's "
         "D_12 (given in the prose of Sect. V-A; XNLI not reported).",
+        CONTROL_NOTE,
+        RECIPE_NOTE.format(hparams=spec["hparams"]),
+        *([ORACLE_NOTE + " Here per language, then averaged as the headline."] if spec.get("oracle") else []),
         "Best DLFA layer vs baseline, paired over seeds: " + "; ".join(tests) + ".",
     ])
-    md, tex = render_grid(table, ["model"], "task", "dlfa Table II: the layer sweep (language averages)", notes)
+    md, tex = render_grid(table, ["model"], "task", "dlfa Table II: the layer sweep (language averages)", notes,
+                          cell=oracle_cell if spec.get("oracle") else cell_text,
+                          legend=ORACLE_LEGEND if spec.get("oracle") else SEEDS_LEGEND)
     return table, md, tex
 
 
 # ---- Tables III and IV: the two best layers ------------------------------------------------
 
+CONTROL_NOTE = ("The control row equals the baseline by construction: fusing the last layer with itself is the "
+                "identity (w·h + (1 − w)·h = h), so it checks the fusion code, not a finding.")
 RANKS = ("best", "second")
 
 
@@ -264,7 +330,8 @@ def table3(spec: dict, inputs: list[str]) -> tuple[pd.DataFrame, str, str]:
         named.append(f"{TASK_LABELS[task]}: ours {' / '.join(chosen.values())}, paper {' / '.join(PAPER_BEST[task])}")
         claims.append(_family_claim(task, parts[-1], chosen))
     avg = pd.concat(parts, ignore_index=True)
-    table = paper_vs_ours(avg, _published_ranks("table3", ranked_tasks(spec)), ["task", "model", "lang"])
+    table = paper_vs_ours(avg, _published_ranks("table3", list(PAPER_BEST)), ["task", "model", "lang"])
+    table = account(table, lambda r: untrained(spec, r["task"]) or unranked(spec, r["model"]))
     notes = _notes(spec, avg, spec["encoder"], [
         f"avg_enf = mean over {', '.join(ENF)}; avg_noenf = mean over the task's other test languages.",
         "best / second = the two best layers of the Table II sweep (mean over seeds): " + "; ".join(named) + ".",
@@ -288,6 +355,10 @@ def _family_claim(task: str, family: pd.DataFrame, chosen: dict[str, str]) -> st
             f"{gain[(upper, 'avg_noenf')]:+.2f}: {'holds' if holds else 'does not hold'} here")
 
 
+SWAP_NOTE = ("The paper's baseline fr (87.40) and es (87.00) look swapped: the row is XTREME's mBERT PAWS-X "
+             "result (Hu et al. 2020, the paper's [16]; avg 81.9, Table II's 81.94), which gives es 87.4 and fr 87.0; kept as printed.")
+
+
 def table4_inputs(cfg: dict) -> list[str]:
     p = cfg["papers"][SLUG]
     return _evals(cfg, p["encoder"], "pawsx", sweep(p)[:-1]) if "pawsx" in trained(p) else []
@@ -296,9 +367,11 @@ def table4_inputs(cfg: dict) -> list[str]:
 def table4(spec: dict, inputs: list[str]) -> tuple[pd.DataFrame, str, str]:
     ours, chosen = _best_two(spec, inputs, "pawsx")
     table = paper_vs_ours(ours, _published_ranks("table4", ["pawsx"]), ["task", "model", "lang"])
+    table = account(table, lambda r: unranked(spec, r["model"]) or unlisted_language(spec, r["task"], r["lang"]))
     notes = _notes(spec, ours, spec["encoder"], [
         f"best / second = the two best PAWS-X layers of the sweep: ours {' / '.join(chosen.values())}, "
         f"paper {' / '.join(PAPER_BEST['pawsx'])}.",
+        SWAP_NOTE,
     ])
     md, tex = render_grid(table, ["model"], "lang", "dlfa Table IV: PAWS-X accuracy per language", notes)
     return table, md, tex
@@ -316,19 +389,68 @@ def table5_inputs(cfg: dict) -> list[str]:
     return [f for task in trained(p) if p["ablation"].get(task) for f in _evals(cfg, p["encoder"], task, ablation_settings(p, task))]
 
 
+ABLATION_RANKS = ("first", "second")  # Table V's rows: the ablated layers in the order listed
+
+
+def ablated_layers(published: pd.DataFrame) -> dict[str, list[int]]:
+    """The paper's ablated layers per task, in the order it prints them (its two best per task)."""
+    out: dict[str, list[int]] = {}
+    for task, model in zip(published["task"], published["model"]):
+        layer = int(model[1:].partition("_")[0]) if model.startswith("d") else None
+        if layer is not None and layer not in out.setdefault(task, []):
+            out[task].append(layer)
+    return out
+
+
+def by_rank(models: pd.Series, tasks: pd.Series, layers: dict[str, list[int]]) -> list[str]:
+    """dX[_g|_l] -> first[_g|_l] / second[_g|_l] by X's place in its task's `layers`."""
+    out = []
+    for task, model in zip(tasks, models):
+        layer, sep, suffix = model[1:].partition("_")
+        ranks = dict(zip(layers.get(task, []), ABLATION_RANKS))
+        out.append(ranks[int(layer)] + sep + suffix if model.startswith("d") and int(layer) in ranks else model)
+    return out
+
+
 def table5(spec: dict, inputs: list[str]) -> tuple[pd.DataFrame, str, str]:
     ours = scores(spec, inputs)
     avg = averages(ours)
     published = load_published(SLUG, "table5")
-    published = published[published["task"].isin(ours["task"].unique())]
+    theirs = ablated_layers(published)
+    mine = {t: list(spec["ablation"].get(t, [])) for t in trained(spec)}
+    avg = avg.assign(model=by_rank(avg["model"], avg["task"], mine))
+    published = published.assign(model=by_rank(published["model"], published["task"], theirs))
     table = paper_vs_ours(avg, published, ["task", "model", "lang"])
+
+    def why(row) -> str | None:
+        rank = row["model"].partition("_")[0]
+        if untrained(spec, row["task"]):
+            return untrained(spec, row["task"])
+        if rank in ABLATION_RANKS and ABLATION_RANKS.index(rank) >= len(mine[row["task"]]):
+            return (f"{TASK_LABELS[row['task']]} {rank}: papers.{SLUG}.ablation lists "
+                    f"{len(mine[row['task']])} layer(s) for it, the paper ablates two; the paper's values only.")
+        return None
+
+    table = account(table, why)
+    order = list(dict.fromkeys(table["task"]))  # task by task, as the paper's blocks
+    table = table.sort_values("task", key=lambda c: c.map(order.index), kind="stable").reset_index(drop=True)
+    named = "; ".join(f"{TASK_LABELS[t]} paper {' / '.join(f'd{x}' for x in theirs.get(t, []))}, ours "
+                      f"{' / '.join(f'd{x}' for x in mine[t]) or 'none'}" for t in trained(spec))
     notes = _notes(spec, ours, spec["encoder"], [
-        "dX_g / dX_l: AIF with its global / local branch only (both branches: dX); layers per task: "
-        + "; ".join(f"{TASK_LABELS[t]} {', '.join(map(str, x))}" for t, x in spec["ablation"].items() if t in trained(spec))
-        + " (papers.dlfa.ablation, fixed before training).",
+        "first / second (+ _g / _l) = the ablated layers, matched by rank: the paper's two best layers per task, in "
+        f"the order it prints them, and ours papers.{SLUG}.ablation in its order (fixed before training, not chosen "
+        f"by our sweep): {named}.",
+        ABLATION_READING,
     ])
     md, tex = render_grid(table, ["task", "model"], "lang", "dlfa Table V: ablation of the AIF branches", notes)
     return table, md, tex
+
+
+ABLATION_READING = (
+    "Ablation reading (the paper's Table V names its rows global / local only): _g keeps AIF's global branch "
+    "(pooled over tokens) and drops the local one, _l the reverse, w = σ(branch) in place of σ(global ⊕ local); "
+    "the rest of DLFA (fusion with the last layer, Eq. 3's reading) is unchanged. Our choice: the paper does not "
+    "spell the ablated module out.")
 
 
 # ---- Table VI: cosine similarity of parallel sentences --------------------------------------
@@ -379,8 +501,9 @@ def table6(spec: dict, inputs: list[str]) -> tuple[pd.DataFrame, str, str]:
             rho = spearmanr(cos.values, [noenf[(task, m)] for m in cos.index]).statistic
             tracks.append(f"{TASK_LABELS[task]} ρ = {rho:+.2f} over {len(cos)} settings")
     ours = pd.concat(parts, ignore_index=True)
-    published = _published_ranks("table6", ranked_tasks(spec))
+    published = _published_ranks("table6", list(PAPER_BEST))
     table = paper_vs_ours(ours.assign(lang="cos"), published.assign(lang="cos"), ["task", "model", "lang"])
+    table = account(table, lambda r: untrained(spec, r["task"]) or unranked(spec, r["model"]))
     notes = _notes(spec, ours, spec["encoder"], [
         "Cosine similarity (not ×100) between EN and each other XNLI test language, "
         f"{spec['similarity']['sentences']} random parallel test premises (draw seed {spec['similarity']['seed']}), "
@@ -433,17 +556,32 @@ def table7(spec: dict, inputs: list[str]) -> tuple[pd.DataFrame, str, str]:
                                  "value": float(best[1:]), "collapsed": False})
     ours = pd.DataFrame(rows)
     published = load_published(SLUG, "table7").drop(columns="encoder")
-    table = paper_vs_ours(ours, published[published["task"].isin(t7["tasks"])], ["task", "model", "metric"])
+    table = paper_vs_ours(ours, published, ["task", "model", "metric"])
+    table.loc[table["metric"] == "best_layer", "delta"] = float("nan")  # an index: no difference to print
+    table = account(table, lambda r: None if r["task"] in t7["tasks"] else (
+        f"Tasks not in papers.{SLUG}.table7.tasks ({', '.join(t7['tasks'])}): the paper's values only."))
     table.insert(0, "encoder", t7["encoder"])
     stands_in = ("" if t7["encoder"] == "xlmr_base" else
                  f" Here encoder {t7['encoder']} stands in for XLM-R base (not available in this run): "
                  "paper = XLM-R base, ours = " + t7["encoder"] + ", so Δ compares different encoders.")
     notes = _notes(spec, ours, t7["encoder"], [
         f"dlfa = DLFA at the layer of {', '.join(map(str, t7['layers']))} with the best language average "
-        "(mean over seeds); best_layer is that layer." + stands_in,
+        "(mean over seeds); best_layer is that layer (an index: printed as an integer, no Δ)." + stands_in,
     ])
-    md, tex = render_grid(table, ["task", "model"], "metric", f"dlfa Table VII: DLFA on {t7['encoder']}", notes)
+    md, tex = render_grid(table, ["task", "model"], "metric", f"dlfa Table VII: DLFA on {t7['encoder']}", notes,
+                          cell=_table7_cell)
     return table, md, tex
+
+
+def _table7_cell(row) -> tuple[str, str, str]:
+    """cell_text, but the best layer is an index: integers, no spread, no Δ."""
+    if row["metric"] != "best_layer":
+        return cell_text(row)
+
+    def index(x) -> str:
+        return "–" if pd.isna(x) else str(int(x))
+
+    return index(row["paper"]), index(row["ours_mean"]), "–"
 
 
 # ---- the config check ----------------------------------------------------------------------
@@ -484,4 +622,5 @@ PAPER = Paper(
     check=check,
     recipe_tags=RecipeTags(TAG_GRAMMAR, extra_of_tag),
     data_sizes=data_sizes,
+    oracle_models=oracle_models,
 )

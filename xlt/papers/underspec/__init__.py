@@ -109,7 +109,7 @@ def table1(spec: dict, inputs: list[str]) -> tuple[pd.DataFrame, str, str]:
     if "pos" in spec["tasks"]:  # the paper's one column "POS tagging / Parsing": same treebanks
         ours = ours[ours["task"] != "parsing"]
     ours = ours[ours["split"].isin(published["split"].unique())]  # train and dev
-    table = datasize.counts_vs_paper(ours, published, ["task", "lang", "split"])
+    table = datasize.counts_vs_paper(ours, published, ["task", "lang", "split"], spec)
     notes = [
         "XNLI: the paper prints 392,703 training examples per language; XNLI-MT's training TSVs "
         "hold 392,702 pairs and a header line, so it likely counted lines (ours: 392,702).",
