@@ -105,6 +105,29 @@ def test_tagging_without_soft_labels_or_with_a_back_translation_fails_with_one_l
         xmixup.read_paired_records(model.task, [tmp_path / "train.jsonl"])
 
 
+def test_tagging_without_its_source_model_fails_before_anything_loads(tmp_path):
+    from xlt.engine.recipes.finetune import train
+
+    cfg = TrainConfig.from_dict({**HP, "task": "ner", "encoder": str(tmp_path / "no-encoder"), "extras": [MIX]})
+    with pytest.raises(XltError, match="xmixup tagging: the target side's labels are a source model's soft labels"):
+        train(cfg, [tmp_path / "train.jsonl"], [], tmp_path / "m", tmp_path / "ck")
+
+
+def test_qa_xmixup_trains_and_its_model_predicts_from_the_target_with_its_source(tiny_encoder, tmp_path):
+    from xlt.engine.recipes.finetune import train
+
+    write_jsonl(tmp_path / "train.jsonl", _qa_records(16, 0))
+    write_jsonl(tmp_path / "dev.jsonl", [{k: v for k, v in r.items() if k != "source"} for r in _qa_records(4, 1)])
+    cfg = TrainConfig.from_dict({**HP, "epochs": 1, "task": "qa", "encoder": str(tiny_encoder), "extras": [MIX]})
+    summary = train(cfg, [tmp_path / "train.jsonl"], [tmp_path / "dev.jsonl"], tmp_path / "m", tmp_path / "ck")
+    assert summary["global_steps"] == 2 and summary["train_features"] >= 16
+    model, tok, meta = load_model(tmp_path / "m")
+    assert "soft_labels" not in meta["xmixup"]
+    records = _qa_records(4, 2)
+    ev = EvalSet.build(model.task, records, tok, cfg, max_positions(model, tok), with_source=True)
+    assert all("source" in b for _, b in ev.batches) and len(ev.predict(model, "cpu")) == 4
+
+
 def test_a_qa_step_learns_each_sides_own_span(tiny_encoder):
     model, tok, cfg = _setup(tiny_encoder, "qa")
     records = _qa_records(8, 0)

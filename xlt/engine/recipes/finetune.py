@@ -94,7 +94,7 @@ def train(
         raise XltError(f"at most one auxiliary stream of kind {ALIGNED_PAIRS!r}; got {len(pair_aux)}")
     aux = [a for a in aux if a.get("kind", "task") == "task"]
     aux_tasks = [resolve(a["task"]) for a in aux]
-    xmixup.check_config(cfg.extras, kind)
+    xmixup.check_config(cfg.extras, kind, bool(teachers))
     dist = Dist()
     device = dist.device(cfg.device)
     metric = cfg.select_metric or task.metrics[0]

@@ -42,13 +42,20 @@ from xlt.registry import Task
 SOURCE_BT = "source_bt"  # a training record's back-translation of its target side into English
 HAS_BT = "has_bt"  # per pair: 1 where the record has its own back-translation
 OUTPUTS = "xmixup_outputs"  # a step's batch caches the one paired forward here
+NO_SOFT_LABELS = ("xmixup tagging: the target side's labels are a source model's soft labels; none given "
+                  "(an auxiliary entry {'kind': 'soft_labels', 'model': <an English-trained tagger>})")
 SOFT_ROWS = "soft_rows"  # tagging target feature: per position the row of its soft label (-1: none)
 
 
-def check_config(extras: list[dict], kind: Kind) -> None:
-    """Fail before anything loads when X-Mixup is asked of a kind it does not handle."""
-    if any(e.get("name") == "xmixup" for e in extras) and kind.name not in XMixup.KINDS:
+def check_config(extras: list[dict], kind: Kind, soft_labels: bool = False) -> None:
+    """Fail before anything loads when X-Mixup is asked of a kind it does not handle, or of
+    tagging without the source model whose soft labels the target side learns."""
+    if not any(e.get("name") == "xmixup" for e in extras):
+        return
+    if kind.name not in XMixup.KINDS:
         raise XltError(xmixup_not_built(kind.name))
+    if kind.name == "tagging" and not soft_labels:
+        raise XltError(NO_SOFT_LABELS)
 
 
 def read_paired_records(task: Task, files, cap: int | None = None) -> tuple[list[dict], int]:
@@ -188,8 +195,7 @@ def xmixup_terms(extra: XMixup, stream: str, seed: int, pad_id: int, kind: Kind,
     `soft` (`soft_labels`) averaged over the target words. A zero-weighted term costs nothing
     (Objective skips it)."""
     if kind.name == "tagging" and soft is None:
-        raise XltError("xmixup tagging: the target side's labels are a source model's soft labels; none given "
-                       "(an auxiliary stream {'kind': 'soft_labels', 'model': <an English-trained tagger>})")
+        raise XltError(NO_SOFT_LABELS)
     on_device: dict = {}
 
     def outputs(model, batch: dict, step: int) -> dict:
