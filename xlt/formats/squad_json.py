@@ -50,7 +50,10 @@ def read_squad(path: str | Path, *, allow_unanswerable: bool = False, skipped: d
                     raise DataFormatError(path, None, f"{where}: duplicate id")
                 seen.add(qid)
                 question = _need(path, where, qa, "question", str)
-                answers = _need(path, where, qa, "answers", list)
+                # a translate-test file may carry no answers at all (they are the target's)
+                answers = qa.get("answers", []) if allow_unanswerable else _need(path, where, qa, "answers", list)
+                if not isinstance(answers, list):
+                    raise DataFormatError(path, None, f"{where}: 'answers' has type {type(answers).__name__}")
                 if not answers and not allow_unanswerable:
                     raise DataFormatError(path, None, f"{where}: no answers")
                 texts, starts = [], []
