@@ -216,7 +216,9 @@ def xmixup_terms(extra: XMixup, stream: str, seed: int, pad_id: int, kind: Kind,
         keep = rows >= 0
         if not bool(keep.any()):
             return out["target_logits"].sum() * 0.0
-        table = on_device.setdefault(rows.device, soft.to(rows.device))
+        if rows.device not in on_device:  # moved once per device, not every step
+            on_device[rows.device] = soft.to(rows.device)
+        table = on_device[rows.device]
         log_p = out["target_logits"].float()[keep].log_softmax(-1)
         return -(table[rows[keep]] * log_p).sum(-1).mean()
 
