@@ -559,17 +559,59 @@ def table15(spec: dict, inputs: list[str]):
 
 
 NOT_RUN = {
-    "table1": (["encoder", "task", "lang"], ["encoder", "task"],
-               "xmixup Table 1: zero-shot POS and NER (F1) per language",
-               "Not run: the paper's XTREME zero-shot numbers (the same as Tables 13 and 14); POS and NER are not in "
-               f"papers.{SLUG}.tasks ({NOT_BUILT})"),
-    "table13": (["model", "lang"], ["model"], "xmixup Table 13: POS F1 per language", f"Not run: POS: {NOT_BUILT}"),
-    "table14": (["model", "lang"], ["model"], "xmixup Table 14: NER F1 per language", f"Not run: NER: {NOT_BUILT}"),
     "table16": (["model", "lang", "metric"], ["model", "metric"], "xmixup Table 16: MLQA F1 / EM per language",
                 f"Not run: {NOT_RUN_QA}"),
     "table17": (["model", "lang", "metric"], ["model", "metric"], "xmixup Table 17: TyDiQA-GoldP F1 / EM per language",
                 f"Not run: {NOT_RUN_QA}"),
 }
+TAGGING_TABLES = {"table1": ("pos", "ner"), "table13": ("pos",), "table14": ("ner",)}
+TAGGING_TITLES = {"table1": "xmixup Table 1: zero-shot POS and NER (F1) per language",
+                  "table13": "xmixup Table 13: POS F1 per language", "table14": "xmixup Table 14: NER F1 per language"}
+
+
+def _zero_shot_tagging_inputs(table_id: str):
+    """The score files of the zero-shot POS / NER models `zero_shot_tagging` names: another
+    paper's English models where the settings agree (config.yaml: dlfa's baselines), so the
+    table costs no job of its own."""
+    def inputs(cfg: dict) -> list[str]:
+        p = cfg["papers"][SLUG]
+        z = p.get("zero_shot_tagging")
+        if not z:
+            return []
+        recipe = Recipe((p["source"],), z["hparams"]).name
+        return [eval_file(cfg, p["encoder"], "pretrained", z["datasets"][t], recipe, seed, "test", z["languages"][t])
+                for t in TAGGING_TABLES[table_id] for seed in p["seeds"]]
+    return inputs
+
+
+def _zero_shot_tagging_table(table_id: str):
+    """Ours zero-shot beside the paper's zero-shot row (XTREME's mBERT / XLM-R, Table 1 = the
+    same numbers); translate-train and X-Mixup: the paper's only, and why."""
+    def build(spec: dict, inputs: list[str]):
+        published = load_published(SLUG, table_id)
+        keys = ["encoder", "task", "lang"] if table_id == "table1" else ["model", "lang"]
+        rows = ["encoder", "task"] if table_id == "table1" else ["model"]
+        title = TAGGING_TITLES[table_id]
+        z = spec.get("zero_shot_tagging")
+        if not inputs:
+            return _not_run(published, keys, rows, "lang", title, f"Not run: papers.{SLUG}.zero_shot_tagging is not set; "
+                            f"X-Mixup and translate-train: {NOT_BUILT}")
+        ours = eval_rows(inputs, z["metric"], setting_of=_setting)
+        label = spec["encoder_label"].split("_")[0]  # the paper's zero-shot row of ours' encoder
+        if table_id == "table1":
+            ours = ours.assign(encoder=label)
+        else:
+            avg = ours.groupby(["seed"], as_index=False).agg(value=("value", "mean"), collapsed=("collapsed", "any"))
+            ours = pd.concat([ours.assign(model=label), avg.assign(model=label, lang="avg")], ignore_index=True)
+        table = paper_vs_ours(ours[[*keys, "seed", "value", "collapsed"]], published, keys)
+        notes = _notes(spec, [f"Ours: the zero-shot (English-trained) models of papers.{SLUG}.zero_shot_tagging (profile "
+                              f"{z['hparams']}: another paper's models, no job of their own), metric "
+                              f"{', '.join(f'{t} {m}' for t, m in z['metric'].items())}, beside the paper's "
+                              f"{LABELS[spec['encoder_label']]} row (XTREME's zero-shot).",
+                              f"X-Mixup and translate-train rows: {NOT_BUILT}"])
+        md, tex = render_grid(table, rows, "lang", title, notes, labels=LABELS)
+        return table, md, tex
+    return build
 
 
 def _no_inputs(cfg: dict) -> list[str]:
@@ -623,6 +665,7 @@ PAPER = Paper(
         Table("table11", table11_inputs, table11, spec=table_spec),
         Table("table12", table12_inputs, table12, spec=table_spec),
         Table("table15", table15_inputs, table15, spec=table_spec),
+        *(Table(t, _zero_shot_tagging_inputs(t), _zero_shot_tagging_table(t), spec=table_spec) for t in TAGGING_TABLES),
         *(Table(t, _no_inputs, _published_only(t), spec=table_spec) for t in NOT_RUN),
     ),
     figures=figures.FIGURES,
