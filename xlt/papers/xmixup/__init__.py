@@ -12,9 +12,10 @@ Three models per task and seed, one profile (`papers.xmixup.hparams`):
   alone: Table 5's "w/o mixup inference").
 Tasks: XNLI, PAWS-X (classification) and QA (span QA: trained on XTREME's translated SQuAD,
 scored on XQuAD). Tagging's X-Mixup is built in the engine but has no public translate-train
-data (POS, NER: the paper's values only, and why). Tables 2 (Spearman ρ of CKA vs accuracy),
-3 (main), 7 (CKA and accuracy per language), 8 (transfer gap), 15 (XQuAD per language); the
-CKA of a model is computed by the rule `xmixup_cka` (rules/xmixup.smk).
+data (POS, NER: the paper's values only, and why; their zero-shot rows in Tables 1, 13, 14 read
+another paper's English models, `zero_shot_tagging`). Tables 2 (Spearman ρ of CKA vs
+accuracy), 3 (main), 7 (CKA and accuracy per language), 8 (transfer gap), 15 (XQuAD per
+language); the CKA of a model is computed by the rule `xmixup_cka` (rules/xmixup.smk).
 This module only declares (no torch).
 """
 
