@@ -89,7 +89,7 @@ def base():
          r"config key aux_sets\.crossmulti_fa\.tasks\.ner\[2\]: unknown treebank set 'ancora'"),
         (lambda c: c["aux_sets"]["crossmulti_fa"]["tasks"]["ner"].append("qa.mlq"),
          r"config key aux_sets\.crossmulti_fa\.tasks\.ner\[2\]: dataset 'qa\.mlq': unknown set 'mlq' of task 'qa' "
-         r"\(config key data\.qa\.sets\); allowed: mlqa, mlqa_q_en, mlqa_q_target, translated, tydiqa, xquad"),
+         r"\(config key data\.qa\.sets\); allowed: mlqa, mlqa_q_en, mlqa_q_target, translate_test, translate_train, translated, tydiqa, xquad"),
         (lambda c: c["data"]["qa"]["sets"]["mlqa"]["languages"].append("sw"),
          r"config key data\.qa\.sets\.mlqa\.languages: task qa has no data for \['sw'\]; its source offers: en, ar"),
         # MLQA has no Russian: no download delivers the file

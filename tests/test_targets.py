@@ -72,6 +72,7 @@ def test_task_languages():
     assert T.task_languages(cfg, "pos.es_ancora") == ["en", "de", "es", "fr"]
     assert T.task_languages(cfg, "pos") == ["en", "ar", "de", "es", "fr", "hi", "ru", "vi", "zh"]
     del cfg["papers"]["underspec"], cfg["papers"]["dlfa"], cfg["papers"]["adjust"]
+    cfg["papers"]["xmixup"]["tasks"].remove("qa")
     assert T.task_languages(cfg, "ner") == ["en", "de", "es", "fr"]
     with pytest.raises(XltError, match="no configured paper uses task 'qa'"):
         T.task_languages(cfg, "qa")
@@ -103,7 +104,9 @@ NEEDED = {"ud-2.5", "ud-2.7", "wikiann", "paws-x", "marc", "xnli", "mnli",
           # adjust's QA: SQuAD, its test sets (XQuAD, MLQA with its cross-lingual files, TyDiQA), translated SQuAD
           "squad-json", "xquad-json", "mlqa", "mlqa-zip", "tydiqa", "xtreme-squad-translate-train",
           # xmixup's translate-train / translate-test sets (data.xnli.sets, data.pawsx.sets)
-          "xtreme-xnli-translate-train", "xtreme-pawsx-translate-train", "xnli-mt"}
+          "xtreme-xnli-translate-train", "xtreme-pawsx-translate-train", "xnli-mt",
+          # xmixup's QA: XQuAD translate-test (data.qa.sets.translate_test)
+          "xtreme-xquad-translate-test"}
 
 
 def test_download_plan_of_the_default_config():

@@ -92,3 +92,36 @@ def test_a_set_language_list_may_name_a_language_set():
     cfg["data"]["xnli"]["sets"]["translate_test"]["languages"] = "xtreme_xnlii"
     with pytest.raises(XltError, match=r"data\.xnli\.sets\.translate_test\.languages: unknown language set 'xtreme_xnlii'"):
         T.task_languages(cfg, "xnli.translate_test")
+
+
+def _squad(path, qas: list[tuple[str, str, str, str, int]]):
+    """A SQuAD JSON of (id, question, context, answer, answer_start) rows, one paragraph each."""
+    from xlt.formats.squad_json import write_squad
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_squad(path, [{"title": "t", "paragraphs": [{"context": c, "qas": [
+        {"id": i, "question": q, "answers": [{"text": a, "answer_start": s}]}]}]} for i, q, c, a, s in qas])
+
+
+def test_translated_qa_sets_join_by_question_id_and_skip_misplaced_answers(tmp_path):
+    _squad(tmp_path / "squad/train-v1.1.json", [("q1", "who?", "Anna sleeps", "Anna", 0),
+                                                 ("q2", "where?", "in Berlin", "Berlin", 3),
+                                                 ("q3", "what?", "a cat", "cat", 2)])
+    _squad(tmp_path / "tt/train.de.json", [("q2", "wo?", "in Berlin", "Berlin", 3), ("q1", "wer?", "Anna schläft", "Anna", 0),
+                                           ("q3", "was?", "eine Katze", "cat", -1), ("q9", "?", "x", "x", 0)])
+    _squad(tmp_path / "xquad/xquad.de.json", [("x1", "wer?", "Anna schläft", "Anna", 0), ("x2", "wo?", "in Rom", "Rom", 3)])
+    _squad(tmp_path / "tt/test.de-en.json", [("x2", "where?", "in Rome", "Rome", 3)])
+    cfg = {"qa": {"translated": {"source": "en", "train": "tt/train.{lang}.json", "test": "tt/test.{lang}-en.json"}}}
+    stats: dict = {}
+    train = prepare_split("qa", "de", "train", tmp_path, cfg, stats=stats)
+    assert [(r["id"], r["question"], r["source"]["question"], r["source"]["answers"]["text"]) for r in train] == \
+        [("q2", "wo?", "where?", ["Berlin"]), ("q1", "wer?", "who?", ["Anna"])]  # the translation's order
+    assert stats["translated_qa"]["de/train"] == {"skipped_answers": 1, "skipped_questions": 1, "unmatched": 1}
+    test = prepare_split("qa", "de", "test", tmp_path, cfg)
+    assert [(r["id"], r["answers"]["text"], r.get("source")) for r in test] == \
+        [("x1", ["Anna"], None), ("x2", ["Rom"], {"question": "where?", "context": "in Rome"})]  # x1: no translation, kept
+    assert prepare_split("qa", "en", "train", tmp_path, cfg)[0] == {"id": "q1", "context": "Anna sleeps", "question": "who?",
+                                                                   "answers": {"text": ["Anna"], "answer_start": [0]}}
+    shutil.rmtree(tmp_path / "squad")
+    with pytest.raises(XltError, match="squad"):
+        prepare_split("qa", "de", "train", tmp_path, cfg)

@@ -155,7 +155,9 @@ def job_costs(cfg: dict, jobs: list[tuple[str, str]], examples: Examples) -> tup
             recipe = T.Recipe.parse(w["recipe"])
             # `<profile>-<extra tag>` is billed to the paper whose tag grammar it is
             profile, _, tag = recipe.hparams.partition("-")
-            paper = P.tag_owner(tag)[0] if tag else profile
+            # a paper's second profile (`<slug>_<name>`, e.g. xmixup_qa) is billed to that paper
+            own = next((slug for slug in P.PAPERS if profile.startswith(f"{slug}_")), profile)
+            paper = P.tag_owner(tag)[0] if tag else own
             if rule == "finetune":
                 hp = P.hparams(cfg, w["recipe"], dataset)
                 epochs = hp["epochs"]

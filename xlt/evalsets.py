@@ -70,6 +70,24 @@ def attach_source(target: list[dict], translated: list[dict], *, target_file: st
     return out
 
 
+def attach_source_by_id(target: list[dict], source: list[dict], fields: tuple[str, ...], *, stats: dict | None = None,
+                        keep_unmatched: bool = False, target_file: str | Path = "?",
+                        source_file: str | Path = "?") -> list[dict]:
+    """Each `target` record whose id `source` holds, with `"source"`: that record's `fields`
+    (QA: a translated SQuAD question and its English original share the question id). Target
+    ids the source lacks are counted in `stats["unmatched"]` and left out, or with
+    `keep_unmatched` (a test set) kept as they are; no id in common raises."""
+    by_id = {r["id"]: r for r in source}
+    joined = [{**t, "source": {f: by_id[t["id"]][f] for f in fields}} if t["id"] in by_id else t for t in target]
+    matched = sum(t["id"] in by_id for t in target)
+    if not matched:
+        raise XltError(f"{target_file} and {source_file}: no id in common; a translated set is joined to its "
+                       "original by question id")
+    if stats is not None:
+        stats["unmatched"] = stats.get("unmatched", 0) + len(target) - matched
+    return joined if keep_unmatched else [r for r in joined if "source" in r]
+
+
 def cross_qa(questions: list[dict], contexts: list[dict], *, stats: dict | None = None,
              question_file: str | Path = "?", context_file: str | Path = "?") -> list[dict]:
     """Records with the question of `questions` and the context and answers of `contexts`, for

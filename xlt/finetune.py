@@ -52,7 +52,8 @@ def finetune(task: str, encoder: str, revision: str | None, data_dir: str, train
 
     `aux`: auxiliary streams (xlt.targets.aux_streams): task streams [{"task", "data", "weight",
     "batch_size"?}], each reading the training split of its data folder in the training
-    languages; an aligned-pairs stream reads its sample file ("data") as it is.
+    languages; an aligned-pairs stream reads its sample file ("data") as it is; X-Mixup
+    tagging's source model {"kind": "soft_labels", "model"} passes as it is.
 
     `oracle_langs`: target-dev ("oracle") selection beside the model's own, for these languages'
     dev and test sets (xlt.engine.recipes.finetune.train's `oracle`: oracle.json beside the
@@ -69,7 +70,8 @@ def finetune(task: str, encoder: str, revision: str | None, data_dir: str, train
     # Model selection on the dev sets of the training language(s): no target-language peeking;
     # or of the languages the profile names (`dev_languages`: translate-train data has English dev only).
     dev_files = [split_file(data_dir, lang, "dev") for lang in hparams.get("dev_languages") or train_langs]
-    aux_train = [{**{k: v for k, v in a.items() if k != "data"}, "files": [a["data"]]} if a.get("kind") == "aligned_pairs"
+    aux_train = [dict(a) if a.get("kind") == "soft_labels"
+                 else {**{k: v for k, v in a.items() if k != "data"}, "files": [a["data"]]} if a.get("kind") == "aligned_pairs"
                  else {"task": a["task"], "weight": a["weight"], "files": [split_file(a["data"], lang, "train") for lang in train_langs],
                        **({"batch_size": a["batch_size"]} if "batch_size" in a else {})} for a in aux or []]
     rule = {**COLLAPSE_RULE, **(collapse_rule or {})}

@@ -47,6 +47,11 @@ English original under ``"source": {"text", "text_pair"}``; any other file (XNLI
 by row (`xlt.evalsets.attach_source`). A split without a pattern is absent for the other
 languages (listed under the manifest's ``absent``): e.g. translate-train models select on the
 English dev set only. No back-translation (target -> source) is published for these sets.
+QA (task ``qa``) pairs by question id instead of by row (`_qa_translated`): its train pattern is
+XTREME's translated SQuAD (``squad.translate.train.en-{lang}.json``), each question joined to
+its English original (question, context, answer: the source side's own span); any other split's
+pattern is translate-test (``xquad.translate.test.{lang}-en.json``), joined to the language's
+own split.
 
 Besides the registry's tasks there is ``bitext`` (split ``train`` only): WikiMatrix en-<lang>.
 
@@ -134,7 +139,7 @@ def _partner(task: str, source_cfg: dict) -> tuple[str, str, dict] | None:
     return kind, partner, {**source_cfg, task: {k: v for k, v in block.items() if k not in TWO_LANGUAGES}}
 
 
-TRANSLATED_TASKS = ("xnli", "pawsx")  # sentence-pair tasks whose named sets may be `translated`
+TRANSLATED_TASKS = ("xnli", "pawsx", "qa")  # tasks whose named sets may be `translated`
 NO_BACK_TRANSLATION = ("no back-translation (target -> source) is published: `source` is the English original "
                        "(translate-train) or the target's translation into English (translate-test)")
 
@@ -148,13 +153,20 @@ def _translated(task: str, source_cfg: dict) -> tuple[dict, dict] | None:
         return None
     if task not in TRANSLATED_TASKS or "source" not in spec:
         raise XltError(f"source_cfg.{task}.translated: {{source: <lang>, <split>: <path pattern>}} "
-                       f"is for the sentence-pair tasks {', '.join(TRANSLATED_TASKS)}")
+                       f"is for the tasks {', '.join(TRANSLATED_TASKS)}")
     return spec, {**source_cfg, task: {k: v for k, v in block.items() if k != "translated"}}
 
 
 def _translation_pattern(spec: dict, lang: str, split: str) -> str | None:
     pattern = spec.get(split)
     return None if pattern is None else str(pattern).format(lang=lang, split=split, hub_split=HUB_SPLIT[split])
+
+
+def _translation_is_target(task: str, split: str) -> bool:
+    """QA's translate-train: the translated SQuAD is the language's training split, each
+    question joined by id to its English original; any other split of a translated QA set
+    is translate-test (the language's own split, joined by id to its English translation)."""
+    return task == "qa" and split == "train"
 
 
 def _both_sides(pattern: str | Path) -> bool:
@@ -174,6 +186,8 @@ def raw_files(task_name: str, lang: str, split: str, source_cfg: dict | None = N
             return raw_files(task_name, lang, split, plain)
         if pattern is None:
             return []  # absent: only the source language has this split
+        if _translation_is_target(task_name, split):  # joined to the source language's own split
+            return [*raw_files(task_name, spec["source"], split, plain), (pattern, lang)]
         return [(pattern, lang)] if _both_sides(pattern) else [*raw_files(task_name, lang, split, plain), (pattern, lang)]
     two = _partner(task_name, source_cfg) if task_name != "bitext" else None
     if two is not None:
@@ -393,7 +407,9 @@ def _translated_split(task: str, lang: str, split: str, raw_root: Path, source_c
     path = files[0]
     if path.stat().st_size == 0:
         raise DataFormatError(path, None, f"empty file (task {task!r}, language {lang!r}, split {split!r})")
-    if _both_sides(path):
+    if task == "qa":
+        out = _qa_translated(lang, split, path, raw_root, spec, plain, stats)
+    elif _both_sides(path):
         out = tsv.read_xtreme_translated(path, task, id_prefix=f"{lang}-{split}-{path.stem}-", keep_source=True)
     else:
         own = prepare_split(task, lang, split, raw_root, plain, stats=stats)
@@ -405,6 +421,32 @@ def _translated_split(task: str, lang: str, split: str, raw_root: Path, source_c
     if stats is not None:
         info = stats.setdefault("translated", {"source": spec["source"], "note": NO_BACK_TRANSLATION, "pairs": {}})
         info["pairs"][f"{lang}/{split}"] = len(out)
+    return out
+
+
+def _qa_translated(lang: str, split: str, path: Path, raw_root: Path, spec: dict, plain: dict,
+                   stats: dict | None) -> list[dict]:
+    """A translated QA split, joined by question id: translate-train (the translated SQuAD,
+    each question with its English original's question, context and answer), or translate-test
+    (the language's own questions, each with its English translation's question and context;
+    one without a translation is kept on its own, predicted from the target side alone).
+    Misplaced translated answers are skipped (`squad_json.read_squad`); both counts, and the
+    questions without a partner, go to the manifest's `translated` stats."""
+    skipped: dict = {}
+    train = _translation_is_target("qa", split)
+    translated = squad_json.read_squad(path, allow_unanswerable=not train, skipped=skipped)
+    home = spec["source"] if train else lang
+    own = prepare_split("qa", home, split, raw_root, plain, stats=stats)
+    own_file = ", ".join(map(str, _existing_files("qa", home, split, raw_root, plain)))
+    target, source = (translated, own) if train else (own, translated)
+    files = {"target_file": path, "source_file": own_file} if train else {"target_file": own_file, "source_file": path}
+    count: dict = {}
+    out = evalsets.attach_source_by_id(target, source, ("question", "context", "answers") if train else ("question", "context"),
+                                       stats=count, keep_unmatched=not train, **files)
+    if stats is not None:
+        stats.setdefault("translated_qa", {})[f"{lang}/{split}"] = {"skipped_answers": skipped.get("answers", 0),
+                                                                    "skipped_questions": skipped.get("questions", 0),
+                                                                    "unmatched": count["unmatched"]}
     return out
 
 

@@ -59,11 +59,91 @@ def test_xmixup_is_scored_with_its_english_side_where_a_translate_test_set_exist
     assert len(files) == len(set(files)) == 2 * 3  # per seed: three models
 
 
-def test_tagging_and_qa_are_refused_until_built(tiny_cfg):
+def test_tagging_is_refused_for_want_of_public_translate_train_data(tiny_cfg):
     cfg = copy.deepcopy(tiny_cfg)
     cfg["papers"]["xmixup"]["tasks"] = ["ner"]
-    with pytest.raises(XltError, match="papers.xmixup.tasks: 'ner': X-Mixup for tagging and QA is not built yet"):
+    with pytest.raises(XltError, match="papers.xmixup.tasks: 'ner': no public translate-train data for tagging"):
         X.check(cfg, cfg["papers"]["xmixup"])
+
+
+def test_the_task_type_in_the_tag_reads_table10s_constants_and_drops_kl():
+    qa, tagging = X.extra_of("xmixup8-qa"), X.extra_of("xmixup4-tagging-nomse")
+    assert (qa["layer"], qa["alpha"], qa["schedule_k"], qa["kl"], qa["mse"]) == (8, 0.2, 2000.0, False, True)
+    assert (tagging["layer"], tagging["alpha"], tagging["schedule_k"], tagging["kl"], tagging["mse"]) == (4, 0.8, 1000.0, False, False)
+
+
+def _qa_cfg(tmp_path) -> dict:
+    """config.yaml (QA planned: SQuAD / XTREME's translated SQuAD, scored on XQuAD) writing under tmp_path."""
+    cfg = load_configs(["config.yaml"])
+    cfg["results"] = str(tmp_path)
+    return cfg
+
+
+def test_qa_models_train_on_translated_squad_with_two_epochs_and_score_on_xquad(tmp_path):
+    cfg = _qa_cfg(tmp_path)
+    dataset, recipe = X.model_of(cfg, "qa", "xmixup")
+    assert (dataset, recipe) == ("qa.translate_train", "ar+de+es+hi+ru+vi+zh.xmixup_qa-xmixup8-qa")
+    hp = hparams(cfg, recipe, dataset)
+    assert hp["epochs"] == 2 and hp["extras"] == [X.extra_of("xmixup8-qa")]
+    assert X.model_of(cfg, "qa", "zero_shot") == ("qa", "en.xmixup_qa")
+    assert X.scores_file(cfg, "qa", "zero_shot", 1).endswith("/qa/en.xmixup_qa/seed1/on-qa.xquad_xtreme/test.xtreme_xquad.json")
+    assert X.scores_file(cfg, "qa", "xmixup", 1).endswith("/seed1/on-qa.translate_test/test.xtreme_xquad.json")
+
+
+def _qa_eval(path: Path, model: str, seed: int, f1: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"task": "qa", "seed": seed, "model": model,
+                                "metrics": {x: {"f1": v, "exact_match": v - 10, "n": 10} for x, v in f1.items()}}))
+
+
+def test_qa_tables_from_hand_made_files_and_the_published_only_tables_say_why(tmp_path):
+    cfg = _qa_cfg(tmp_path)
+    spec = X.table_spec(cfg)
+    langs = spec["langs"]["qa"]
+    for seed in (1, 2, 3):
+        for model, base in (("zero_shot", 50.0), ("trans_train", 60.0), ("xmixup", 64.0)):
+            dataset, recipe = X.model_of(cfg, "qa", model)
+            _qa_eval(Path(X.scores_file(cfg, "qa", model, seed)), f"{tmp_path}/models/{dataset}/{recipe}/seed{seed}", seed,
+                     {x: base + (10 if x == "en" else 0) for x in langs})
+    qa_files = [f for f in table_inputs(cfg, "xmixup", "table3") if "/qa" in f]
+    t15, md15, _ = get_table("xmixup", "table15").build(spec, table_inputs(cfg, "xmixup", "table15"))
+    cell = t15[(t15["model"] == "xmixup") & (t15["lang"] == "de")].set_index("metric")["ours_mean"]
+    assert (cell["f1"], cell["em"]) == (64.0, 54.0) and "XQuAD F1 / EM" in md15
+    assert t15[(t15["model"] == "mbert") & (t15["lang"] == "en") & (t15["metric"] == "f1")]["ours_mean"].iloc[0] == 60.0
+    t3, md3, _ = get_table("xmixup", "table3").build(spec, qa_files)
+    xq = t3[(t3["model"] == "xmixup") & (t3["dataset"] == "xquad") & (t3["encoder"] == "mbert")].set_index("metric")["ours_mean"]
+    assert xq["f1"] == pytest.approx(64 + 10 / len(langs)) and xq["em"] == pytest.approx(54 + 10 / len(langs))
+    assert "XQuAD F1" in md3 and "XQuAD EM" in md3 and "MLQA, TyDiQA: not run" in md3
+    t8, _, _ = get_table("xmixup", "table8").build(spec, qa_files)
+    assert t8[(t8["model"] == "xmixup") & (t8["dataset"] == "xquad")]["ours_mean"].iloc[0] == pytest.approx(10.0)  # EM gap
+    for table_id in ("table16", "table17"):
+        assert table_inputs(cfg, "xmixup", table_id) == []
+        table, md, _ = get_table("xmixup", table_id).build(spec, [])
+        assert "MLQA, TyDiQA: not run" in md and table["paper"].notna().all() and len(table) > 0
+
+
+def test_tagging_tables_read_another_papers_zero_shot_models_or_print_the_paper_and_why(tmp_path, tiny_cfg):
+    cfg = _qa_cfg(tmp_path)
+    spec = X.table_spec(cfg)
+    z = cfg["papers"]["xmixup"]["zero_shot_tagging"]
+    for path in table_inputs(cfg, "xmixup", "table1"):  # dlfa's baselines' score files: no job of xmixup's own
+        task = "pos" if "/pos.xtreme/" in path else "ner"
+        langs = cfg["language_sets"][z["languages"][task]]
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(json.dumps({"task": task, "seed": int(path.split("/seed")[1].split("/")[0]),
+                                          "model": path.replace("/eval/", "/models/").rsplit("/", 1)[0],
+                                          "metrics": {x: {z["metric"][task]: 80.0 if task == "pos" else 70.0, "n": 9}
+                                                      for x in langs}}))
+    t13, md13, _ = get_table("xmixup", "table13").build(spec, table_inputs(cfg, "xmixup", "table13"))
+    assert t13[(t13["model"] == "mbert") & (t13["lang"] == "de")]["ours_mean"].iloc[0] == 80.0
+    assert "no public translate-train data" in md13  # the X-Mixup rows: the paper's only, and why
+    t1, _, _ = get_table("xmixup", "table1").build(spec, table_inputs(cfg, "xmixup", "table1"))
+    assert t1[(t1["task"] == "ner") & (t1["lang"] == "hi")]["ours_mean"].iloc[0] == 70.0
+    tiny_spec = X.table_spec(tiny_cfg)  # the tiny preset names no zero-shot tagging models: no job, the reason
+    for table_id in ("table1", "table13", "table14"):
+        assert table_inputs(tiny_cfg, "xmixup", table_id) == []
+        table, md, _ = get_table("xmixup", table_id).build(tiny_spec, [])
+        assert "no public translate-train data" in md and table["paper"].notna().all() and len(table) > 0
 
 
 def _eval(path: Path, task: str, model: str, seed: int, scores: dict) -> str:

@@ -87,26 +87,44 @@ class EvalSet:
         return preds, self.kind.metrics(self.task, self.golds, preds)
 
 
+def source_fields(task: Task) -> tuple[str, ...]:
+    """The input fields of a record's English side, by the task's input."""
+    return {"text_pair": ("text", "text_pair"), "tokens": ("tokens",), "qa": ("question", "context")}.get(task.input, ("text",))
+
+
 def source_side(task: Task, record: dict, key: str = "source", where: str = "record") -> dict:
-    """The record with the text of its side `key` ("source": its English original or
-    translation; "source_bt": a back-translation) in place of its own, label and id kept."""
+    """The record with its side `key` ("source": its English original or translation;
+    "source_bt": a back-translation) in place of its own: the side's input fields (text /
+    text_pair, tokens, question and context), and whatever else the side carries (a tagging
+    source's gold tags, a QA source's answers); the record's own id kept. A sentence task's
+    label is the pair's; a tagging's tags and a QA answer are the side's own, so the
+    target's are never carried over to its source."""
     source = record.get(key)
-    fields = ("text", "text_pair") if task.input == "text_pair" else ("text",)
-    if not isinstance(source, dict) or any(not isinstance(source.get(f), str) for f in fields):
+    fields = source_fields(task)
+
+    def bad(f) -> bool:
+        v = source.get(f)
+        return not (isinstance(v, list) and all(isinstance(w, str) for w in v)) if f == "tokens" else not isinstance(v, str)
+
+    if not isinstance(source, dict) or any(bad(f) for f in fields):
         raise XltError(f"{where} (id {record.get('id')!r}): its {key!r} must be an object with "
                        f"{' and '.join(fields)} (the English side); got {source!r}")
-    return {**record, **{f: source[f] for f in fields}}
+    own = {} if task.input in ("text", "text_pair") else {task.label_field, "answers"}
+    return {**{k: v for k, v in record.items() if k not in own}, **source}
 
 
 def attach_sources(task: Task, kind: Kind, records: list[dict], enc: Encoded, tokenizer, cfg) -> None:
-    """Give each feature of a record that has a "source" that side's feature ("source")."""
+    """Give each feature of a record that has a "source" that side's feature ("source"): its
+    first (a long source cut into windows mixes its first window in, as the authors' code)."""
     if kind.name not in XMixup.KINDS:
         raise XltError(xmixup_not_built(kind.name))
     with_source = [i for i, r in enumerate(records) if "source" in r]
     if not with_source:
         return
     sources = kind.encode(task, [source_side(task, records[i]) for i in with_source], tokenizer, cfg, train=False)
-    by_example = {with_source[f["example"]]: f for f in sources.features}
+    by_example: dict[int, dict] = {}
+    for f in sources.features:
+        by_example.setdefault(with_source[f["example"]], f)
     for f in enc.features:
         if f["example"] in by_example:
             f["source"] = by_example[f["example"]]

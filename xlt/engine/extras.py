@@ -175,10 +175,12 @@ class XMixup(Extra):
     TaskModel's paired forward); `mixup` false (the "w/o mixup" ablation) never mixes. The
     other parameters are the objective's (xlt.engine.recipes.xmixup): `alpha` weighs the
     source's task loss (1 − alpha the target's), `schedule_k` the scheduled sampling's k,
-    `mse` and `kl` switch the consistency terms. Classification only, for now."""
+    `mse` and `kl` switch the consistency terms (KL acts on classification only: §4.2, a
+    translation changes a tagging's or an answer's labels). Kinds: classification, tagging
+    (the target side learns the source model's soft labels), span QA (each side its own span)."""
 
     RATIOS = ("learned", "fixed")
-    KINDS = ("classification",)
+    KINDS = ("classification", "tagging", "span_qa")
 
     def __init__(self, config, layer: int, lambda0: float = 0.5, alpha: float = 0.4, schedule_k: float = 1000,
                  mixup: bool = True, ratio: str = "learned", mse: bool = True, kl: bool = True):
@@ -256,7 +258,7 @@ EXTRAS: dict[str, type[Extra]] = {"scalar_mix": ScalarMix, "dlfa": DLFA, "xmixup
 
 def xmixup_not_built(kind: str) -> str:
     """The one message for a kind X-Mixup does not handle yet."""
-    return f"xmixup: {kind} is not built yet; classification only"
+    return f"xmixup: {kind} is not built; built for {', '.join(XMixup.KINDS)}"
 
 
 def xmixup_of(extras) -> XMixup | None:

@@ -138,9 +138,11 @@ class TaskModel(nn.Module):
     def with_source(self, batch: dict, task: str | None = None) -> dict:
         """X-Mixup's forward (Yang et al. 2022, §4.1, §4.3): the source side runs plainly with
         its hidden state at the mixup layer recorded, then the target side with it mixed in
-        there. "logits": the log of the mean of both sides' class distributions (the paper's
-        inference averages the probabilities; its argmax is theirs); each side's logits and
-        features (the head's input) for the training terms."""
+        there. "logits": classification, the log of the mean of both sides' class
+        distributions (the paper's inference averages the probabilities; its argmax is
+        theirs); tagging and span QA, the target's own (§4.3: their labels are the target's
+        words and spans). Each side's logits and features (the head's input) for the
+        training terms."""
         source = batch[SOURCE]
         recorder = LayerHooks()
         states = recorder.record([self.xmixup.layer])
@@ -150,9 +152,12 @@ class TaskModel(nn.Module):
         h_t = self.features(target)
         head = self.heads[task or self.task.name]
         ls, lt = head(h_s, source)["logits"], head(h_t, target)["logits"]
-        both = torch.stack([ls.float().log_softmax(-1), lt.float().log_softmax(-1)])
-        return {"logits": both.logsumexp(0) - math.log(2), "source_logits": ls, "target_logits": lt,
-                "source_features": h_s, "target_features": h_t}
+        if self.kind.name == "classification":
+            both = torch.stack([ls.float().log_softmax(-1), lt.float().log_softmax(-1)])
+            logits = both.logsumexp(0) - math.log(2)
+        else:
+            logits = lt
+        return {"logits": logits, "source_logits": ls, "target_logits": lt, "source_features": h_s, "target_features": h_t}
 
 
 def build_model(spec: ModelSpec, encoder: nn.Module, tasks: dict[str, tuple[Task, Kind]] | None = None) -> TaskModel:

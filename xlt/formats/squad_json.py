@@ -6,7 +6,10 @@
 
 Every answer is checked against its context (``context[start:start+len(text)] == text``); a
 mismatch, a missing key or a wrong type raises `DataFormatError` whose message names the qa
-id (JSON has no useful line numbers once parsed).
+id (JSON has no useful line numbers once parsed). Machine-translated SQuAD (XTREME's
+translate-train) places some answers where the translated context does not hold them
+(answer_start -1, or another string): with `skipped` (a dict) such an answer is left out and
+counted, and a question left without any answer too, as the xmixup authors' reader does.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ def _need(path, where: str, obj, key: str, typ):
     return v
 
 
-def read_squad(path: str | Path, *, allow_unanswerable: bool = False) -> list[dict]:
+def read_squad(path: str | Path, *, allow_unanswerable: bool = False, skipped: dict | None = None) -> list[dict]:
     path = Path(path)
     if not path.is_file():
         raise DataFormatError(path, None, "file not found")
@@ -47,14 +50,21 @@ def read_squad(path: str | Path, *, allow_unanswerable: bool = False) -> list[di
                     raise DataFormatError(path, None, f"{where}: duplicate id")
                 seen.add(qid)
                 question = _need(path, where, qa, "question", str)
-                answers = _need(path, where, qa, "answers", list)
+                # a translate-test file may carry no answers at all (they are the target's)
+                answers = qa.get("answers", []) if allow_unanswerable else _need(path, where, qa, "answers", list)
+                if not isinstance(answers, list):
+                    raise DataFormatError(path, None, f"{where}: 'answers' has type {type(answers).__name__}")
                 if not answers and not allow_unanswerable:
                     raise DataFormatError(path, None, f"{where}: no answers")
                 texts, starts = [], []
                 for ans in answers:
                     text = _need(path, where, ans, "text", str)
                     start = _need(path, where, ans, "answer_start", int)
-                    if start < 0 or context[start : start + len(text)] != text:
+                    misplaced = start < 0 or context[start : start + len(text)] != text
+                    if misplaced and skipped is not None:
+                        skipped["answers"] = skipped.get("answers", 0) + 1
+                        continue
+                    if misplaced:
                         found = context[max(start, 0) : max(start, 0) + len(text)]
                         raise DataFormatError(
                             path, None,
@@ -63,6 +73,9 @@ def read_squad(path: str | Path, *, allow_unanswerable: bool = False) -> list[di
                         )  # fmt: skip
                     texts.append(text)
                     starts.append(start)
+                if answers and not texts and not allow_unanswerable:  # every answer misplaced (skipped)
+                    skipped["questions"] = skipped.get("questions", 0) + 1
+                    continue
                 out.append(
                     {
                         "id": qid,

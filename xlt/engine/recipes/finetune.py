@@ -14,7 +14,7 @@ from xlt.engine.config import ORACLE_FILE, TrainConfig
 from xlt.engine.evalset import EvalSet, load_records, max_positions
 from xlt.engine.kinds import Kind, resolve
 from xlt.engine.loop import Loop
-from xlt.engine.model import ModelSpec, build_model, load_encoder, save_model
+from xlt.engine.model import ModelSpec, build_model, load_encoder, load_model, save_model
 from xlt.engine.objectives import Objective, task_term
 from xlt.engine.recipes.adjust import aligned_pairs_stream, alignment_terms
 from xlt.engine.recipes import xmixup
@@ -28,6 +28,7 @@ from xlt.registry import Task
 
 
 ALIGNED_PAIRS = "aligned_pairs"  # the kind (and stream name) of continual learning's auxiliary stream
+SOFT_LABELS = "soft_labels"  # X-Mixup tagging: {"kind", "model"}, the source model whose tags the target side learns
 
 
 def _seed_of(seed: int, name: str) -> int:
@@ -92,7 +93,9 @@ def train(
     "weight", "anchor_weight", "reference", "batch_size"?, "max_length"?, "word_vectors"?,
     "tokens"?} adds the adjustment's two terms (xlt.engine.recipes.adjust) with `weight` and
     `anchor_weight`, against the frozen encoder `reference` (continual learning, the adjust
-    paper's Eq. 2).
+    paper's Eq. 2). {"kind": "soft_labels", "model": <dir>} is no stream: X-Mixup tagging's
+    source model (a saved English-trained tagger), whose tag distributions on the target
+    side are that side's labels (xlt.engine.recipes.xmixup.soft_labels).
     With the xmixup extra in `cfg.extras`, the training records are paired (each with its
     English "source"; xlt.engine.recipes.xmixup) and so is the task's stream; dev records
     that carry a "source" are predicted from both sides, those without from their own.
@@ -101,14 +104,18 @@ def train(
     """
     task, kind = resolve(cfg.task)  # the one lookup: the task and its kind travel from here
     aux = aux or []
-    if bad := sorted({a.get("kind") for a in aux} - {None, "task", ALIGNED_PAIRS}):
-        raise XltError(f"auxiliary stream kind(s) {bad}; allowed: task, {ALIGNED_PAIRS}")
+    if bad := sorted({a.get("kind") for a in aux} - {None, "task", ALIGNED_PAIRS, SOFT_LABELS}):
+        raise XltError(f"auxiliary stream kind(s) {bad}; allowed: task, {ALIGNED_PAIRS}, {SOFT_LABELS}")
+    teachers = [a["model"] for a in aux if a.get("kind") == SOFT_LABELS]
+    if len(teachers) > 1 or (teachers and not any(e.get("name") == "xmixup" for e in cfg.extras)):
+        raise XltError(f"an auxiliary {SOFT_LABELS!r} entry is X-Mixup's source model: at most one, "
+                       f"with the xmixup extra; got {len(teachers)}")
     pair_aux = [a for a in aux if a.get("kind") == ALIGNED_PAIRS]
     if len(pair_aux) > 1:
         raise XltError(f"at most one auxiliary stream of kind {ALIGNED_PAIRS!r}; got {len(pair_aux)}")
     aux = [a for a in aux if a.get("kind", "task") == "task"]
     aux_tasks = [resolve(a["task"]) for a in aux]
-    xmixup.check_config(cfg.extras, kind)
+    xmixup.check_config(cfg.extras, kind, bool(teachers))
     dist = Dist()
     device = dist.device(cfg.device)
     metric = cfg.select_metric or task.metrics[0]
@@ -136,7 +143,14 @@ def train(
                 for p in dev_files}
     if mixup is not None:
         streams = {task.name: xmixup.paired_stream(task.name, task, kind, train_records, tokenizer, cfg)}
-        terms = xmixup.xmixup_terms(mixup, task.name, cfg.seed, tokenizer.pad_token_id)
+        soft = None
+        if kind.name == "tagging" and teachers:
+            with torch.random.fork_rng(devices=[]):  # loading it leaves the training RNG as it was
+                teacher, teacher_tok, _ = load_model(teachers[0], device)
+            xmixup.check_teacher(teacher, task, tokenizer, teacher_tok, teachers[0])
+            soft = xmixup.soft_labels(teacher, streams[task.name], cfg.eval_batch_size, device)
+            del teacher
+        terms = xmixup.xmixup_terms(mixup, task.name, cfg.seed, tokenizer.pad_token_id, kind, soft)
     else:
         enc = kind.encode(task, train_records, tokenizer, cfg, train=True)
         streams = {task.name: Stream(task.name, enc.features, cfg.batch_size, cfg.seed, tokenizer.pad_token_id,
@@ -230,6 +244,7 @@ def train(
             "back_translated": back_translated,
             "scheduled_sampling": ("gold source or back-translation, p = k / (k + exp(step / k))" if back_translated
                                    else "gold source always: no back-translations in the training data"),
+            **({"soft_labels": {"model": str(teachers[0]), "words": int(soft.shape[0])}} if soft is not None else {}),
         }
     if dist.main:
         save_model(model, tokenizer, out_dir, meta)

@@ -2,14 +2,23 @@
 fine-tuning loop: the paired training stream, scheduled sampling and the loss terms.
 
 Training records are the task's records in the target language (machine translations,
-translate-train) with "source": {"text", "text_pair"}, the English original (same label),
-and optionally "source_bt": a back-translation of the target into English. A step draws one
+translate-train) with "source": the English original (xlt.engine.evalset.source_side:
+{"text", "text_pair"} with the pair's label; {"tokens", <tags>} with its own gold tags;
+{"question", "context", "answers"} with its own answer span), and optionally (classification)
+"source_bt": a back-translation of the target into English. A step draws one
 batch of the paired stream; the source side (gold, or the back-translation with scheduled
 sampling) runs plainly, the target with the source mixed in at the mixup layer
 (xlt.engine.extras.XMixup, xlt.engine.model.TaskModel.with_source), one forward per step
 whichever terms read it. The loss (§4.2): α·CE_src + (1−α)·CE_tgt + MSE(r_S, r_T) +
 KL(p_S ‖ p_T), r the mean of the last layer's states over the real tokens, p the predicted
-class distribution. Classification only, for now.
+class distribution (KL: classification only). CE_tgt: classification, the pair's label;
+span QA, the translation's own answer span; tagging, the soft labels of a source model (§4.2:
+"the label probability distribution, predicted by the source language task model"): the
+English-trained tagger's tag distribution at each target word, computed once before training
+(`soft_labels`), as the authors' translate-train-logits files hold them per target word —
+the model runs on the translation itself, so no word alignment is needed. A long sentence or
+context cut into windows pairs each target window with its source's first window (the
+authors' code keeps one English feature per example).
 """
 
 from __future__ import annotations
@@ -20,6 +29,7 @@ import math
 import torch
 import torch.nn.functional as F
 
+from xlt.engine.batching import collate, sequential_batches
 from xlt.engine.evalset import load_records, source_side
 from xlt.engine.extras import XMixup, xmixup_not_built
 from xlt.engine.kinds import Kind
@@ -32,51 +42,109 @@ from xlt.registry import Task
 SOURCE_BT = "source_bt"  # a training record's back-translation of its target side into English
 HAS_BT = "has_bt"  # per pair: 1 where the record has its own back-translation
 OUTPUTS = "xmixup_outputs"  # a step's batch caches the one paired forward here
+NO_SOFT_LABELS = ("xmixup tagging: the target side's labels are a source model's soft labels; none given "
+                  "(an auxiliary entry {'kind': 'soft_labels', 'model': <an English-trained tagger>})")
+SOFT_ROWS = "soft_rows"  # tagging target feature: per position the row of its soft label (-1: none)
 
 
-def check_config(extras: list[dict], kind: Kind) -> None:
-    """Fail before anything loads when X-Mixup is asked of a kind it does not handle."""
-    if any(e.get("name") == "xmixup" for e in extras) and kind.name not in XMixup.KINDS:
+def check_config(extras: list[dict], kind: Kind, soft_labels: bool = False) -> None:
+    """Fail before anything loads when X-Mixup is asked of a kind it does not handle, or of
+    tagging without the source model whose soft labels the target side learns."""
+    if not any(e.get("name") == "xmixup" for e in extras):
+        return
+    if kind.name not in XMixup.KINDS:
         raise XltError(xmixup_not_built(kind.name))
+    if kind.name == "tagging" and not soft_labels:
+        raise XltError(NO_SOFT_LABELS)
 
 
 def read_paired_records(task: Task, files, cap: int | None = None) -> tuple[list[dict], int]:
     """The paired training records of `files` and how many carry a back-translation; a record
-    without its source side is named by file and line."""
+    without its source side (or, tagging and QA, without the source's own gold) is named by
+    file and line."""
     records = []
+    gold = None if task.input in ("text", "text_pair") else task.label_field
     for path in files:
         for n, rec in enumerate(load_records([path], cap), 1):
+            where = f"{path}: record {n}"
             if SOURCE not in rec:
-                raise XltError(f"{path}: record {n} (id {rec.get('id')!r}) has no 'source' (its English original): "
-                               "xmixup trains on paired records {…, 'source': {'text', 'text_pair'}}")
+                raise XltError(f"{where} (id {rec.get('id')!r}) has no 'source' (its English original): "
+                               "xmixup trains on paired records {…, 'source': {…}}")
+            if gold and SOURCE_BT in rec:
+                raise XltError(f"{where} (id {rec.get('id')!r}): 'source_bt' (scheduled sampling) is built for "
+                               f"classification only; a back-translated {task.name} source has no gold of its own")
             for key in (SOURCE, SOURCE_BT):
                 if key in rec:
-                    source_side(task, rec, key, where=f"{path}: record {n}")
+                    source_side(task, rec, key, where=where)
+            if gold and gold not in rec[SOURCE]:
+                raise XltError(f"{where} (id {rec.get('id')!r}): its 'source' has no {gold!r} (the English side's gold)")
             records.append(rec)
     return records, sum(SOURCE_BT in r for r in records)
 
 
-def paired_stream(name: str, task: Task, kind: Kind, records: list[dict], tokenizer, cfg) -> PairedStream:
-    """Each record as {"source": its English side's features, "target": its own, "source_bt":
-    its back-translation's (its source where it has none; HAS_BT says which), the last only
-    when some record has one}: both sides encoded by the task's kind, the same label."""
-    def encoded(recs: list[dict]) -> list[dict]:
-        feats = kind.encode(task, recs, tokenizer, cfg, train=True).features
-        if len(feats) != len(recs):  # classification: one feature per record, in order
-            raise XltError(f"xmixup: {kind.name} gives {len(feats)} features for {len(recs)} records")
-        return feats
+def _first_per_example(features: list[dict], n: int, what: str) -> list[dict]:
+    first: dict[int, dict] = {}
+    for f in features:
+        first.setdefault(f["example"], f)
+    if len(first) != n:
+        raise XltError(f"xmixup: {n - len(first)} of {n} {what} records give no features")
+    return [first[i] for i in range(n)]
 
-    target = encoded(records)
-    source = encoded([source_side(task, r) for r in records])
-    features = [{"source": s, "target": t} for s, t in zip(source, target)]
+
+def paired_stream(name: str, task: Task, kind: Kind, records: list[dict], tokenizer, cfg) -> PairedStream:
+    """Each target feature (a window) as {"source": its record's English side's first feature,
+    "target": its own, "source_bt": the back-translation's (its source where it has none;
+    HAS_BT says which), the last only when some record has one}: all encoded by the task's
+    kind for training. A tagging target has no gold (its soft labels come later: SOFT_ROWS)."""
+    def first(recs: list[dict], what: str) -> list[dict]:
+        return _first_per_example(kind.encode(task, recs, tokenizer, cfg, train=True).features, len(recs), what)
+
+    target = kind.encode(task, records, tokenizer, cfg, train=True).features
+    source = first([source_side(task, r) for r in records], "source")
+    features = [{"source": source[t["example"]], "target": t} for t in target]
     sides: tuple = ("source", "target")
     if any(SOURCE_BT in r for r in records):
-        bt = encoded([source_side(task, r, SOURCE_BT if SOURCE_BT in r else SOURCE) for r in records])
-        for f, b, r in zip(features, bt, records):
-            f[SOURCE_BT] = {**b, HAS_BT: int(SOURCE_BT in r)}
+        bt = first([source_side(task, r, SOURCE_BT if SOURCE_BT in r else SOURCE) for r in records], "back-translated")
+        for f in features:
+            i = f["target"]["example"]
+            f[SOURCE_BT] = {**bt[i], HAS_BT: int(SOURCE_BT in records[i])}
         sides += (SOURCE_BT,)
-    return PairedStream(name, features, cfg.batch_size, cfg.seed, tokenizer.pad_token_id, kind.pad_values,
-                        (*kind.scalars, HAS_BT), sides=sides)
+    return PairedStream(name, features, cfg.batch_size, cfg.seed, tokenizer.pad_token_id,
+                        {**kind.pad_values, SOFT_ROWS: -1}, (*kind.scalars, HAS_BT), sides=sides)
+
+
+@torch.no_grad()
+def soft_labels(teacher, stream: PairedStream, batch_size: int, device) -> torch.Tensor:
+    """Tagging's target labels: `teacher` (the source-language task model, trained on English)
+    tags each target window of `stream`; each target word's tag distribution (softmax at its
+    first subword) becomes a row of the returned table (rows, labels), fp32 on the CPU, and
+    the window's SOFT_ROWS field points at it (-1 where no word starts). Eval mode, sequential
+    batches: a resumed job recomputes the same table."""
+    targets = [f["target"] for f in stream.features]
+    teacher.eval()
+    rows: list[torch.Tensor] = []
+    n = 0
+    for idx in sequential_batches([len(f["input_ids"]) for f in targets], batch_size):
+        batch = collate([targets[i] for i in idx], stream.pad_id, {"input_ids": None, "token_type_ids": 0})
+        probs = teacher({k: v.to(device) for k, v in batch.items()})["logits"].float().softmax(-1).cpu()
+        for b, i in enumerate(idx):
+            f = targets[i]
+            f[SOFT_ROWS] = [-1] * len(f["input_ids"])
+            for pos, w in enumerate(f["word_ids"]):
+                if w >= 0:
+                    f[SOFT_ROWS][pos] = n
+                    rows.append(probs[b, pos])
+                    n += 1
+    return torch.stack(rows) if rows else torch.zeros(0, 1)
+
+
+def check_teacher(teacher, task: Task, tokenizer, teacher_tokenizer, where: str) -> None:
+    """The soft labels' model must tag the same task with the same subwords."""
+    if teacher.task.name != task.name or list(teacher.task.labels) != list(task.labels):
+        raise XltError(f"{where}: a {teacher.task.name} model; xmixup's soft labels need a {task.name} model "
+                       "(the same labels)")
+    if teacher_tokenizer.get_vocab() != tokenizer.get_vocab():
+        raise XltError(f"{where}: its tokenizer differs from the encoder's; the soft labels are read per subword")
 
 
 def sampling_probability(step: int, k: float) -> float:
@@ -118,24 +186,45 @@ def _mean_over_tokens(h: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return (h * m).sum(1) / m.sum(1).clamp(min=1)
 
 
-def xmixup_terms(extra: XMixup, stream: str, seed: int, pad_id: int) -> list[Term]:
+def xmixup_terms(extra: XMixup, stream: str, seed: int, pad_id: int, kind: Kind,
+                 soft: torch.Tensor | None = None) -> list[Term]:
     """§4.2's four terms over the paired stream `stream`, weighted by the extra's settings:
-    α·CE_src, (1−α)·CE_tgt, MSE of the mean-pooled last layer (`mse`), KL(p_S ‖ p_T) (`kl`).
-    A zero-weighted term costs nothing (Objective skips it)."""
+    α·CE_src, (1−α)·CE_tgt, MSE of the mean-pooled last layer (`mse`), KL(p_S ‖ p_T) (`kl`,
+    classification only). CE_src is the kind's loss on the source side's gold; CE_tgt the
+    kind's loss on the target's own gold, or (tagging) the cross-entropy with the soft labels
+    `soft` (`soft_labels`) averaged over the target words. A zero-weighted term costs nothing
+    (Objective skips it)."""
+    if kind.name == "tagging" and soft is None:
+        raise XltError(NO_SOFT_LABELS)
+    on_device: dict = {}
 
     def outputs(model, batch: dict, step: int) -> dict:
         if OUTPUTS not in batch:
             source = scheduled_source(batch, step, seed, extra.schedule_k, pad_id)
-            batch[OUTPUTS] = {**model({**batch["target"], SOURCE: source}), "source_mask": source["attention_mask"]}
+            batch[OUTPUTS] = {**model({**batch["target"], SOURCE: source}), "source": source}
         return batch[OUTPUTS]
 
-    def ce(side: str):
-        return lambda model, batch, step: F.cross_entropy(
-            outputs(model, batch, step)[f"{side}_logits"].float(), batch["target"]["label"])
+    def src(model, batch, step):
+        out = outputs(model, batch, step)
+        return kind.loss({"logits": out["source_logits"]}, out["source"])
+
+    def tgt(model, batch, step):
+        out = outputs(model, batch, step)
+        if soft is None:
+            return kind.loss({"logits": out["target_logits"]}, batch["target"])
+        rows = batch["target"][SOFT_ROWS]
+        keep = rows >= 0
+        if not bool(keep.any()):
+            return out["target_logits"].sum() * 0.0
+        if rows.device not in on_device:  # moved once per device, not every step
+            on_device[rows.device] = soft.to(rows.device)
+        table = on_device[rows.device]
+        log_p = out["target_logits"].float()[keep].log_softmax(-1)
+        return -(table[rows[keep]] * log_p).sum(-1).mean()
 
     def mse(model, batch, step):
         out = outputs(model, batch, step)
-        return F.mse_loss(_mean_over_tokens(out["source_features"].float(), out["source_mask"]),
+        return F.mse_loss(_mean_over_tokens(out["source_features"].float(), out["source"]["attention_mask"]),
                           _mean_over_tokens(out["target_features"].float(), batch["target"]["attention_mask"]))
 
     def kl(model, batch, step):
@@ -143,5 +232,6 @@ def xmixup_terms(extra: XMixup, stream: str, seed: int, pad_id: int) -> list[Ter
         log_s, log_t = (out[f"{side}_logits"].float().log_softmax(-1) for side in ("source", "target"))
         return F.kl_div(log_t, log_s, log_target=True, reduction="batchmean")  # Σ p_S (log p_S − log p_T)
 
-    return [Term("src", stream, extra.alpha, ce("source")), Term("tgt", stream, 1.0 - extra.alpha, ce("target")),
-            Term("mse", stream, 1.0 if extra.mse else 0.0, mse), Term("kl", stream, 1.0 if extra.kl else 0.0, kl)]
+    use_kl = extra.kl and kind.name == "classification"
+    return [Term("src", stream, extra.alpha, src), Term("tgt", stream, 1.0 - extra.alpha, tgt),
+            Term("mse", stream, 1.0 if extra.mse else 0.0, mse), Term("kl", stream, 1.0 if use_kl else 0.0, kl)]

@@ -10,8 +10,12 @@ Three models per task and seed, one profile (`papers.xmixup.hparams`):
   sides where a translate-test set gives the English side (`<task>.translate_test`:
   classification averages the two sides' logits) and on the plain test set (the target side
   alone: Table 5's "w/o mixup inference").
-Tables 2 (Spearman ρ of CKA vs accuracy), 3 (main), 7 (CKA and accuracy per language), 8
-(transfer gap); the CKA of a model is computed by the rule `xmixup_cka` (rules/xmixup.smk).
+Tasks: XNLI, PAWS-X (classification) and QA (span QA: trained on XTREME's translated SQuAD,
+scored on XQuAD). Tagging's X-Mixup is built in the engine but has no public translate-train
+data (POS, NER: the paper's values only, and why; their zero-shot rows in Tables 1, 13, 14 read
+another paper's English models, `zero_shot_tagging`). Tables 2 (Spearman ρ of CKA vs
+accuracy), 3 (main), 7 (CKA and accuracy per language), 8 (transfer gap), 15 (XQuAD per
+language); the CKA of a model is computed by the rule `xmixup_cka` (rules/xmixup.smk).
 This module only declares (no torch).
 """
 
@@ -23,7 +27,7 @@ import re
 import pandas as pd
 
 from xlt.errors import XltError
-from xlt.papers.base import Paper, RecipeTags, Table
+from xlt.papers.base import DataSize, Paper, RecipeTags, Table
 from xlt.papers.xmixup import figures
 from xlt.papers.published import load_published
 from xlt.tables import COLLAPSE_NOTE, account_all, eval_rows, paper_vs_ours, render_grid
@@ -31,13 +35,25 @@ from xlt.targets import Recipe, eval_file, paper_language_set
 
 SLUG = "xmixup"
 MODELS = ("zero_shot", "trans_train", "xmixup")
-CLASSIFICATION = ("xnli", "pawsx")  # X-Mixup is built for classification; tagging and QA are not yet
+CLASSIFICATION = ("xnli", "pawsx")
+BUILT = (*CLASSIFICATION, "qa")  # the tasks whose three models run (tagging: no public translate-train data)
+# Table 10's task types, and the recipe tag's flag of each (classification: none, as before)
+TASK_TYPE = {"xnli": "classification", "pawsx": "classification", "pos": "structured_prediction",
+             "ner": "structured_prediction", "qa": "qa"}
+TYPE_FLAGS = {"classification": "", "structured_prediction": "-tagging", "qa": "-qa"}
+QA_DATASET = "xquad"  # the qa task's test set (XQuAD); MLQA and TyDiQA are not run
+QA_METRICS = {"f1": "f1", "em": "exact_match"}  # a table's metric key -> the evaluation's
 LABELS = {"zero_shot": "zero-shot", "trans_train": "translate-train", "xmixup": "X-Mixup", "xnli": "XNLI",
           "pawsx": "PAWS-X", "pos": "POS", "ner": "NER", "xquad": "XQuAD", "mlqa": "MLQA", "tydiqa": "TyDiQA",
           "avg": "Avg.", "mbert": "mBERT", "xlmr_large": "XLM-R large", "xlmr": "XLM-R", "joint_align": "Joint-Align",
           "filter": "FILTER", "xtune": "xTune", "cka": "CKA", "accuracy": "accuracy", "delta": "Δ",
           "translate_train": "translate-train"}
-NOT_BUILT = "X-Mixup for tagging and QA is not built yet (classification only): the paper's values only."
+LABELS.update({f"{d}_{m}": f"{LABELS[d]} {m.upper()}" for d in ("xquad", "mlqa", "tydiqa") for m in ("f1", "em")})
+NOT_BUILT = ("no public translate-train data for tagging (XTREME ships none; the paper's Google translations and "
+             "their soft labels were not released), so X-Mixup for POS / NER (built in the engine) is not run: "
+             "the paper's values only.")
+NOT_RUN_QA = ("MLQA, TyDiQA: not run (the qa models are scored on XQuAD; MLQA's seven-language test and translate-test "
+              "sets and TyDiQA-GoldP's translate-train are not configured / not in the catalog): the paper's values only.")
 
 
 # ---- the X-Mixup extra, spelt in a recipe -----------------------------------------------------
@@ -45,8 +61,8 @@ NOT_BUILT = "X-Mixup for tagging and QA is not built yet (classification only): 
 # The paper's constants (its Table 10 and §4): λ0 = 0.5; α and the scheduled-sampling decay k
 # per task type, read from the published Table 10 (classification: α 0.4, k 1000).
 LAMBDA0 = 0.5
-TAG = re.compile(r"xmixup(\d+)((?:-(?:nomix|fixed|nomse|nokl))*)")
-TAG_GRAMMAR = "xmixup<layer>[-nomix][-fixed][-nomse][-nokl]"
+TAG = re.compile(r"xmixup(\d+)(-tagging|-qa)?((?:-(?:nomix|fixed|nomse|nokl))*)")
+TAG_GRAMMAR = "xmixup<layer>[-tagging|-qa][-nomix][-fixed][-nomse][-nokl]"
 ABLATIONS = {"nomix": ("mixup", False), "fixed": ("ratio", "fixed"), "nomse": ("mse", False), "nokl": ("kl", False)}
 
 
@@ -57,17 +73,20 @@ def table10(param: str, task_type: str = "classification") -> float:
 
 
 def extra_of(tag: str) -> dict | None:
-    """The X-Mixup extra a recipe tag names: `xmixup1` (mixup after layer 1), ablations appended
-    (`-nomix`: no cross-attention, the losses kept; `-fixed`: λ = λ0; `-nomse`, `-nokl`: without
-    that consistency loss). None: not this paper's tag."""
+    """The X-Mixup extra a recipe tag names: `xmixup1` (mixup after layer 1), the task type
+    (none: classification; `-tagging`, `-qa`: Table 10's α and k of that type, no KL term),
+    ablations appended (`-nomix`: no cross-attention, the losses kept; `-fixed`: λ = λ0;
+    `-nomse`, `-nokl`: without that consistency loss). None: not this paper's tag."""
     if not tag.startswith("xmixup"):
         return None
     m = TAG.fullmatch(tag)
     if not m:
         raise XltError(f"extra tag {tag!r}: expected {TAG_GRAMMAR}")
-    extra = {"name": "xmixup", "layer": int(m.group(1)), "lambda0": LAMBDA0, "alpha": table10("alpha"),
-             "schedule_k": table10("p_k"), "mixup": True, "ratio": "learned", "mse": True, "kl": True}
-    for flag in filter(None, m.group(2).split("-")):
+    kind = {"-tagging": "structured_prediction", "-qa": "qa"}.get(m.group(2), "classification")
+    extra = {"name": "xmixup", "layer": int(m.group(1)), "lambda0": LAMBDA0, "alpha": table10("alpha", kind),
+             "schedule_k": table10("p_k", kind), "mixup": True, "ratio": "learned", "mse": True,
+             "kl": kind == "classification"}
+    for flag in filter(None, m.group(3).split("-")):
         key, value = ABLATIONS[flag]
         extra[key] = value
     return extra
@@ -76,8 +95,20 @@ def extra_of(tag: str) -> dict | None:
 # ---- what each model is and where its numbers are ---------------------------------------------
 
 
+def _langset(p: dict, task: str) -> str:
+    """The language set a task's models are scored on: `test_languages` (QA: its training data
+    is English SQuAD, its test sets hold more languages), else the task's language set."""
+    return (p.get("test_languages") or {}).get(task) or paper_language_set(p, task)
+
+
+def _testset(p: dict, task: str) -> str:
+    """The dataset a task's plain test split comes from: `test_sets` (QA: XQuAD in every
+    language, a named set), else the task's own."""
+    return (p.get("test_sets") or {}).get(task, task)
+
+
 def _langs(cfg: dict, task: str) -> list[str]:
-    return list(cfg["language_sets"][paper_language_set(cfg["papers"][SLUG], task)])
+    return list(cfg["language_sets"][_langset(cfg["papers"][SLUG], task)])
 
 
 def targets(cfg: dict, task: str) -> list[str]:
@@ -85,16 +116,22 @@ def targets(cfg: dict, task: str) -> list[str]:
     return [x for x in _langs(cfg, task) if x != source]
 
 
+def profile(p: dict, task: str) -> str:
+    """The training profile of a task's three models (`task_hparams`, e.g. QA's 2 epochs; else `hparams`)."""
+    return (p.get("task_hparams") or {}).get(task, p["hparams"])
+
+
 def model_of(cfg: dict, task: str, model: str) -> tuple[str, str]:
     """(dataset, recipe) of a model of the paper."""
     p = cfg["papers"][SLUG]
     if model == "zero_shot":  # another paper's English model where the settings agree (one model)
-        return task, Recipe((p["source"],), p.get("zero_shot_hparams") or p["hparams"]).name
+        return task, Recipe((p["source"],), p.get("zero_shot_hparams") or profile(p, task)).name
     dataset = p["translate_train"][task]
     if model == "trans_train":
-        return dataset, Recipe((p["source"], *targets(cfg, task)), p["hparams"]).name
+        return dataset, Recipe((p["source"], *targets(cfg, task)), profile(p, task)).name
     if model == "xmixup":
-        return dataset, Recipe(tuple(targets(cfg, task)), f"{p['hparams']}-xmixup{p['mixup_layer'][task]}").name
+        tag = f"xmixup{p['mixup_layer'][task]}{TYPE_FLAGS[TASK_TYPE[task]]}"
+        return dataset, Recipe(tuple(targets(cfg, task)), f"{profile(p, task)}-{tag}").name
     raise XltError(f"xmixup model {model!r}; allowed: {', '.join(MODELS)}")
 
 
@@ -105,8 +142,8 @@ def scores_file(cfg: dict, task: str, model: str, seed: int, recipe: str | None 
     `recipe`: an X-Mixup variant's own (the ablations)."""
     p = cfg["papers"][SLUG]
     dataset, own = model_of(cfg, task, model)
-    langset = paper_language_set(p, task)
-    testset = None if dataset == task else task
+    langset = _langset(p, task)
+    testset = None if dataset == _testset(p, task) else _testset(p, task)
     if model == "xmixup" and task in (p.get("translate_test") or {}):
         testset = p["translate_test"][task]
     return eval_file(cfg, p["encoder"], "pretrained", dataset, recipe or own, seed, "test", langset, testset=testset)
@@ -118,7 +155,7 @@ def cka_file(cfg: dict, task: str, model: str, seed: int) -> str:
     p = cfg["papers"][SLUG]
     dataset, recipe = model_of(cfg, task, model)
     return (f"{cfg['results']}/xmixup/cka/{p['encoder']}/pretrained/{dataset}/{recipe}/seed{seed}/"
-            f"test.{paper_language_set(p, task)}.json")
+            f"test.{_langset(p, task)}.json")
 
 
 def _not_run(published: pd.DataFrame, keys: list[str], rows: list[str], column: str, title: str, reason: str):
@@ -130,20 +167,37 @@ def _not_run(published: pd.DataFrame, keys: list[str], rows: list[str], column: 
 
 def _not_run_notes(spec: dict, tasks) -> list[str]:
     """Why a published task has no ours: not built (tagging, QA), or not configured."""
-    tasks = [t for t in dict.fromkeys(tasks) if t not in _tasks(spec) and t != "avg"]
-    built = [t for t in tasks if t in CLASSIFICATION]
-    out = [f"{', '.join(LABELS.get(t, t) for t in built)}: not in papers.{SLUG}.tasks; the paper's values only."] if built else []
-    rest = [t for t in tasks if t not in CLASSIFICATION]
+    tasks = list(dict.fromkeys(tasks))
+    out = [NOT_RUN_QA] if "qa" in tasks and "qa" in _tasks(spec) else []
+    tasks = [t for t in tasks if t not in _tasks(spec) and t != "avg"]
+    built = [t for t in tasks if t in BUILT]
+    out += [f"{', '.join(LABELS.get(t, t) for t in built)}: not in papers.{SLUG}.tasks; the paper's values only."] if built else []
+    rest = [t for t in tasks if t not in BUILT]
     return out + ([f"{', '.join(LABELS.get(t, t) for t in rest)}: {NOT_BUILT}"] if rest else [])
 
 
 def _tasks(spec: dict) -> list[str]:
-    return [t for t in spec["tasks"] if t in CLASSIFICATION]
+    return [t for t in spec["tasks"] if t in BUILT]
 
 
 def _model_rows(spec: dict, paths: list[str]) -> pd.DataFrame:
     """Per-seed, per-language rows (task, model, lang, seed, value, collapsed) of score files."""
     return eval_rows(paths, spec["metric"], setting_of=_setting).rename(columns={"setting": "model"})
+
+
+def _metric_rows(spec: dict, paths: list[str], qa_metrics=tuple(QA_METRICS)) -> pd.DataFrame:
+    """`_model_rows` with a `metric` column: a classification task's accuracy ("acc"), QA's F1
+    and EM ("f1", "em", as `qa_metrics` asks)."""
+    frames = []
+    for i, key in enumerate(qa_metrics):
+        rows = _model_rows({**spec, "metric": {**spec["metric"], "qa": QA_METRICS[key]}}, paths)
+        rows = rows[rows["task"] == "qa"] if i else rows
+        frames.append(rows.assign(metric=[key if t == "qa" else "acc" for t in rows["task"]]))
+    return pd.concat(frames, ignore_index=True)
+
+
+def _dataset(task: str) -> str:
+    return QA_DATASET if task == "qa" else task
 
 
 def _setting(recipe: Recipe) -> str:
@@ -190,16 +244,20 @@ def table3_inputs(cfg: dict) -> list[str]:
 def table3(spec: dict, inputs: list[str]):
     keys = ["encoder", "model", "task", "dataset", "metric"]
     published = load_published(SLUG, "table3")
-    ours = _model_rows(spec, inputs) if inputs else pd.DataFrame(columns=["task", "model", "lang", "seed", "value", "collapsed"])
+    ours = (_metric_rows(spec, inputs) if inputs
+            else pd.DataFrame(columns=["task", "model", "lang", "seed", "value", "collapsed", "metric"]))
     avg = (ours[[lang in spec["langs"].get(t, []) for t, lang in zip(ours["task"], ours["lang"])]]
-           .groupby(["task", "model", "seed"], as_index=False).agg(value=("value", "mean"), collapsed=("collapsed", "any")))
-    avg = avg.assign(encoder=spec["encoder_label"], dataset=avg["task"], metric="acc")
+           .groupby(["task", "model", "seed", "metric"], as_index=False)
+           .agg(value=("value", "mean"), collapsed=("collapsed", "any")))
+    avg = avg.assign(encoder=spec["encoder_label"], dataset=[_dataset(t) for t in avg["task"]])
     table = paper_vs_ours(avg[[*keys, "seed", "value", "collapsed"]], published, keys)
-    table = table.assign(column=table["dataset"])
+    # a QA dataset's F1 and EM are two columns
+    table = table.assign(column=[f"{d}_{m}" if m in QA_METRICS else d for d, m in zip(table["dataset"], table["metric"])])
     not_run = [t for t in dict.fromkeys(published["task"]) if t not in _tasks(spec) and t != "avg"]
     notes = _notes(spec, [
-        "A cell is the accuracy averaged over the task's languages, English included (XTREME's average); X-Mixup's "
-        "target languages are scored with both sides where a translate-test set exists (class probabilities averaged).",
+        "A cell is the accuracy (QA: F1, EM) averaged over the task's languages, English included (XTREME's average); "
+        "X-Mixup's target languages are scored with their English side mixed in where a translate-test set exists "
+        "(classification: both sides' class probabilities averaged; QA: the target's span).",
         *_not_run_notes(spec, published["task"]),
         "Avg.: the paper's only (it averages every task, QA included)."])
     md, tex = render_grid(table, ["encoder", "model"], "column", "xmixup Table 3: main results (accuracy, average "
@@ -214,16 +272,18 @@ def table8(spec: dict, inputs: list[str]):
     """English minus the mean of the target languages, per seed (lower is better)."""
     keys = ["model", "task", "dataset"]
     published = load_published(SLUG, "table8")
-    ours = _model_rows(spec, inputs)
+    ours = _metric_rows(spec, inputs, qa_metrics=("em",))  # the paper's QA gaps are EM's
     rows = []
     for (task, model, seed), g in ours.groupby(["task", "model", "seed"]):
         en = g[g["lang"] == spec["source"]]["value"]
         tg = g[(g["lang"] != spec["source"]) & g["lang"].isin(spec["langs"][task])]["value"]
         if len(en) and len(tg):
-            rows.append({"model": spec["encoder_label"] if model == "zero_shot" else model, "task": task, "dataset": task,
+            rows.append({"model": spec["encoder_label"] if model == "zero_shot" else model, "task": task,
+                         "dataset": _dataset(task),
                          "seed": seed, "value": float(en.iloc[0] - tg.mean()), "collapsed": bool(g["collapsed"].any())})
     table = paper_vs_ours(pd.DataFrame(rows, columns=[*keys, "seed", "value", "collapsed"]), published, keys)
-    notes = _notes(spec, [f"Gap = English accuracy minus the mean over the target languages, per seed. The row "
+    notes = _notes(spec, [f"Gap = English accuracy (QA: EM, as the paper) minus the mean over the target languages, "
+                          "per seed. The row "
                           f"{LABELS[spec['encoder_label']]} is zero-shot transfer (the paper's XTREME rows).",
                           *_not_run_notes(spec, published["task"])])
     md, tex = render_grid(table, ["model"], "dataset", "xmixup Table 8: cross-lingual transfer gap (points)", notes,
@@ -348,7 +408,8 @@ def ablation_file(cfg: dict, task: str, row: str, seed: int) -> str:
     if row == "xmixup":
         return scores_file(cfg, task, "xmixup", seed)
     if row == "wo_mixup_inference":
-        return eval_file(cfg, p["encoder"], "pretrained", dataset, recipe, seed, "test", paper_language_set(p, task), testset=task)
+        return eval_file(cfg, p["encoder"], "pretrained", dataset, recipe, seed, "test", _langset(p, task),
+                         testset=_testset(p, task))
     r = Recipe.parse(recipe)
     return scores_file(cfg, task, "xmixup", seed, Recipe(r.train_langs, r.hparams + ABLATION_FLAGS[row]).name)
 
@@ -467,14 +528,130 @@ def table11(spec: dict, inputs: list[str]):
     return _per_language_table(spec, inputs, "table11")
 
 
+# ---- Tables 15-17: QA per language (F1 / EM); Tables 1, 13, 14: tagging (the paper's only) ----
+
+
+def table15_inputs(cfg: dict) -> list[str]:
+    p = cfg["papers"][SLUG]
+    return [scores_file(cfg, "qa", m, seed) for seed in p["seeds"] for m in MODELS] if "qa" in p["tasks"] else []
+
+
+def table15(spec: dict, inputs: list[str]):
+    """XQuAD F1 and EM per language; ours zero-shot beside the paper's mBERT row (XTREME's
+    zero-shot), ours translate-train on a row of its own, X-Mixup beside X-Mixup."""
+    keys = ["model", "lang", "metric"]
+    published = load_published(SLUG, "table15")
+    title = "xmixup Table 15: XQuAD F1 / EM per language"
+    if not inputs:
+        return _not_run(published, keys, ["model", "metric"], "lang", title,
+                        f"Not run: qa is not in papers.{SLUG}.tasks; the paper's values only.")
+    ours = _metric_rows(spec, inputs)
+    ours = ours[ours["lang"].isin(spec["langs"]["qa"])]
+    avg = ours.groupby(["model", "metric", "seed"], as_index=False).agg(value=("value", "mean"), collapsed=("collapsed", "any"))
+    ours = pd.concat([ours[["model", "lang", "metric", "seed", "value", "collapsed"]], avg.assign(lang="avg")], ignore_index=True)
+    ours["model"] = ours["model"].replace({"zero_shot": spec["encoder_label"].split("_")[0]})
+    table = paper_vs_ours(ours, published, keys)
+    notes = _notes(spec, ["Rows: ours zero-shot (SQuAD v1.1 English) beside the paper's "
+                          f"{LABELS[spec['encoder_label']]} row (XTREME's zero-shot), ours translate-train (English and "
+                          "XTREME's translated SQuAD) on a row of its own, ours X-Mixup beside the paper's (XLM-R large). "
+                          "X-Mixup's targets: the target's span, with XQuAD's English translate-test mixed in.",
+                          "Languages we do not run show the paper's values only (el, th, tr are not among the qa task's "
+                          "languages). avg: over the languages we run."])
+    md, tex = render_grid(table, ["model", "metric"], "lang", title, notes, labels=LABELS,
+                          columns=[*spec["langs"]["qa"], "avg"])
+    return table, md, tex
+
+
+NOT_RUN = {
+    "table16": (["model", "lang", "metric"], ["model", "metric"], "xmixup Table 16: MLQA F1 / EM per language",
+                f"Not run: {NOT_RUN_QA}"),
+    "table17": (["model", "lang", "metric"], ["model", "metric"], "xmixup Table 17: TyDiQA-GoldP F1 / EM per language",
+                f"Not run: {NOT_RUN_QA}"),
+}
+TAGGING_TABLES = {"table1": ("pos", "ner"), "table13": ("pos",), "table14": ("ner",)}
+TAGGING_TITLES = {"table1": "xmixup Table 1: zero-shot POS and NER (F1) per language",
+                  "table13": "xmixup Table 13: POS F1 per language", "table14": "xmixup Table 14: NER F1 per language"}
+
+
+def _zero_shot_tagging_inputs(table_id: str):
+    """The score files of the zero-shot POS / NER models `zero_shot_tagging` names: another
+    paper's English models where the settings agree (config.yaml: dlfa's baselines), so the
+    table costs no job of its own."""
+    def inputs(cfg: dict) -> list[str]:
+        p = cfg["papers"][SLUG]
+        z = p.get("zero_shot_tagging")
+        if not z:
+            return []
+        recipe = Recipe((p["source"],), z["hparams"]).name
+        return [eval_file(cfg, p["encoder"], "pretrained", z["datasets"][t], recipe, seed, "test", z["languages"][t])
+                for t in TAGGING_TABLES[table_id] for seed in p["seeds"]]
+    return inputs
+
+
+def _zero_shot_tagging_table(table_id: str):
+    """Ours zero-shot beside the paper's zero-shot row (XTREME's mBERT / XLM-R, Table 1 = the
+    same numbers); translate-train and X-Mixup: the paper's only, and why."""
+    def build(spec: dict, inputs: list[str]):
+        published = load_published(SLUG, table_id)
+        keys = ["encoder", "task", "lang"] if table_id == "table1" else ["model", "lang"]
+        rows = ["encoder", "task"] if table_id == "table1" else ["model"]
+        title = TAGGING_TITLES[table_id]
+        z = spec.get("zero_shot_tagging")
+        if not inputs:
+            return _not_run(published, keys, rows, "lang", title, f"Not run: papers.{SLUG}.zero_shot_tagging is not set; "
+                            f"X-Mixup and translate-train: {NOT_BUILT}")
+        ours = eval_rows(inputs, z["metric"], setting_of=_setting)
+        label = spec["encoder_label"].split("_")[0]  # the paper's zero-shot row of ours' encoder
+        if table_id == "table1":
+            ours = ours.assign(encoder=label)
+        else:
+            avg = ours.groupby(["seed"], as_index=False).agg(value=("value", "mean"), collapsed=("collapsed", "any"))
+            ours = pd.concat([ours.assign(model=label), avg.assign(model=label, lang="avg")], ignore_index=True)
+        table = paper_vs_ours(ours[[*keys, "seed", "value", "collapsed"]], published, keys)
+        notes = _notes(spec, [f"Ours: the zero-shot (English-trained) models of papers.{SLUG}.zero_shot_tagging (profile "
+                              f"{z['hparams']}: another paper's models, no job of their own), metric "
+                              f"{', '.join(f'{t} {m}' for t, m in z['metric'].items())}, beside the paper's "
+                              f"{LABELS[spec['encoder_label']]} row (XTREME's zero-shot).",
+                              f"X-Mixup and translate-train rows: {NOT_BUILT}"])
+        md, tex = render_grid(table, rows, "lang", title, notes, labels=LABELS)
+        return table, md, tex
+    return build
+
+
+def _no_inputs(cfg: dict) -> list[str]:
+    return []
+
+
+def _published_only(table_id: str):
+    keys, rows, title, reason = NOT_RUN[table_id]
+
+    def build(spec: dict, inputs: list[str]):
+        return _not_run(load_published(SLUG, table_id), keys, rows, "lang", title, reason)
+    return build
+
+
 def table12(spec: dict, inputs: list[str]):
     return _per_language_table(spec, inputs, "table12")
 
 
+# Public sizes (docs/data.md) of the QA sets only this paper reads, for the bill: SQuAD v1.1
+# train (each translation at most as many questions) and XQuAD (1,190 questions per language).
+SQUAD_TRAIN, XQUAD_TEST = 87_599, 1_190
+
+
+def data_sizes() -> list[DataSize]:
+    where = "public sizes (xlt/papers/xmixup): SQuAD v1.1 train, an upper bound of its translation; XQuAD"
+    from xlt.registry import get_task
+
+    langs = get_task("qa").languages  # a named set's count is looked up per language
+    return [*(DataSize("qa.translate_train", x, "train", SQUAD_TRAIN, where, 3) for x in langs),
+            *(DataSize(d, x, "test", XQUAD_TEST, where, 2) for d in ("qa.xquad_xtreme", "qa.translate_test") for x in langs)]
+
+
 def check(cfg: dict, p: dict) -> None:
     for task in p["tasks"]:
-        if task not in CLASSIFICATION:
-            raise XltError(f"papers.{SLUG}.tasks: {task!r}: {NOT_BUILT.split(':')[0]}; allowed: {', '.join(CLASSIFICATION)}")
+        if task not in BUILT:
+            raise XltError(f"papers.{SLUG}.tasks: {task!r}: {NOT_BUILT.split(':')[0]}; allowed: {', '.join(BUILT)}")
         for key in ("translate_train", "mixup_layer"):
             if task not in (p.get(key) or {}):
                 raise XltError(f"papers.{SLUG}.{key}: no entry for task {task!r}")
@@ -491,6 +668,9 @@ PAPER = Paper(
         Table("table9", table9_inputs, table9, spec=table_spec),
         Table("table11", table11_inputs, table11, spec=table_spec),
         Table("table12", table12_inputs, table12, spec=table_spec),
+        Table("table15", table15_inputs, table15, spec=table_spec),
+        *(Table(t, _zero_shot_tagging_inputs(t), _zero_shot_tagging_table(t), spec=table_spec) for t in TAGGING_TABLES),
+        *(Table(t, _no_inputs, _published_only(t), spec=table_spec) for t in NOT_RUN),
     ),
     figures=figures.FIGURES,
     figure_inputs=figures.figure_inputs,
@@ -499,4 +679,5 @@ PAPER = Paper(
     check=figures.with_figure_check(check),
     recipe_tags=RecipeTags(TAG_GRAMMAR, extra_of),
     reasons_in_notes=True,  # free-text notes say why a published cell has no ours (not yet per cell)
+    data_sizes=data_sizes,
 )
