@@ -69,5 +69,11 @@ PINS_CONFIG ?= config.yaml
 pins: install
 	@$(PY) -m xlt.sources.pins --config $(PINS_CONFIG)
 
+# What config.yaml's run needs from the network, fetched and locked once where there is network
+# (a login node): every dataset and encoder snapshot (docs/sources.md, "Offline compute nodes").
+.PHONY: prefetch
+prefetch: install
+	HF_HUB_OFFLINE=0 HF_DATASETS_OFFLINE=0 $(VENV)/bin/snakemake --cores 1 --configfile $(PINS_CONFIG) prefetch
+
 clean:
 	rm -rf results logs .snakemake report.html
