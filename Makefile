@@ -69,6 +69,12 @@ PINS_CONFIG ?= config.yaml
 pins: install
 	@$(PY) -m xlt.sources.pins --config $(PINS_CONFIG)
 
+# The full-scale bill (xlt/bill.py): device-hours per paper, per rule and in total, written to
+# results/bill.{md,json} and into README.md between its bill markers (a test checks they agree).
+.PHONY: bill
+bill: install
+	$(PY) benchmarks/full_scale_bill.py --out results/bill --readme README.md
+
 # What config.yaml's run needs from the network, fetched and locked once where there is network
 # (a login node): every dataset and encoder snapshot (docs/sources.md, "Offline compute nodes").
 .PHONY: prefetch
