@@ -5,6 +5,8 @@ fails in one line naming it and the prefetch command."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 
 import pytest
 import yaml
@@ -148,3 +150,23 @@ def test_an_offline_job_without_its_snapshot_fails_in_one_line(tmp_path, monkeyp
     monkeypatch.delenv("HF_HUB_OFFLINE")
     with pytest.raises(XltError, match=r"^encoder resources/raw/encoders/mbert: no such directory; fetch its snapshot"):
         load_encoder("resources/raw/encoders/mbert")
+
+
+def test_the_download_encoder_rule_makes_the_snapshot_a_fine_tune_reads(server, tmp_path, tiny_model_files):
+    """Through Snakemake on config.yaml (its mbert read from a local Hub-shaped repo): the rule
+    fetches and locks the snapshot where the fine-tune jobs load it."""
+    from tests.conftest import REPO
+    from tests.test_workflow import SNAKEMAKE
+
+    repo = server.hub_repo(REPO_ID, tiny_model_files, model=True)
+    override = tmp_path / "local.yaml"
+    override.write_text(yaml.safe_dump({"raw_root": str(tmp_path / "raw"), "encoders": {"mbert": {"hub": REPO_ID}},
+                                        "download": _cfg(server, tmp_path)}))  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")}
+    run = subprocess.run([*SNAKEMAKE, "--directory", str(tmp_path), "--configfile", str(REPO / "config.yaml"),
+                          str(override), "--cores", "1", str(tmp_path / "raw" / "encoders" / "mbert")],
+                         capture_output=True, text=True, timeout=300, env=env)  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    snap = json.loads((tmp_path / "raw" / "encoders" / "mbert" / SNAPSHOT_META).read_text())
+    assert snap["encoder"] == "mbert" and snap["revision"] == repo.commit
+    assert yaml.safe_load((tmp_path / "lock.yaml").read_text())["encoders"][REPO_ID]["config.json"]["revision"] == repo.commit
