@@ -10,7 +10,11 @@ PRESET ?= presets/tiny.yaml
 export HF_HUB_OFFLINE ?= 1
 export HF_DATASETS_OFFLINE ?= 1
 
-.PHONY: tables report test install install-test lint bench lock pins clean
+.PHONY: help tables report test install install-test lint bench lock pins clean fast_align
+
+# `make help` lists each target with its `##` line, then the workflow's targets (xlt/help.py).
+help:  ## this list: make targets, then the main Snakemake targets
+	@$(if $(wildcard $(PY)),$(PY),PYTHONPATH=. $(PYTHON)) -m xlt.help
 
 $(VENV)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -22,43 +26,68 @@ $(VENV)/.installed-test: $(VENV)/.installed
 	$(PY) -m pip install -q -c constraints.txt -e '.[test]'
 	touch $@
 
-install: $(VENV)/.installed
-install-test: $(VENV)/.installed-test
+install: $(VENV)/.installed  ## the virtual environment .venv with the pinned packages
+install-test: $(VENV)/.installed-test  ## install plus the test extras
 
 # Snakemake reads config files before the workflow runs: a file that is not YAML would stop it
 # with a message naming neither file nor line. `python -m xlt.config` checks first.
 # Jobs start from a fork server with torch and transformers imported (xlt/zygote.py): ~4 s of
 # CPU saved per job. ZYGOTE= (empty) runs every job in its own fresh process instead.
+# PRESET may name several files, layered in order: PRESET="presets/tiny.yaml my.yaml".
+# --keep-going: a failed job stops only what needs it; xlt.runsummary then prints the timing,
+# each failed job's error line and that rerunning resumes, and writes results/summary.json.
 ZYGOTE ?= $(PY) -m xlt.zygote with --
-tables: install
+tables: install  ## every table and figure on PRESET (default: the tiny preset), then a timing line and results/summary.json
 	@$(PY) -m xlt.config $(PRESET)
-	$(ZYGOTE) $(VENV)/bin/snakemake --cores $(CORES) --configfile=$(PRESET) all_tables
-	@echo
-	@echo "Tables (paper | ours mean ± std | Δ) are in results/tables/:"
-	@find results/tables -name '*.md' | sort | sed 's/^/  /'
-	@echo "Figures (PNG, PDF and the CSV behind each) are in results/figures/:"
-	@find results/figures -name '*.png' 2>/dev/null | sort | sed 's/^/  /'
+	@start=$$(date +%s); rc=0; \
+	echo "$(ZYGOTE) $(VENV)/bin/snakemake --cores $(CORES) --keep-going all_tables --configfile $(PRESET)"; \
+	XLT_RUN_SUMMARY=1 $(ZYGOTE) $(VENV)/bin/snakemake --cores $(CORES) --keep-going all_tables --configfile $(PRESET) || rc=$$?; \
+	echo; \
+	if [ $$rc = 0 ]; then \
+	  echo "Tables (paper | ours mean ± std | Δ) are in results/tables/:"; \
+	  find results/tables -name '*.md' | sort | sed 's/^/  /'; \
+	  echo "Figures (PNG, PDF and the CSV behind each) are in results/figures/:"; \
+	  find results/figures -name '*.png' 2>/dev/null | sort | sed 's/^/  /'; \
+	fi; \
+	$(PY) -m xlt.runsummary --since $$start --rc $$rc --command "make tables" $(PRESET); exit $$rc
 
 # Snakemake's own report of what `make tables` made (it runs what is missing first).
-report: tables
-	$(VENV)/bin/snakemake --configfile=$(PRESET) --report report.html all_tables
+report: tables  ## report.html: every table and figure with its caption (runs what is missing first)
+	$(VENV)/bin/snakemake --report report.html all_tables --configfile $(PRESET)
 	@echo "Open report.html in a browser; results/tables/index.md lists the same with links."
 
 # Tests run in parallel (pytest-xdist): one worker more than cores, as the SLURM tests mostly wait
 # on the scheduler. PYTEST_ARGS adds options (CI: the slowest tests).
 TEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
-test: install-test
+test: install-test  ## the test suite (TEST_WORKERS, PYTEST_ARGS)
 	$(VENV)/bin/pytest -q -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder $(PYTEST_ARGS)
 
-lint: install-test
-	$(VENV)/bin/snakemake --lint --configfile=$(PRESET)
+lint: install-test  ## snakemake --lint and snakefmt --check
+	$(VENV)/bin/snakemake --lint --configfile $(PRESET)
 	$(VENV)/bin/snakefmt --check Snakefile rules/
 
-bench: install-test
+bench: install-test  ## engine throughput against the Hugging Face Trainer
 	$(PY) benchmarks/train_throughput.py && $(PY) benchmarks/mlm_throughput.py
 
+# fast_align (the adjust paper's aligner: align.backend fast_align) has no package: clone it at
+# the measured commit and build it with cmake and a C++ compiler (network needed once). The
+# binary and atools land in $(FAST_ALIGN_DIR)/build: put that on PATH (docs/align.md).
+FAST_ALIGN_URL ?= https://github.com/clab/fast_align
+FAST_ALIGN_COMMIT ?= cab1e9aac8d3bb02ff5ae58218d8d225a039fa11
+FAST_ALIGN_DIR ?= .tools/fast_align
+fast_align:  ## build the fast_align binary (adjust's aligner; network once) into .tools/
+	@command -v cmake >/dev/null && command -v g++ >/dev/null || \
+	  { echo "make fast_align needs cmake and g++ (Debian: apt-get install cmake g++)" >&2; exit 1; }
+	@test -d $(FAST_ALIGN_DIR)/src/.git || git clone -q $(FAST_ALIGN_URL) $(FAST_ALIGN_DIR)/src
+	@git -C $(FAST_ALIGN_DIR)/src checkout -q $(FAST_ALIGN_COMMIT)
+	@cmake -S $(FAST_ALIGN_DIR)/src -B $(FAST_ALIGN_DIR)/build -DCMAKE_BUILD_TYPE=Release \
+	  -DCMAKE_POLICY_VERSION_MINIMUM=3.5 > $(FAST_ALIGN_DIR)/cmake.log 2>&1 || { cat $(FAST_ALIGN_DIR)/cmake.log; exit 1; }
+	@cmake --build $(FAST_ALIGN_DIR)/build -j > $(FAST_ALIGN_DIR)/build.log 2>&1 || { tail -20 $(FAST_ALIGN_DIR)/build.log; exit 1; }
+	@echo "fast_align and atools built in $(abspath $(FAST_ALIGN_DIR))/build (commit $(FAST_ALIGN_COMMIT)); use them with"
+	@echo "  export PATH=$(abspath $(FAST_ALIGN_DIR))/build:\$$PATH"
+
 # Re-pin every installed version after changing pyproject.toml.
-lock: install-test
+lock: install-test  ## re-pin constraints.txt after a change of pyproject.toml
 	( echo '# Exact versions of every package the project installs (pip install -c constraints.txt).'; \
 	  echo '# Regenerate with `make lock` after changing pyproject.toml.'; \
 	  $(PY) -m pip freeze --exclude-editable | sed 's/^torch==\(.*\)+cpu/torch==\1/' ) > constraints.txt
@@ -66,20 +95,20 @@ lock: install-test
 # What each catalog entry's files are pinned or locked to (xlt/sources/catalog.lock.yaml), and
 # which are not locked yet (docs/sources.md, "Pinning"). PINS_CONFIG: the config with download:.
 PINS_CONFIG ?= config.yaml
-pins: install
+pins: install  ## what each catalog source is pinned or locked to (PINS_CONFIG)
 	@$(PY) -m xlt.sources.pins --config $(PINS_CONFIG)
 
 # The full-scale bill (xlt/bill.py): device-hours per paper, per rule and in total, written to
 # results/bill.{md,json} and into README.md between its bill markers (a test checks they agree).
 .PHONY: bill
-bill: install
+bill: install  ## the full-scale bill in GPU-hours: results/bill.md and README's block
 	$(PY) benchmarks/full_scale_bill.py --out results/bill --readme README.md
 
 # What config.yaml's run needs from the network, fetched and locked once where there is network
 # (a login node): every dataset and encoder snapshot (docs/sources.md, "Offline compute nodes").
 .PHONY: prefetch
-prefetch: install
+prefetch: install  ## fetch and lock every dataset and encoder snapshot (login node, network)
 	HF_HUB_OFFLINE=0 HF_DATASETS_OFFLINE=0 $(VENV)/bin/snakemake --cores 1 --configfile $(PINS_CONFIG) prefetch
 
-clean:
+clean:  ## remove results, logs, .snakemake and report.html
 	rm -rf results logs .snakemake report.html

@@ -34,6 +34,7 @@ localrules:
     all_tables,
 
 
+# every table and figure of the configured papers, and results/tables/index.md
 rule all_tables:
     input:
         P.all_tables(config),

@@ -2,10 +2,12 @@
 
 Encoders of the papers' shapes, randomly initialised (no Hub offline): mBERT (12 layers,
 768 hidden, 119,547 subwords) and XLM-R large (24 layers, 1024 hidden, 250,002 subwords).
-Workloads: token tagging (WikiANN NER-like lengths) and sentence-pair classification
-(XNLI-like), with the length profiles of xlt.throughput.LENGTHS. The synthetic labels are
-learnable (a function of the tokens), so the dev metric after a fixed number of steps
-checks that the three sides trained alike.
+Workloads: token tagging (WikiANN NER-like lengths), sentence-pair classification
+(XNLI-like) and extractive span QA (SQuAD-like question + context windows, registry task
+`qa`), with the length profiles of xlt.throughput.LENGTHS. The synthetic labels are
+learnable (a function of the tokens; QA's answer span is delimited by two marker tokens in
+the context, and its dev accuracy is the exact match of start and end), so the dev metric
+after a fixed number of steps checks that the three sides trained alike.
 
 Sides, all on the same model (xlt's encoder + head, one initialisation), the same data,
 batch size, learning rate and linear schedule with 10% warmup:
@@ -22,6 +24,13 @@ steps (so compilation is not counted); MFU (model FLOPs of the real tokens, see
 xlt.throughput, against the bf16 dense peak looked up from the GPU's name; n/a on CPU);
 peak GPU memory (n/a on CPU); evaluation tokens/s; the dev accuracy after `--steps` steps.
 
+A one-shot GPU run keeps what finished: the JSON is rewritten after every (shape, workload)
+("complete": false until the end), a side that fails is recorded under "errors" and the run
+goes on, and progress lines with timestamps go to stderr. `--profile-ours FILE` profiles
+`--profile-steps` more steps of ours after each timed run and evaluation (torch.profiler,
+CPU + CUDA activities on a GPU) and writes each phase's time per step (collate, forward,
+backward, optimizer: the loop's record_function ranges) and the top-15 ops to FILE.
+
     python benchmarks/gpu_throughput.py --json benchmarks/gpu_throughput.json   # on a GPU
     python benchmarks/gpu_throughput.py --small                                  # CPU, seconds
 """
@@ -36,27 +45,39 @@ import json
 import sys
 import tempfile
 import time
+import traceback
 from pathlib import Path
 
 import torch
 
-from xlt.cli import quiet_libraries
-from xlt.engine.batching import collate
-from xlt.engine.features import Encoded
-from xlt.engine.kinds import IGNORE, kind_of
-from xlt.engine.loop import Loop
-from xlt.engine.model import ModelSpec, build_model
-from xlt.engine.objectives import Objective, task_term
-from xlt.engine.predict import eval_batches, run_batches
-from xlt.engine.runtime import Checkpointer, Dist, build_optimizer, build_scheduler, resolve_precision, seed_everything
-from xlt.engine.streams import Stream
-from xlt.registry import get_task
-from xlt.throughput import SHAPES, EncoderShape, eval_flops, length_profile, mfu, peak_tflops, train_flops
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runs without PYTHONPATH or an installed xlt
 
-WORKLOADS = {"tagging": "ner", "pair": "xnli"}  # workload -> the registry task whose head it trains
+from xlt.cli import quiet_libraries  # noqa: E402
+from xlt.engine.batching import collate  # noqa: E402
+from xlt.engine.features import Encoded  # noqa: E402
+from xlt.engine.kinds import IGNORE, kind_of  # noqa: E402
+from xlt.engine.loop import Loop  # noqa: E402
+from xlt.engine.model import ModelSpec, build_model  # noqa: E402
+from xlt.engine.objectives import Objective, task_term  # noqa: E402
+from xlt.engine.predict import eval_batches, run_batches  # noqa: E402
+from xlt.engine.runtime import Checkpointer, Dist, build_optimizer, build_scheduler, resolve_precision, seed_everything  # noqa: E402
+from xlt.engine.streams import Stream  # noqa: E402
+from xlt.registry import get_task  # noqa: E402
+from xlt.throughput import SHAPES, EncoderShape, eval_flops, length_profile, mfu, peak_tflops, train_flops  # noqa: E402
+
+WORKLOADS = {"tagging": "ner", "pair": "xnli", "qa": "qa"}  # workload -> the registry task whose head it trains
 SIDES = ("ours", "hf_default", "hf_best")
 COLUMNS = ("samples_per_s", "tokens_per_s", "mfu", "peak_mem_gib", "eval_tokens_per_s", "dev_accuracy")
 PAD, CLS, SEP, FIRST_ID = 0, 1, 2, 5  # synthetic vocabulary: ids below FIRST_ID are special
+ANSWER_START, ANSWER_END = 3, 4  # QA: the markers of the answer span in the context
+PHASES = ("xlt/collate", "xlt/forward", "xlt/backward", "xlt/optimizer")  # xlt.engine.loop's ranges
+T0 = time.perf_counter()
+
+
+def log(message: str) -> None:
+    """A progress line on stderr: wall-clock time and seconds since the start."""
+    now = datetime.datetime.now().strftime("%H:%M:%S")
+    print(f"[{now} +{time.perf_counter() - T0:.0f}s] {message}", file=sys.stderr, flush=True)
 
 
 # ---------------------------------------------------------------- model and data
@@ -73,10 +94,38 @@ def build_encoder(shape: EncoderShape, seed: int):
     return BertModel(BertConfig(max_position_embeddings=shape.max_positions, **common), add_pooling_layer=False)
 
 
+def two_segments(a: list[int], b: list[int], pair_segments: bool) -> dict:
+    """[CLS] a [SEP] b [SEP], with segment ids where the encoder has two segment types."""
+    f = {"input_ids": [CLS, *a, SEP, *b, SEP]}
+    if pair_segments:
+        f["token_type_ids"] = [0] * (len(a) + 2) + [1] * (len(b) + 1)
+    return f
+
+
+def qa_feature(body: list[int], pair_segments: bool, rng) -> dict:
+    """A question (the first sixth, 4..24 tokens) and a context; the answer is the context's
+    span from an ANSWER_START marker to an ANSWER_END marker (1..12 tokens apart), both
+    answer positions on the markers, so that the span can be learnt from the tokens."""
+    q = max(4, min(24, len(body) // 6))
+    question, context = body[:q], list(body[q:]) or [FIRST_ID]
+    while len(context) < 2:
+        context.append(FIRST_ID)
+    start = rng.randrange(len(context) - 1)
+    end = min(len(context) - 1, start + 1 + rng.randrange(12))
+    context[start], context[end] = ANSWER_START, ANSWER_END
+    f = two_segments(question, context, pair_segments)
+    offset = len(question) + 2  # [CLS] question [SEP]
+    f["start_positions"], f["end_positions"] = offset + start, offset + end
+    return f
+
+
 def make_features(task_name: str, n: int, vocab: int, seed: int, pair_segments: bool) -> list[dict]:
     """Synthetic features with the task's length profile; tokens Zipf-distributed (as text is);
     labels a function of the tokens, so that they can be learnt."""
+    import random
+
     task = get_task(task_name)
+    rng = random.Random(seed)
     g = torch.Generator().manual_seed(seed)
     lengths = length_profile(task_name).sample(n, seed)
     ranks = torch.arange(vocab - FIRST_ID, dtype=torch.float64)
@@ -93,13 +142,11 @@ def make_features(task_name: str, n: int, vocab: int, seed: int, pair_segments: 
             ids = [CLS, *body, SEP]
             labels = [IGNORE] + [t % task.num_labels if s else IGNORE for t, s in zip(body, starts)] + [IGNORE]
             feats.append({"input_ids": ids, "labels": labels})
+        elif task.head == "span_qa":
+            feats.append(qa_feature(body, pair_segments, rng))
         else:
             a, b = body[: max(1, k * 3 // 5)], body[max(1, k * 3 // 5) :] or [FIRST_ID]
-            ids = [CLS, *a, SEP, *b, SEP]
-            f = {"input_ids": ids, "label": a[0] % task.num_labels}
-            if pair_segments:
-                f["token_type_ids"] = [0] * (len(a) + 2) + [1] * (len(b) + 1)
-            feats.append(f)
+            feats.append({**two_segments(a, b, pair_segments), "label": a[0] % task.num_labels})
     return feats
 
 
@@ -116,6 +163,10 @@ def accuracy(task, dev: list[dict], logits: list[torch.Tensor]) -> float:
             mask = gold != IGNORE
             correct += int((pred[mask] == gold[mask]).sum())
             total += int(mask.sum())
+        elif task.head == "span_qa":  # exact match of start and end
+            start, end = lg[: len(f["input_ids"])].argmax(0).tolist()
+            correct += int((start, end) == (f["start_positions"], f["end_positions"]))
+            total += 1
         else:
             correct += int(int(lg.argmax(-1)) == f["label"])
             total += 1
@@ -149,6 +200,73 @@ def peak_memory(device: torch.device) -> float | None:
 
 
 # ---------------------------------------------------------------- the sides
+def ours_loop(model, task, stream, term, optimizer, scheduler, steps: int, device, ckdir: Path) -> Loop:
+    return Loop(model=model, raw_model=model, optimizer=optimizer, scheduler=scheduler, streams={task.name: stream},
+                primary=task.name, objective=Objective([term]), device=device, dist=Dist(),
+                checkpointer=Checkpointer(ckdir), max_steps=steps, checkpoint_every=10**9, checkpoint_minutes=None,
+                progress=False, precision=resolve_precision("auto", device))
+
+
+def phase_breakdown(prof, steps: int, cuda: bool, wall_us: float) -> list[str]:
+    """Each phase's host time (its record_function range) and device time (the kernels that
+    ops launched inside its range, on any thread: backward runs on autograd's), ms a step."""
+    from torch.autograd import DeviceType
+
+    ranges = [e for e in prof.events() if e.name in PHASES and e.device_type == DeviceType.CPU]
+    host = {p: 0.0 for p in PHASES}
+    device_us = {p: 0.0 for p in (*PHASES, "outside the phases")}
+    for e in ranges:
+        host[e.name] += e.time_range.elapsed_us()
+    host["outside the phases"] = max(0.0, wall_us - sum(host.values()))
+    if cuda:
+        for e in prof.events():
+            if e.device_type != DeviceType.CPU or e.is_async or e.name in PHASES:
+                continue
+            own = e.self_device_time_total
+            if own > 0:
+                t = e.time_range.start
+                where = next((r.name for r in ranges if r.time_range.start <= t <= r.time_range.end),
+                             "outside the phases")
+                device_us[where] += own
+    lines = [f"{'phase':<22}{'host ms/step':>14}{'device ms/step':>16}"]
+    for p in (*PHASES, "outside the phases"):
+        dev = fmt(device_us[p] / steps / 1e3, ".2f") if cuda else "n/a"
+        lines.append(f"{p:<22}{host[p] / steps / 1e3:>14.2f}{dev:>16}")
+    total_dev = sum(device_us.values())
+    lines.append(f"{'step (wall, profiled)':<22}{wall_us / steps / 1e3:>14.2f}"
+                 f"{fmt(total_dev / steps / 1e3 if cuda else None, '.2f'):>16}")
+    return lines
+
+
+def profile_ours(model, task, stream, optimizer, args, device, tmp: Path, timed_ms: float) -> str:
+    """`--profile-steps` more steps of ours (the trained model, its optimizer: no first-step
+    allocation) under torch.profiler: the phase breakdown and the top-15 ops."""
+    from torch.profiler import ProfilerActivity, profile
+
+    cuda = device.type == "cuda"
+    n = args.profile_steps
+    scheduler = build_scheduler(optimizer, n, 0.0)
+    loop = ours_loop(model, task, stream, task_term(task, kind_of(task)), optimizer, scheduler, n, device,
+                     tmp / "ours_profile_ck")
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+    with tf32(cuda), profile(activities=activities) as prof:
+        sync(device)
+        t0 = time.perf_counter()
+        loop.run()
+        sync(device)
+        wall = time.perf_counter() - t0
+    sort = "self_device_time_total" if cuda else "self_cpu_time_total"
+    return "\n".join([
+        f"{n} steps of ours after the timed run; wall {1e3 * wall / n:.2f} ms/step under the profiler "
+        f"(timed run, no profiler: {timed_ms:.2f} ms/step)",
+        "host = the phase's range on the CPU; device = kernels launched inside it (their busy time); "
+        "'outside the phases' = the finite-loss check, the loop's bookkeeping, waiting",
+        *phase_breakdown(prof, n, cuda, 1e6 * wall), "",
+        f"top 15 ops by {sort}:",
+        prof.key_averages().table(sort_by=sort, row_limit=15, max_name_column_width=60),
+    ])
+
+
 def run_ours(model, task, train, dev, args, device, tmp: Path) -> dict:
     kind = kind_of(task)
     stream = Stream(task.name, train, args.batch_size, args.seed, PAD, kind.pad_values, kind.scalars)
@@ -165,10 +283,7 @@ def run_ours(model, task, train, dev, args, device, tmp: Path) -> dict:
     term.fn = timed
     optimizer = build_optimizer(model, args.lr, args.weight_decay, device=device)
     scheduler = build_scheduler(optimizer, args.steps, args.warmup_ratio)
-    loop = Loop(model=model, raw_model=model, optimizer=optimizer, scheduler=scheduler, streams={task.name: stream},
-                primary=task.name, objective=Objective([term]), device=device, dist=Dist(),
-                checkpointer=Checkpointer(tmp / "ours_ck"), max_steps=args.steps, checkpoint_every=10**9,
-                progress=False, precision=resolve_precision("auto", device))
+    loop = ours_loop(model, task, stream, term, optimizer, scheduler, args.steps, device, tmp / "ours_ck")
     with tf32(device.type == "cuda"):
         loop.run()
         sync(device)
@@ -186,7 +301,11 @@ def run_ours(model, task, train, dev, args, device, tmp: Path) -> dict:
     outs = run_batches(model, batches, len(dev), device, keys=kind.decode_keys)
     sync(device)
     eval_seconds = time.perf_counter() - t0
-    return {"seconds": seconds, "lengths": timed_lengths, "eval_seconds": eval_seconds,
+    profile = None
+    if args.profile_ours:
+        timed_ms = 1e3 * seconds / (args.steps - args.warmup_steps)
+        profile = profile_ours(model, task, stream, optimizer, args, device, tmp, timed_ms)
+    return {"seconds": seconds, "lengths": timed_lengths, "eval_seconds": eval_seconds, "profile": profile,
             "dev_accuracy": accuracy(task, dev, [o["logits"] for o in outs]),
             "flags": {"precision": "bf16 autocast" if resolve_precision("auto", device) == "bf16" else "fp32", "padding": "dynamic",
                       "sampler": "length-grouped", "optimizer": "AdamW fused" if device.type == "cuda" else "AdamW",
@@ -200,16 +319,23 @@ class TrainerModel(torch.nn.Module):
         super().__init__()
         self.model = model
         self.kind = kind_of(model.task)
-        self.label_key = "labels" if model.task.head == "tagging" else "label"
 
-    def forward(self, input_ids, attention_mask, token_type_ids=None, labels=None):
+    def forward(self, input_ids, attention_mask, token_type_ids=None, label=None, labels=None, start_positions=None,
+                end_positions=None, example_index=None):
+        """The gold arrives under the kind's own field names (its gold_fields, the Trainer's
+        label_names): label (classification), labels (tagging), start/end_positions (QA).
+        `example_index` (dev features) comes back as a prediction: with group_by_length the
+        Trainer predicts in a length-grouped order, not the dataset's."""
         batch = {"input_ids": input_ids, "attention_mask": attention_mask}
         if token_type_ids is not None:
             batch["token_type_ids"] = token_type_ids
         logits = self.model(batch)["logits"]
-        if labels is None:
-            return {"logits": logits}
-        return {"loss": self.kind.loss({"logits": logits}, {**batch, self.label_key: labels}), "logits": logits}
+        given = dict(label=label, labels=labels, start_positions=start_positions, end_positions=end_positions)
+        gold = {k: v for k, v in given.items() if v is not None}
+        out = {"logits": logits} if example_index is None else {"logits": logits, "example_index": example_index}
+        if set(gold) != set(self.kind.gold_fields):
+            return out
+        return {"loss": self.kind.loss({"logits": logits}, {**batch, **gold}), **out}
 
 
 def trainer_collator(kind, pad_to: int | None, seen: list):
@@ -217,7 +343,7 @@ def trainer_collator(kind, pad_to: int | None, seen: list):
     to `pad_to` (the examples' pad_to_max_length); records each batch's real lengths."""
 
     def fn(features):
-        batch = collate(features, PAD, kind.pad_values, kind.scalars)
+        batch = collate(features, PAD, kind.pad_values, (*kind.scalars, "example_index"))
         seen.append(batch["attention_mask"].sum(1).tolist())
         if pad_to:
             width = batch["input_ids"].shape[1]
@@ -225,8 +351,6 @@ def trainer_collator(kind, pad_to: int | None, seen: list):
                 if value.dim() == 2 and width < pad_to:
                     fill = {"attention_mask": 0, "input_ids": PAD}.get(key, kind.pad_values.get(key, 0))
                     batch[key] = torch.nn.functional.pad(value, (0, pad_to - width), value=fill)
-        if "label" in batch:
-            batch["labels"] = batch.pop("label")
         return batch
 
     return fn
@@ -236,6 +360,7 @@ def run_hf(model, task, train, dev, args, device, tmp: Path, best: bool, compile
     from transformers import Trainer, TrainerCallback, TrainingArguments
 
     cuda = device.type == "cuda"
+    kind = kind_of(task)
     if compile_ is None:
         compile_ = best and (cuda and args.compile == "auto" or args.compile == "on")
     marks = {}
@@ -254,10 +379,9 @@ def run_hf(model, task, train, dev, args, device, tmp: Path, best: bool, compile
         warmup_steps=args.warmup_ratio, weight_decay=args.weight_decay, lr_scheduler_type="linear",
         max_grad_norm=1.0, eval_strategy="no", save_strategy="no", logging_strategy="no", report_to=[],
         seed=args.seed, dataloader_num_workers=0, use_cpu=not cuda, disable_tqdm=True, remove_unused_columns=False,
-        **flags,
+        label_names=list(kind.gold_fields), **flags,
     )
     seen: list = []
-    kind = kind_of(task)
     trainer = Trainer(model=TrainerModel(model), args=targs, train_dataset=train, callbacks=[Clock()],
                       data_collator=trainer_collator(kind, None if best else args.max_length, seen))
     with tf32(bool(flags["tf32"])), contextlib.redirect_stdout(sys.stderr):
@@ -266,12 +390,15 @@ def run_hf(model, task, train, dev, args, device, tmp: Path, best: bool, compile
         seconds = time.perf_counter() - marks["start"]
         timed_lengths = [n for lens in seen[args.warmup_steps : args.steps] for n in lens]
         seen.clear()
+        indexed = [{**f, "example_index": i} for i, f in enumerate(dev)]
         sync(device)
         t0 = time.perf_counter()
-        pred = trainer.predict(dev)
+        pred = trainer.predict(indexed)
         sync(device)
         eval_seconds = time.perf_counter() - t0
-    logits = [torch.as_tensor(row) for row in pred.predictions]
+    logits: list = [None] * len(dev)
+    for row, i in zip(*pred.predictions):  # back into the dataset's order
+        logits[int(i)] = torch.as_tensor(row)
     return {"seconds": seconds, "lengths": timed_lengths, "eval_seconds": eval_seconds,
             "dev_accuracy": accuracy(task, dev, logits),
             "flags": {"precision": "bf16" if flags["bf16"] else "fp32", "padding": "dynamic" if best else
@@ -281,7 +408,36 @@ def run_hf(model, task, train, dev, args, device, tmp: Path, best: bool, compile
 
 
 # ---------------------------------------------------------------- one workload
-def run_workload(shape_name: str, workload: str, args, device: torch.device, peak: float | None) -> list[dict]:
+def run_side(side: str, initial, task, train, dev, args, device, tmp: Path) -> dict:
+    model = copy.deepcopy(initial).to(device)
+    reset_memory(device)
+    seed_everything(args.seed)
+    if side == "ours":
+        return run_ours(model, task, train, dev, args, device, tmp)
+    try:
+        return run_hf(model, task, train, dev, args, device, tmp, best=side == "hf_best")
+    except Exception as e:  # torch_compile "where it works": else the best flags without it
+        if not (side == "hf_best" and args.compile != "off" and device.type == "cuda"):
+            raise
+        log(f"hf_best: torch_compile failed ({e.__class__.__name__}: {str(e)[:200]}); measuring hf_best without it")
+    del model
+    model = copy.deepcopy(initial).to(device)
+    reset_memory(device)
+    seed_everything(args.seed)
+    return run_hf(model, task, train, dev, args, device, tmp, best=True, compile_=False)
+
+
+def out_of_time(args) -> bool:
+    return args.budget_minutes is not None and time.perf_counter() - T0 > 60.0 * args.budget_minutes
+
+
+def run_workload(shape_name: str, workload: str, args, device: torch.device, peak: float | None, results) -> None:
+    """The three sides' rows into `results`, saved after each side; a side that fails is logged,
+    recorded under errors and skipped, as is one not started within --budget-minutes."""
+    if out_of_time(args):
+        results.skipped += [f"{shape_name} / {workload} / {side}" for side in SIDES]
+        log(f"{shape_name} / {workload}: skipped, past --budget-minutes {args.budget_minutes}")
+        return
     shape = SHAPES[shape_name]
     task = get_task(WORKLOADS[workload])
     pair_segments = shape.layers < 24  # XLM-R has one segment type
@@ -292,26 +448,26 @@ def run_workload(shape_name: str, workload: str, args, device: torch.device, pea
     initial = build_model(ModelSpec(task=task.name, dropout=0.1), build_encoder(shape, args.seed))
     head_params = sum(p.numel() for p in initial.heads.parameters())
     dev_tokens = sum(len(f["input_ids"]) for f in dev)
-    rows = []
+    rows = results.rows
     with tempfile.TemporaryDirectory() as tmp:
         for side in SIDES:
-            model = copy.deepcopy(initial).to(device)
-            reset_memory(device)
-            seed_everything(args.seed)
-            if side == "ours":
-                r = run_ours(model, task, train, dev, args, device, Path(tmp))
-            else:
-                try:
-                    r = run_hf(model, task, train, dev, args, device, Path(tmp), best=side == "hf_best")
-                except Exception as e:  # torch_compile "where it works": else the best flags without it
-                    if not (side == "hf_best" and args.compile != "off" and device.type == "cuda"):
-                        raise
-                    print(f"hf_best: torch_compile failed ({e.__class__.__name__}: {str(e)[:200]}); "
-                          "measuring hf_best without it", file=sys.stderr)
-                    model = copy.deepcopy(initial).to(device)
-                    reset_memory(device)
-                    seed_everything(args.seed)
-                    r = run_hf(model, task, train, dev, args, device, Path(tmp), best=True, compile_=False)
+            where = f"{shape_name} / {workload} / {side}"
+            if out_of_time(args):
+                results.skipped.append(where)
+                log(f"{where}: skipped, past --budget-minutes {args.budget_minutes}")
+                continue
+            log(f"{where}: start ({args.steps} steps of batch {args.batch_size})")
+            try:
+                r = run_side(side, initial, task, train, dev, args, device, Path(tmp))
+            except Exception as e:
+                results.errors.append({"shape": shape_name, "workload": workload, "side": side,
+                               "error": f"{e.__class__.__name__}: {str(e)[:500]}", "traceback": traceback.format_exc()})
+                log(f"{where}: FAILED, going on\n{traceback.format_exc()}")
+                reset_memory(device)
+                results.save()
+                continue
+            if r.get("profile"):
+                results.profiles.append(f"=== {where} ===\n{r['profile']}\n")
             samples = len(r["lengths"])
             flops = train_flops(shape, r["lengths"], head_params)
             rows.append({
@@ -323,8 +479,9 @@ def run_workload(shape_name: str, workload: str, args, device: torch.device, pea
                 "eval_mfu": mfu(eval_flops(shape, [len(f["input_ids"]) for f in dev], head_params), r["eval_seconds"], peak),
                 "dev_accuracy": r["dev_accuracy"], "flags": r["flags"],
             })  # fmt: skip
-            del model
-    return rows
+            log(f"{where}: done, {rows[-1]['samples_per_s']:.1f} samples/s, {rows[-1]['tokens_per_s']:.0f} tokens/s, "
+                f"dev accuracy {r['dev_accuracy']:.2f}")
+            results.save()
 
 
 def fmt(value, spec: str) -> str:
@@ -335,17 +492,19 @@ def table(rows: list[dict]) -> str:
     head = "| encoder | workload | side | samples/s | tokens/s | MFU | peak mem (GiB) | eval tokens/s | dev acc | ours ÷ side |"
     lines = [head, "|---" * (head.count("|") - 1) + "|"]
     for r in rows:
-        ours = next(o for o in rows if (o["shape"], o["workload"], o["side"]) == (r["shape"], r["workload"], "ours"))
+        ours = next((o for o in rows if (o["shape"], o["workload"], o["side"]) == (r["shape"], r["workload"], "ours")),
+                    None)
+        ratio = fmt(ours and ours["tokens_per_s"] / r["tokens_per_s"], ".2f")
         lines.append(
             f"| {r['shape']} | {r['workload']} ({r['task']}) | {r['side']} | {r['samples_per_s']:.1f} | "
             f"{r['tokens_per_s']:.0f} | {fmt(r['mfu'] and 100 * r['mfu'], '.1f')}{'%' if r['mfu'] else ''} | "
             f"{fmt(r['peak_mem_gib'], '.2f')} | {r['eval_tokens_per_s']:.0f} | {r['dev_accuracy']:.2f} | "
-            f"{ours['tokens_per_s'] / r['tokens_per_s']:.2f}x |"
+            f"{ratio}x |"
         )
     return "\n".join(lines)
 
 
-def main(argv=None):
+def parse_args(argv=None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--small", action="store_true", help="tiny encoder, few steps, CPU: checks that it all runs")
     ap.add_argument("--shapes", nargs="+", choices=sorted(SHAPES), default=None)
@@ -365,7 +524,13 @@ def main(argv=None):
     ap.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     ap.add_argument("--threads", type=int, default=2, help="CPU threads")
     ap.add_argument("--peak-tflops", type=float, default=None, help="bf16 dense peak, for a GPU not in the table")
-    ap.add_argument("--json", help="write every number here (what the full-scale bill reads)")
+    ap.add_argument("--json", help="write every number here (what the full-scale bill reads); rewritten after "
+                    "every (shape, workload), \"complete\": true at the end")
+    ap.add_argument("--profile-ours", metavar="FILE", help="profile ours after each timed run: phases and top-15 ops "
+                    "into FILE (text, rewritten after every (shape, workload))")
+    ap.add_argument("--profile-steps", type=int, default=10, help="steps --profile-ours profiles")
+    ap.add_argument("--budget-minutes", type=float, default=None,
+                    help="start no side after this many minutes (those left are listed as skipped)")
     args = ap.parse_args(argv)
     small = args.small
     args.shapes = args.shapes or (["small"] if small else ["mbert", "xlmr-large"])
@@ -374,13 +539,29 @@ def main(argv=None):
     args.dev_examples = args.dev_examples or (32 if small else 2000)
     args.warmup_steps = args.steps // 10 if args.warmup_steps is None else args.warmup_steps
     args.warmup_steps = max(1, min(args.warmup_steps, args.steps - 1))
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv)
     quiet_libraries()
     torch.set_num_threads(args.threads)
     device = torch.device("cuda" if args.device == "auto" and torch.cuda.is_available() else
                           "cpu" if args.device == "auto" else args.device)
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else f"CPU ({args.threads} threads)"
     peak = args.peak_tflops or (peak_tflops(name) if device.type == "cuda" else None)
-    rows = [r for s in args.shapes for w in args.workloads for r in run_workload(s, w, args, device, peak)]
+    log(f"device: {name}; torch {torch.__version__}; shapes {' '.join(args.shapes)}; workloads "
+        f"{' '.join(args.workloads)}; {args.steps} steps of batch {args.batch_size} per side")
+    from transformers.utils import is_accelerate_available
+
+    if not is_accelerate_available():  # the Trainer needs it; ours does not
+        log("WARNING: accelerate is not installed: the Trainer sides (hf_default, hf_best) will fail, ours will run")
+    results = Results(args, name, device, peak)
+    for s in args.shapes:
+        for w in args.workloads:
+            run_workload(s, w, args, device, peak, results)
+    results.save(complete=True)
+    rows, errors = results.rows, results.errors
     print(f"device: {name}; bf16 dense peak: {fmt(peak, '.0f')} TFLOP/s; {args.steps} steps of batch "
           f"{args.batch_size} per side, clock from step {args.warmup_steps}; "
           f"{datetime.date.today().isoformat()}")
@@ -388,17 +569,42 @@ def main(argv=None):
         print("CPU run: these are not GPU figures (MFU and GPU memory n/a)")
     print(table(rows))
     for side in SIDES:
-        flags = next(r["flags"] for r in rows if r["side"] == side)
-        print(f"  {side}: " + ", ".join(f"{k} {v}" for k, v in flags.items()))
-    if args.json:
-        from xlt.provenance import provenance
-
-        out = {"device": name, "gpu": device.type == "cuda", "peak_tflops": peak, "date": datetime.date.today().isoformat(),
-               "columns": list(COLUMNS), "rows": rows,
-               "provenance": provenance({k: v for k, v in vars(args).items() if k != "json"}, args.seed, [])}
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(out, indent=2))
+        flags = next((r["flags"] for r in rows if r["side"] == side), None)
+        if flags:
+            print(f"  {side}: " + ", ".join(f"{k} {v}" for k, v in flags.items()))
+    if results.skipped:
+        print(f"{len(results.skipped)} side(s) skipped (--budget-minutes): " + "; ".join(results.skipped))
+    if errors:
+        print(f"{len(errors)} side(s) FAILED: " + "; ".join(f"{e['shape']} / {e['workload']} / {e['side']}: "
+                                                          f"{e['error'][:200]}" for e in errors))
+        sys.exit(1)
     return rows
+
+
+class Results:
+    """What has finished, (re)written to --json and --profile-ours after every side, so that a
+    run killed at any point keeps it ("complete": false until the end)."""
+
+    def __init__(self, args, name: str, device: torch.device, peak: float | None):
+        self.args, self.rows, self.errors, self.profiles, self.skipped = args, [], [], [], []
+        self.meta = {"device": name, "gpu": device.type == "cuda", "peak_tflops": peak,
+                     "date": datetime.date.today().isoformat()}
+        self.provenance = None
+        if args.json:
+            from xlt.provenance import provenance
+
+            self.provenance = provenance({k: v for k, v in vars(args).items() if k != "json"}, args.seed, [])
+
+    def save(self, complete: bool = False) -> None:
+        out = {**self.meta, "complete": complete, "columns": list(COLUMNS), "rows": self.rows, "errors": self.errors,
+               "skipped": self.skipped, "provenance": self.provenance}
+        for path, text in ((self.args.json, lambda: json.dumps(out, indent=2)),
+                           (self.args.profile_ours, lambda: "\n".join(self.profiles))):
+            if path:
+                tmp = Path(f"{path}.tmp")
+                tmp.parent.mkdir(parents=True, exist_ok=True)
+                tmp.write_text(text())
+                tmp.replace(path)  # whole or not at all, even if the run is killed while writing
 
 
 if __name__ == "__main__":

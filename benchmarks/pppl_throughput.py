@@ -27,7 +27,7 @@ def main():
     import argparse
     import math
 
-    from xlt.papers.crossmulti.pppl import load_scorer, pll_one_copy_per_forward, pseudo_log_likelihoods
+    from xlt.papers.crossmulti.pppl import load_scorer, pll_one_copy_per_forward, pseudo_log_likelihoods, tokenize_texts
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sentences", type=int, default=200, help="per language (en, de)")
@@ -47,18 +47,17 @@ def main():
     texts = [s for lang in ("en", "de") for s in by_lang[lang][: args.sentences]]
     mlm, tok = load_scorer(str(enc))
     mlm.eval()
-    seqs = [x for x in tok(texts, truncation=True, max_length=args.max_length)["input_ids"] if len(x) > 2]
-    special = set(tok.all_special_ids)
+    seqs, added = tokenize_texts(tok, texts, args.max_length)
 
     def ours(_out: Path) -> dict:
         t = time.perf_counter()
-        pll, counts = pseudo_log_likelihoods(mlm, seqs, tok.mask_token_id, special, tok.pad_token_id, args.batch_size)
+        pll, counts = pseudo_log_likelihoods(mlm, seqs, added, tok.mask_token_id, tok.pad_token_id, args.batch_size)
         return {"seconds": time.perf_counter() - t, "tokens": int(counts.sum()), "pppl": math.exp(-pll.sum() / counts.sum())}
 
     def baseline(_out: Path) -> dict:
         t = time.perf_counter()
-        plls = pll_one_copy_per_forward(mlm.mlm, seqs, tok.mask_token_id, special)
-        n = sum(sum(t not in special for t in s) for s in seqs)
+        plls = pll_one_copy_per_forward(mlm.mlm, seqs, added, tok.mask_token_id)
+        n = sum(len(m) - sum(m) for m in added)
         return {"seconds": time.perf_counter() - t, "tokens": n, "pppl": math.exp(-sum(plls) / n)}
 
     sides = {"one masked copy per forward": baseline, "xlt pooled + length-batched": ours}

@@ -76,6 +76,59 @@ rule align_sample:
         " --size {wildcards.size} --seed {wildcards.seed} --out {output.sample} --meta {output.meta} 2> {log}"
 
 
+# The subword branch (adjust Table 6's `subword alignment`, xlt/align/subword.py): the pool in
+# an encoder's subwords, aligned by the same backend, sampled on the word sample's pairs; an
+# adjusted init ending in -subword reads these samples.
+rule align_subword_pool:
+    input:
+        pool=rules.align_pool.output.pool,
+        encoder=lambda w: T.encoder_inputs(config, w.encoder),
+    output:
+        pool=f"{RESULTS}/align/en-{{xx}}/subword-{{encoder}}/pool.tsv",
+        meta=f"{RESULTS}/align/en-{{xx}}/subword-{{encoder}}/pool.json",
+    log:
+        "logs/align/en-{xx}/subword-{encoder}/pool.log",
+    conda:
+        ENV
+    resources:
+        **R.job_resources(config, "prepare"),
+    params:
+        encoder=lambda w: T.encoder_source(config, w.encoder),
+    shell:
+        "align_stage.py subword-pool --pool {input.pool} --encoder {params.encoder}"
+        " --out {output.pool} --meta {output.meta} 2> {log}"
+
+
+use rule align_links as align_subword_links with:
+    input:
+        pool=rules.align_subword_pool.output.pool,
+    output:
+        raw=directory(f"{RESULTS}/align/en-{{xx}}/subword-{{encoder}}/{{backend}}/raw"),
+        links=f"{RESULTS}/align/en-{{xx}}/subword-{{encoder}}/{{backend}}/links.pharaoh",
+        meta=f"{RESULTS}/align/en-{{xx}}/subword-{{encoder}}/{{backend}}/align.json",
+    log:
+        "logs/align/en-{xx}/subword-{encoder}/{backend}/links.log",
+
+
+rule align_subword_sample:
+    input:
+        pool=rules.align_subword_pool.output.pool,
+        links=rules.align_subword_links.output.links,
+        meta=rules.align_subword_links.output.meta,
+        words=rules.align_sample.output.sample,
+    output:
+        sample=f"{RESULTS}/align/en-{{xx}}/subword-{{encoder}}/{{backend}}/samples/n{{size}}.seed{{seed}}.jsonl",
+        meta=f"{RESULTS}/align/en-{{xx}}/subword-{{encoder}}/{{backend}}/samples/n{{size}}.seed{{seed}}.json",
+    log:
+        "logs/align/en-{xx}/subword-{encoder}/{backend}/samples/n{size}.seed{seed}.log",
+    conda:
+        ENV
+    shell:
+        "align_stage.py subword-sample --pool {input.pool} --links {input.links} --align-meta {input.meta}"
+        " --word-sample {input.words} --size {wildcards.size} --seed {wildcards.seed}"
+        " --out {output.sample} --meta {output.meta} 2> {log}"
+
+
 rule align_aer:
     input:
         pool=rules.align_pool.output.pool,
@@ -136,6 +189,7 @@ rule align_aer_table:
         " --default {params.default} --out-prefix {params.prefix} 2> {log}"
 
 
+# the alignment stage: bitext, word links, AER and L2 distances of every configured pair
 rule align_all:
     input:
         A.align_all(config),

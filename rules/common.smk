@@ -11,26 +11,38 @@ from snakemake.io import report as report_flag
 from xlt import papers as P
 from xlt import resources as R
 from xlt import targets as T
-from xlt.cli import failed_job_errors
-from xlt.config import check_workflow_config
+from xlt.cli import RERUN, configfile_slip, failed_job_errors
+from xlt.config import check_workflow_config, located, workflow_sources
 from xlt.errors import XltError
 from xlt.report import rst_caption
+
+# `--configfile=presets/tiny.yaml my.yaml all_tables` reads my.yaml as a target: say so in one line.
+if slip := configfile_slip(sys.argv):
+    print(slip, file=sys.stderr)
+    sys.exit(1)
 
 try:
     check_workflow_config(config)
 except XltError as e:
-    # One line and exit 1, before the DAG exists (a WorkflowError would add Snakemake's
-    # frame lines around the message).
-    print(f"error: invalid configuration: {e}", file=sys.stderr)
+    # One line naming the file that set the key and exit 1, before the DAG exists (a
+    # WorkflowError would add Snakemake's frame lines around the message). Merge order:
+    # the Snakefile's configfile, each --configfile, --config.
+    _cli = [str(f) for f in workflow.overwrite_configfiles]
+    _files = [str(f) for f in workflow.configfiles if str(f) not in _cli] + _cli
+    print(f"error: invalid configuration: {located(e, workflow_sources(_files, workflow.config_settings.config))}",
+          file=sys.stderr)
     sys.exit(1)
 
 RESULTS = config["results"]
 
 
-# A failed job's own one-line error (file and line, or key) is in its log; repeat it last.
+# A failed job's own one-line error (file and line, or key) is in its log; repeat it last,
+# and say that rerunning resumes (under `make tables`, xlt.runsummary says it after the run).
 onerror:
-    for line in failed_job_errors(log):
-        print(line, file=sys.stderr)
+    if not os.environ.get("XLT_RUN_SUMMARY"):
+        for line in failed_job_errors(log):
+            print(line, file=sys.stderr)
+        print(RERUN, file=sys.stderr)
 
 
 envvars:

@@ -75,6 +75,7 @@ rule prepare_task:
         " --raw-root {params.raw_root} --data {params.data:q} --out {output} 2> {log}"
 
 
+# every download and every prepared dataset the configured papers read
 rule data_all:
     input:
         T.data_all(config),

@@ -29,10 +29,11 @@ rule finetune:
         # under DDP the job's threads are shared by its processes (one per GPU)
         threads=R.process_threads(config, "finetune"),
         collapse_retries=config["collapse"]["retries"],
+        collapse_rule=as_json({k: v for k, v in config["collapse"].items() if k != "retries"}),
         checkpoints=f"{RESULTS}/checkpoints/models/{{encoder}}/{{init}}/{{task}}/{{recipe}}/seed{{seed}}",
     shell:
         "{params.launcher} $(command -v finetune.py) --task {params.task} --encoder {params.encoder}"
         " --data {input.data} --train-langs {params.train_langs}"
         " --hparams {params.hparams:q} --aux {params.aux:q} --seed {wildcards.seed} --out {output}"
         " --checkpoint-dir {params.checkpoints} --threads {params.threads}"
-        " --collapse-retries {params.collapse_retries} 2> {log}"
+        " --collapse-retries {params.collapse_retries} --collapse-rule {params.collapse_rule:q} 2> {log}"

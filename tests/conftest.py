@@ -77,6 +77,13 @@ def pytest_itemcollected(item):
         item.add_marker(pytest.mark.xdist_group(group))
 
 
+@pytest.fixture(autouse=True)
+def _figures_checked(monkeypatch):
+    """Every figure a test draws in this process is checked: text inside the canvas, panel
+    letters used once (xlt.figures.layout_problems); a problem fails the drawing."""
+    monkeypatch.setattr("xlt.figures.STRICT", True)
+
+
 def pytest_collection_modifyitems(config, items):
     items.sort(key=_start_order)  # stable: collection order within each class
 

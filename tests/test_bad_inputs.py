@@ -438,6 +438,11 @@ SCRIPTS_CASES = [
     Bad("align-bitext-columns", ["align_stage.py", "pool", "--bitext", "b.tsv", "--pool-config",
                                  '{"size": 10, "max_words": 64, "threshold": 1.04}', "--out", "out/p.tsv", "--meta", "out/p.json"],
         r"b\.tsv:2: expected 3 tab-separated columns", {"b.tsv": "1.2\tHello there\tHola\n1.1\tno score\n"}),
+    Bad("align-subword-sample-pool", ["align_stage.py", "subword-sample", "--pool", "p.tsv", "--links", "l.pharaoh",
+                                      "--align-meta", "a.json", "--word-sample", "w.jsonl", "--size", "1", "--seed", "1",
+                                      "--out", "out/s.jsonl", "--meta", "out/s.json"],
+        r"w\.jsonl: 1 of its pairs are not in the subword pool p\.tsv \(e\.g\. en-xx-7\)",
+        {"p.tsv": "en-xx-1\ta\tb\n", "l.pharaoh": "0-0\n", "a.json": '{"backend": {"name": "hand"}}', "w.jsonl": '{"id": "en-xx-7"}\n'}),
     Bad("align-backend", ["align_stage.py", "links", "--pool", "p.tsv", "--backend", "fastalign", "--raw-dir", "out/raw",
                           "--out", "out/l.pharaoh", "--meta", "out/a.json"], r"unknown alignment backend 'fastalign'"),
 ]

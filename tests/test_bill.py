@@ -15,8 +15,8 @@ import yaml
 
 from tests.conftest import REPO
 from xlt import papers as P
-from xlt.bill import (BITEXT, ESTIMATE_MFU, FLOPS, NO_DEVICE_TIME, PRICED, Cost, Examples, bill, classify, dag_jobs,
-                      estimate_rate, job_costs, markdown, report, throughputs)  # fmt: skip
+from xlt.bill import (BITEXT, ESTIMATE_MFU, FLOPS, NO_DEVICE_TIME, PRICED, SIDES, Cost, Examples, bill, classify,
+                      dag_jobs, estimate_rate, flop_rates, job_costs, markdown, report, throughputs)  # fmt: skip
 from xlt.errors import XltError
 from xlt.throughput import SHAPES, length_profile
 
@@ -140,11 +140,22 @@ def test_hours_from_measured_rates_else_from_flops():
     c = Cost(train_tokens=3.6e9, eval_tokens=7.2e9, train_flops=6e18, eval_flops=2e18)
     rate = estimate_rate()
     assert rate == pytest.approx(ESTIMATE_MFU * 989e12)
+    est = flop_rates(None)  # nothing measured: 40% of an H100's bf16 peak, training and evaluation
+    assert est("tagging", "ours") == est(None, "hf_best") == (pytest.approx(rate), pytest.approx(rate))
     rates = {("mbert", "tagging", "ours"): (1e6, 2e6)}  # measured for ours only
-    h = bill({key: c}, rates, rate)
+    h = bill({key: c}, rates, est)
     assert h["underspec"]["ours"] == pytest.approx((3600 + 3600) / 3600) == h["total"]["measured"]
     assert h["underspec"]["hf_best"] == pytest.approx(8e18 / rate / 3600)
-    assert bill({key: c}, {}, rate)["total"]["measured"] == 0
+    assert bill({key: c}, {}, est)["total"]["measured"] == 0
+    # measured on a GPU: what it did not measure runs at the MFU it measured for the workload and side
+    rows = [{"shape": "mbert", "workload": w, "side": s, "tokens_per_s": 1e5, "eval_tokens_per_s": 3e5,
+             "mfu": m, "eval_mfu": 2 * m} for w, m in (("tagging", 0.01), ("pair", 0.03)) for s in SIDES]  # fmt: skip
+    util = flop_rates({"device": "NVIDIA H200", "gpu": True, "peak_tflops": 989.0, "rows": rows})
+    assert util("tagging", "ours") == (pytest.approx(0.01 * 989e12), pytest.approx(0.02 * 989e12))
+    assert util(None, "hf_best") == (pytest.approx(0.02 * 989e12), pytest.approx(0.04 * 989e12))  # MLM: the mean
+    xl = ("underspec", "xlmr-large", "pair", "finetune")
+    h = bill({xl: c}, throughputs({"rows": rows}), util)
+    assert h["total"]["ours"] == pytest.approx((6e18 / (0.03 * 989e12) + 2e18 / (0.06 * 989e12)) / 3600)
     with pytest.raises(XltError, match="not a gpu_throughput.py JSON"):
         throughputs({"device": "x"})
     with pytest.raises(XltError, match="no bf16 peak known for GPU 'abacus'"):
@@ -170,7 +181,7 @@ def test_the_report_states_its_assumption_or_its_measurement():
     gpu = {"device": "NVIDIA H100 80GB HBM3", "gpu": True, "date": "2026-11-27", "rows": rows}
     rep = report(CFG, jobs, Examples(CFG, None), gpu, "all_tables", "config.yaml")
     assert rep["rules"]["finetune"]["how"] == "measured"
-    assert "(benchmarks/gpu_throughput.json, NVIDIA H100 80GB HBM3, 2026-11-27; 100% of ours)" in markdown(rep)
+    assert "(benchmarks/gpu_throughput.json, NVIDIA H100 80GB HBM3, 2026-11-27: 100% of ours)" in markdown(rep)
     json.dumps(rep)  # what `make bill` writes
 
 

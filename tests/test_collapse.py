@@ -6,14 +6,20 @@ import json
 import math
 import shutil
 
+from pathlib import Path
+
 import pandas as pd
 import pytest
+import yaml
 
 from xlt.errors import XltError
 from xlt.finetune import RETRY_SEED_STRIDE, evaluate_model, finetune
 from xlt.io import read_jsonl, write_jsonl
-from xlt.engine.kinds import prediction_collapse
-from xlt.tables import cell_text, paper_vs_ours
+from xlt.engine.kinds import prediction_collapse, resolve
+from xlt.metrics import COLLAPSE_RULE
+from xlt.tables import COLLAPSE_NOTE, cell_text, paper_vs_ours, render_grid
+
+ROOT = Path(__file__).resolve().parents[1]
 
 HP = {"lr": 3e-3, "epochs": 3, "batch_size": 16, "max_length": 32, "stride": 8, "progress": False}
 
@@ -40,7 +46,70 @@ def test_prediction_collapse_is_one_class_or_one_tag(task, preds, collapsed, maj
 
 def test_prediction_collapse_share_and_count():
     verdict = prediction_collapse("ner", [["O", "O", "O"], ["B-LOC"]])
-    assert verdict == {"collapsed": False, "labels_predicted": 2, "majority": "O", "majority_share": 0.75, "n": 4}
+    assert verdict == {"collapsed": False, "by": [], "labels_predicted": 2, "majority": "O", "majority_share": 0.75,
+                       "n": 4, "rule": COLLAPSE_RULE}
+
+
+def test_a_run_with_97_percent_one_class_is_flagged():
+    preds = ["1"] * 97 + ["0"] * 3
+    golds = ["1"] * 50 + ["0"] * 50
+    verdict = prediction_collapse("pawsx", preds, golds, score=53.0, baseline=50.0)
+    assert verdict["collapsed"] is True and verdict["by"] == ["share"]
+    assert verdict["majority_share"] == 0.97 and verdict["gold_majority_share"] == 0.5
+    assert verdict["rule"] == {"max_share": 0.95, "min_gain": 0.0}  # the thresholds travel with the verdict
+
+
+def test_a_run_at_the_majority_baseline_is_flagged():
+    """Two classes predicted in equal measure, but no better than the trivial predictor."""
+    golds = ["1"] * 60 + ["0"] * 40
+    preds = ["1", "0"] * 50
+    verdict = prediction_collapse("pawsx", preds, golds, score=60.0, baseline=60.0)
+    assert verdict["collapsed"] is True and verdict["by"] == ["baseline"]
+    assert prediction_collapse("pawsx", preds, golds, score=59.0, baseline=60.0)["by"] == ["baseline"]  # below it too
+
+
+def test_a_healthy_run_is_not_flagged():
+    golds = ["1"] * 60 + ["0"] * 40
+    preds = ["1"] * 55 + ["0"] * 45
+    verdict = prediction_collapse("pawsx", preds, golds, score=85.0, baseline=60.0)
+    assert verdict["collapsed"] is False and verdict["by"] == []
+    assert verdict["dev_score"] == 85.0 and verdict["majority_baseline"] == 60.0
+
+
+def test_the_share_says_nothing_where_the_gold_is_as_skewed():
+    """A tagger on text that is 97% O predicts O 97% of the time when it is right: only the
+    baseline test can call it collapsed."""
+    golds = [["O"] * 97 + ["B-PER"] * 3]
+    good = [["O"] * 97 + ["B-PER"] * 3]
+    assert prediction_collapse("ner", good, golds, score=100.0, baseline=0.0)["collapsed"] is False
+    assert prediction_collapse("ner", [["O"] * 100], golds, score=0.0, baseline=0.0)["by"] == ["baseline"]
+
+
+def test_the_rule_is_configurable_and_stated_once():
+    preds, golds = ["1"] * 97 + ["0"] * 3, ["1"] * 50 + ["0"] * 50
+    assert prediction_collapse("pawsx", preds, golds, rule={"max_share": 0.98})["collapsed"] is False
+    assert prediction_collapse("pawsx", ["1", "0"], ["1", "0"], 70.0, 50.0, rule={"min_gain": 25.0})["by"] == ["baseline"]
+    schema = yaml.safe_load((ROOT / "schemas" / "config.schema.yaml").read_text())["properties"]["collapse"]["properties"]
+    assert {k: schema[k]["default"] for k in COLLAPSE_RULE} == COLLAPSE_RULE
+    for path in ("config.yaml", "presets/tiny.yaml"):  # both state the thresholds, as the schema's defaults
+        stated = yaml.safe_load((ROOT / path).read_text())["collapse"]
+        assert {k: stated[k] for k in COLLAPSE_RULE} == COLLAPSE_RULE and stated["retries"] == 0
+
+
+@pytest.mark.parametrize("task, golds, metric, expected", [
+    ("pawsx", ["1", "0", "1", "1"], "accuracy", 75.0),
+    ("pos", [["NOUN", "VERB", "NOUN"], ["NOUN"], ["DET", "NOUN", "ADJ", "VERB"]], "accuracy", 50.0),  # tag share over tokens
+    ("ner", [["O", "B-PER", "O"], ["O"]], "span_f1", 0.0),  # all O finds no entity
+])
+def test_majority_baseline_predicts_the_most_frequent_gold_label(task, golds, metric, expected):
+    task_, kind = resolve(task)
+    assert kind.majority_baseline(task_, golds)[metric] == pytest.approx(expected)
+
+
+def test_qa_and_parsing_have_no_majority_baseline():
+    for name in ("qa", "parsing"):
+        task, kind = resolve(name)
+        assert kind.majority_baseline(task, []) is None
 
 
 def test_span_qa_has_no_classes_and_no_predictions_is_an_error():
@@ -67,6 +136,8 @@ def test_a_collapsed_run_is_flagged_retried_with_the_next_seed_and_kept(tiny_enc
     assert meta["collapse"]["collapsed"] is True  # both attempts collapsed: the last is kept, flagged
     assert [a["seed"] for a in meta["collapse"]["attempts"]] == [3, 3 + RETRY_SEED_STRIDE]
     assert all(a["collapsed"] and a["majority"] == "NOUN" for a in meta["collapse"]["attempts"])
+    # training measured the dev score beside the majority baseline of the same dev set (tag accuracy)
+    assert all(a["dev_score"] <= a["majority_baseline"] + 1e-6 and "baseline" in a["by"] for a in meta["collapse"]["attempts"])
     assert meta["provenance"]["seed"] == 3 + RETRY_SEED_STRIDE  # the model kept is the retry's
     assert not ckpt.exists() and not (tmp_path / "ckpt.retry1").exists()
     report = evaluate_model(out, one_tag_data, "test", ["en", "de"], tmp_path / "e.json", tmp_path / "p.jsonl")
@@ -82,7 +153,8 @@ def test_retry_stops_at_the_first_run_that_does_not_collapse(monkeypatch, tmp_pa
         write_jsonl(data / "en" / f"{split}.jsonl", [{"id": "1", "tokens": ["a"], "upos": ["NOUN"]}])
     calls = []
 
-    verdicts = iter([{"collapsed": True, "majority": "NOUN"}, {"collapsed": False, "majority": "NOUN"}])
+    # what training measures; finetune judges it by the rule
+    verdicts = iter([{"majority": "NOUN", "majority_share": 0.97}, {"majority": "NOUN", "majority_share": 0.6}])
 
     def fake_train(cfg, train_files, dev_files, out, checkpoint_dir, **kw):
         calls.append((cfg.seed, str(checkpoint_dir)))
@@ -97,6 +169,30 @@ def test_retry_stops_at_the_first_run_that_does_not_collapse(monkeypatch, tmp_pa
     assert meta["seed_trained"] == 2 + RETRY_SEED_STRIDE
     assert meta["collapse"]["collapsed"] is False and meta["collapse"]["seed"] == 2 + RETRY_SEED_STRIDE
     assert [a["collapsed"] for a in summary["collapse"]["attempts"]] == [True, False]
+    assert [a["by"] for a in summary["collapse"]["attempts"]] == [["share"], []]
+    assert meta["collapse"]["rule"] == COLLAPSE_RULE  # the thresholds are in the model's provenance
+
+
+def test_finetune_judges_by_the_configured_rule(monkeypatch, tmp_path):
+    import xlt.engine.recipes.finetune
+
+    data = tmp_path / "data"
+    for split in ("train", "dev"):
+        write_jsonl(data / "en" / f"{split}.jsonl", [{"id": "1", "tokens": ["a"], "upos": ["NOUN"]}])
+
+    def fake_train(cfg, train_files, dev_files, out, checkpoint_dir, **kw):
+        (tmp_path / "model").mkdir(exist_ok=True)
+        (tmp_path / "model" / "xlt_model.json").write_text("{}")
+        return {"dev_collapse": {"majority_share": 0.97, "gold_majority_share": 0.3, "dev_score": 40.0,
+                                 "majority_baseline": 30.0}}
+
+    monkeypatch.setattr(xlt.engine.recipes.finetune, "train", fake_train)
+    loose = finetune("pos", "enc", None, data, ["en"], {}, 1, tmp_path / "model", tmp_path / "ck",
+                     collapse_rule={"max_share": 0.99, "min_gain": 5.0})
+    assert loose["collapse"]["collapsed"] is False and loose["collapse"]["rule"] == {"max_share": 0.99, "min_gain": 5.0}
+    strict = finetune("pos", "enc", None, data, ["en"], {}, 1, tmp_path / "model", tmp_path / "ck",
+                      collapse_rule={"min_gain": 10.0})
+    assert strict["collapse"]["by"] == ["share", "baseline"] and strict["collapse"]["rule"]["max_share"] == 0.95
 
 
 def test_tables_keep_collapsed_seeds_in_the_mean_and_mark_the_cell():
@@ -113,6 +209,31 @@ def test_tables_keep_collapsed_seeds_in_the_mean_and_mark_the_cell():
     assert math.isnan(table.loc["fr", "n_collapsed"])  # a cell we did not compute
     assert cell_text(table.loc["de"])[1].endswith("†1")
     assert "†" not in cell_text(table.loc["es"])[1]
+    assert table.loc["de", "mean_without_collapsed"] == 80.0 and table.loc["de", "n_without_collapsed"] == 1
+
+
+def test_the_table_note_gives_the_mean_without_collapsed_seeds():
+    ours = pd.DataFrame([
+        {"task": "pawsx", "lang": "en", "seed": 1, "value": 63.2, "collapsed": False},
+        {"task": "pawsx", "lang": "en", "seed": 2, "value": 50.2, "collapsed": True},
+        {"task": "pawsx", "lang": "de", "seed": 1, "value": 55.0, "collapsed": True},
+        {"task": "pawsx", "lang": "de", "seed": 2, "value": 51.0, "collapsed": True},
+        {"task": "pos", "lang": "en", "seed": 1, "value": 90.0, "collapsed": False},
+    ])
+    published = pd.DataFrame([{"task": "pawsx", "lang": "en", "value": 94.0}])
+    table = paper_vs_ours(ours, published, ["task", "lang"])
+    md, _ = render_grid(table, ["task"], "lang", "T", ["first note", COLLAPSE_NOTE, "last note"])
+    notes = [line for line in md.splitlines() if line.startswith("- ")]
+    assert notes[0] == "- first note" and notes[2] == "- last note"  # in the place the plugin gave it
+    assert notes[1].startswith(f"- {COLLAPSE_NOTE}; without collapsed seeds")
+    assert "PI / EN 63.20 (n=1)" in notes[1] and "PI / DE – (n=0)" in notes[1]
+    assert "POS" not in notes[1]  # an unmarked cell is not listed
+    assert "56.70 ± 9.19 †1" in md and "53.00 ± 2.83 †2" in md  # the cells keep every seed
+    md, _ = render_grid(table, ["task"], "lang", "T", ["a note"])  # a plugin that did not list it: appended
+    assert md.rstrip().splitlines()[-1].startswith(f"- {COLLAPSE_NOTE}; without collapsed seeds")
+    healthy = paper_vs_ours(ours.assign(collapsed=False), published, ["task", "lang"])
+    md, _ = render_grid(healthy, ["task"], "lang", "T", [COLLAPSE_NOTE])
+    assert "without collapsed seeds" not in md and "†" in md  # nothing marked: the legend alone
 
 
 def test_dev_languages_pick_the_dev_sets_model_selection_reads(monkeypatch, tmp_path):
@@ -138,3 +259,24 @@ def test_dev_languages_pick_the_dev_sets_model_selection_reads(monkeypatch, tmp_
                     "dev": [str(data / "en" / "dev.jsonl")], "option": ["en"]}
     with pytest.raises(XltError, match=r"de/dev\.jsonl: missing"):
         finetune("pos", "enc", None, data, ["de", "en"], {}, 1, tmp_path / "model", tmp_path / "ck")
+
+
+def test_dlfa_table6_similarity_carries_its_models_collapse(tmp_path):
+    """A similarity is of fine-tuned models: a seed whose model collapsed is marked there too."""
+    from tests.test_dlfa_tables import BONUS, LANGS, _evals, _spec
+    from xlt.papers import make_table
+
+    spec = _spec()
+    inputs = _evals(tmp_path, spec)
+    collapsed = next(p for p in inputs if p.endswith("en.underspec-dlfa3-2.json"))  # d3, seed 2
+    Path(collapsed).write_text(json.dumps({**json.loads(Path(collapsed).read_text()), "collapsed": True}))
+    for seed in spec["seeds"]:
+        rows = [{"task": "pawsx", "model": s, "lang": lang, "seed": seed, "value": 0.5 + BONUS[s] / 100 + seed ** 2 / 1000}
+                for s in ("baseline", "d1", "d2", "d3") for lang in LANGS[1:]]
+        pd.DataFrame(rows).to_csv(tmp_path / f"sim{seed}.csv", index=False)
+        inputs.append(str(tmp_path / f"sim{seed}.csv"))
+    t6 = make_table("dlfa", "table6", spec, inputs, str(tmp_path / "t6")).set_index(["task", "model"])
+    assert t6.loc[("pawsx", "d3"), "n_collapsed"] == 1 and t6.loc[("pawsx", "d1"), "n_collapsed"] == 0
+    assert t6.loc[("pawsx", "d3"), "mean_without_collapsed"] == pytest.approx(0.495)  # seeds 1 and 3
+    md = (tmp_path / "t6.md").read_text()
+    assert "0.4947 ± 0.0040 †1" in md and "PI d3 / COS 0.4950 (n=2)" in md

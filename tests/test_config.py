@@ -102,7 +102,7 @@ def base():
         (lambda c: c["data"]["xnli"]["sets"]["mixed"].update(cross={"question": "en"}),
          r"config key data\.xnli\.sets\.mixed: unknown key\(s\) \['cross'\]"),
         (lambda c: c["data"]["xnli"]["sets"].update(Mixed={"languages": ["es"]}),
-         r"config key data\.xnli\.sets: 'Mixed' does not match"),
+         r"config key data\.xnli\.sets: the name 'Mixed' is not allowed; expected a named set"),
     ],
 )
 def test_bad_config_names_the_key_and_allowed_values(mutate, message):

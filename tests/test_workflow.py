@@ -142,9 +142,10 @@ def test_full_scale_dag_plans_adjusts_alignment_adjustment_and_fine_tuning_of_ev
     assert run.returncode == 0, run.stderr[-3000:]
     out = run.stdout + run.stderr
     counts = job_counts(out)
-    # 4 pairs (main) + 4 more sizes (ru) + 2 word-vector modes + 3 token sets (hi), 5 seeds each
-    assert counts["adjust_encoder"] == (4 + 4 + 2 + 3) * 5
+    # 4 pairs (main) + 4 more sizes (ru) + 3 word-vector modes (start, end, subword) + 3 token sets (hi), 5 seeds each
+    assert counts["adjust_encoder"] == (4 + 4 + 3 + 3) * 5
     assert counts["align_sample"] == 40 and counts["align_links"] == 4  # 30K x 4 pairs + 4 sizes of ru, 5 seeds
+    assert counts["align_subword_links"] == 1 and counts["align_subword_sample"] == 5  # hi in mBERT's subwords
     for seed in range(1, 6):
         assert f"results/encoders/mbert/adjust-hi-n30000-seed{seed}-cls_sep" in out
         assert f"results/models/mbert/adjust-vi-n30000-seed{seed}/qa/en.adjust.adjust_continual/seed{seed}" in out

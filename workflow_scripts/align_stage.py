@@ -27,6 +27,21 @@ def main():
     p.add_argument("--seed", type=int, required=True)
     p.add_argument("--out", required=True)
     p.add_argument("--meta", required=True)
+    p = sub.add_parser("subword-pool", help="pool -> the same pairs in an encoder's subwords")
+    p.add_argument("--pool", required=True)
+    p.add_argument("--encoder", required=True, help="a local directory or a Hub id (its tokenizer)")
+    p.add_argument("--revision", default=None)
+    p.add_argument("--out", required=True)
+    p.add_argument("--meta", required=True)
+    p = sub.add_parser("subword-sample", help="the word sample's pairs in subwords, with subword links")
+    p.add_argument("--pool", required=True, help="the subword pool")
+    p.add_argument("--links", required=True, help="its links")
+    p.add_argument("--align-meta", required=True)
+    p.add_argument("--word-sample", required=True, help="the word-level sample whose pairs are taken")
+    p.add_argument("--size", type=int, required=True)
+    p.add_argument("--seed", type=int, required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--meta", required=True)
     p = sub.add_parser("aer", help="score a backend's links against gold links")
     p.add_argument("--pair", required=True)
     p.add_argument("--pool", required=True)
@@ -63,6 +78,17 @@ def main():
         from xlt.align.sample import write_sample
 
         write_sample(a.pool, a.links, a.align_meta, a.size, a.seed, a.out, a.meta)
+    elif a.step == "subword-pool":
+        from xlt.align.subword import build_subword_pool
+        from xlt.engine.model import load_tokenizer
+        from xlt.io import write_json
+
+        meta = build_subword_pool(a.pool, load_tokenizer(a.encoder, a.revision), a.out)
+        write_json(a.meta, {"pool": a.pool, "encoder": a.encoder, "revision": a.revision, **meta})
+    elif a.step == "subword-sample":
+        from xlt.align.subword import write_subword_sample
+
+        write_subword_sample(a.pool, a.links, a.align_meta, a.word_sample, a.size, a.seed, a.out, a.meta)
     elif a.step == "aer":
         from xlt.align.aer import aer_job
 

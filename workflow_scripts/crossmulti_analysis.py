@@ -48,7 +48,7 @@ def main():
             run_probe_job(str(Path(a.model) / "encoder"), None, a.probes, a.probe, a.out, a.provenance, model_setting(a.model))
         else:
             run_probe_job(a.pretrained, a.revision, a.probes, a.probe, a.out, a.provenance,
-                          {"task": "none", "setting": "vanilla", "seed": 0})
+                          {"task": "none", "setting": "vanilla", "seed": 0, "collapsed": False})
     elif a.what == "head-updates":
         from xlt.papers.crossmulti.head_updates import run_head_updates_job
 

@@ -19,14 +19,16 @@ def main():
     ap.add_argument("--checkpoint-dir", required=True)
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--collapse-retries", type=int, default=0,
-                    help="retrain a collapsed run (dev predictions one class) with the next seeds, up to N times")
+                    help="retrain a collapsed run with the next seeds, up to N times")
+    ap.add_argument("--collapse-rule", type=json_arg, default={},
+                    help='what calls a run collapsed: {"max_share", "min_gain"} (config collapse:; xlt.metrics.COLLAPSE_RULE)')
     ap.add_argument("--kill-after-steps", type=int, default=None, help="testing aid: SIGKILL itself after N steps")
     a = ap.parse_args()
     set_threads(a.threads)
     from xlt.finetune import finetune
 
     finetune(a.task, a.encoder, a.revision, a.data, a.train_langs, a.hparams, a.seed, a.out, a.checkpoint_dir, a.kill_after_steps,
-             a.collapse_retries, a.aux)
+             a.collapse_retries, a.aux, a.collapse_rule)
 
 
 run(main)

@@ -66,6 +66,9 @@ NO_DEVICE_TIME = {
     "align_pool": "CPU: filters and tokenises the bitext",
     "align_links": "CPU: the word aligner (fast_align / eflomal), no encoder",
     "align_sample": "CPU: draws samples of aligned pairs",
+    "align_subword_pool": "CPU: the encoder's tokenizer only, no forward pass",
+    "align_subword_links": "CPU: the word aligner on subwords, no encoder",
+    "align_subword_sample": "CPU: draws samples of aligned pairs",
     "align_aer": "CPU: alignment error rate against gold links",
     "align_aer_table": "CPU: a table of result files",
     "crossmulti_head_updates": "CPU: compares weight matrices, no forward pass",
@@ -191,9 +194,10 @@ class Cost:
 
 def workload_of(dataset: str) -> str:
     """The benchmark workload whose throughput prices a task: tasks over word sequences
-    (tagging, parsing) are priced as tagging, text inputs (classification, QA) as pair
-    classification."""
-    return "tagging" if get_task(T.task_of(dataset)).input == "tokens" else "pair"
+    (tagging, parsing) are priced as tagging, span QA as qa, text inputs (classification) as
+    pair classification."""
+    task = get_task(T.task_of(dataset))
+    return "tagging" if task.input == "tokens" else "qa" if task.input == "qa" else "pair"
 
 
 def shape_of(cfg: dict, encoder: str) -> str:
@@ -401,17 +405,48 @@ def estimate_rate(gpu: str = ESTIMATE_GPU, mfu: float = ESTIMATE_MFU) -> float:
     return mfu * peak * 1e12
 
 
-def hours(key: tuple, c: Cost, rates: dict, flop_rate: float, side: str) -> tuple[float, bool]:
+@dataclass
+class FlopRates:
+    """The utilisation that prices work from FLOPs, by (workload, side): the MFU the GPU
+    benchmark measured (training, evaluation; mean over its shapes; a workload it did not
+    measure, e.g. MLM: the mean of the side) of its GPU's peak, or ESTIMATE_MFU of
+    ESTIMATE_GPU's while none was measured."""
+
+    peak: float  # FLOP/s
+    mfu: dict = field(default_factory=dict)  # (workload | None, side) -> (training MFU, evaluation MFU)
+
+    def __call__(self, workload: str, side: str) -> tuple[float, float]:
+        m = self.mfu.get((workload, side)) or self.mfu.get((None, side)) or (ESTIMATE_MFU, ESTIMATE_MFU)
+        return m[0] * self.peak, m[1] * self.peak
+
+
+def flop_rates(bench: dict | None) -> FlopRates:
+    if not (bench and bench.get("gpu")):
+        return FlopRates(estimate_rate(ESTIMATE_GPU, 1.0))
+    groups: dict = defaultdict(list)
+    for r in bench["rows"]:
+        if r.get("mfu") and r.get("eval_mfu"):
+            for key in ((r["workload"], r["side"]), (None, r["side"])):
+                groups[key].append((r["mfu"], r["eval_mfu"]))
+    mean = {k: (sum(t for t, _ in v) / len(v), sum(e for _, e in v) / len(v)) for k, v in groups.items()}
+    peak = bench.get("peak_tflops") or peak_tflops(bench["device"])
+    if not peak:
+        raise XltError(f"benchmark JSON: no bf16 peak known for {bench['device']!r}")
+    return FlopRates(peak * 1e12, mean)
+
+
+def hours(key: tuple, c: Cost, rates: dict, util: FlopRates, side: str) -> tuple[float, bool]:
     """(hours, measured?) of one cost: from the benchmark's tokens/s where it measured this
-    (shape, workload, side), else from FLOPs at `flop_rate`."""
+    (shape, workload, side), else from FLOPs at the utilisation `util` gives."""
     _, shape, workload, *_ = key
     if (shape, workload, side) in rates:
         train_rate, eval_rate = rates[(shape, workload, side)]
         return (c.train_tokens / train_rate + c.eval_tokens / eval_rate) / 3600, True
-    return (c.train_flops + c.eval_flops) / flop_rate / 3600, False
+    train_rate, eval_rate = util(None if workload == FLOPS else workload, side)
+    return (c.train_flops / train_rate + c.eval_flops / eval_rate) / 3600, False
 
 
-def bill(costs: dict, rates: dict, flop_rate: float, sides=SIDES, by: int = 0) -> dict:
+def bill(costs: dict, rates: dict, util: FlopRates, sides=SIDES, by: int = 0) -> dict:
     """{group | 'total': {side: hours, 'measured': the hours of the first side priced from
     measured rates, 'jobs', 'train_tokens', 'eval_tokens'}}, grouped by the cost key's part
     `by` (0 paper, 3 rule)."""
@@ -424,7 +459,7 @@ def bill(costs: dict, rates: dict, flop_rate: float, sides=SIDES, by: int = 0) -
             row["train_tokens"] += c.train_tokens
             row["eval_tokens"] += c.eval_tokens
             for side in sides:
-                h, measured = hours(key, c, rates, flop_rate, side)
+                h, measured = hours(key, c, rates, util, side)
                 row[side] += h
                 if measured and side == sides[0]:
                     row["measured"] += h
@@ -438,18 +473,20 @@ def report(cfg: dict, jobs: list[tuple[str, str]], examples: Examples, bench: di
     measured = bool(bench and bench.get("gpu"))
     rates = throughputs(bench) if measured else {}
     gpu = bench["device"] if measured else ESTIMATE_GPU
-    flop_rate = estimate_rate(gpu)
+    util = flop_rates(bench)
     shapes = sorted({k[1] for k in costs})
     return {
         "target": target, "config": configfile, "jobs": sum(counts.values()),
-        "gpu": gpu, "mfu": ESTIMATE_MFU, "peak_tflops": peak_tflops(gpu),
+        "gpu": gpu, "peak_tflops": util.peak / 1e12,
+        "mfu": {f"{w or 'other'}/{side}": m for (w, side), m in sorted(util.mfu.items(), key=str)},
+        "mfu_default": ESTIMATE_MFU,
         "benchmark": ({"device": bench["device"], "date": bench.get("date")} if measured else None),
         "benchmark_ignored": (f"measured on {bench.get('device')}, not a GPU" if bench and not measured else None),
         "params": {s: encoder_shape(cfg, s).non_embedding_params() for s in shapes},
-        "papers": bill(costs, rates, flop_rate),
+        "papers": bill(costs, rates, util),
         "rules": {r: {**v, "how": "measured" if v["measured"] >= v["ours"] > 0 else
                       "FLOPs estimate" if not v["measured"] else "measured + FLOPs"}
-                  for r, v in bill(costs, rates, flop_rate, by=3).items() if r != "total"},
+                  for r, v in bill(costs, rates, util, by=3).items() if r != "total"},
         "no_device_time": {r: {"jobs": n, "why": classify(r, aliases)} for r, n in sorted(counts.items())
                            if r not in PRICED},
         "examples_from": dict(sorted(examples.sources.items())),
@@ -469,16 +506,21 @@ def markdown(rep: dict) -> str:
     unit = "GPU-hours"
     peak = f"{rep['peak_tflops']:,.0f} TFLOP/s"
     params = ", ".join(f"{s} {n / 1e6:.1f}M" for s, n in rep["params"].items())
-    flops = (f"FLOPs (6 · N · tokens training, 2 · N · tokens inference; N the encoder's non-embedding "
-             f"parameters: {params}) at {rep['mfu']:.0%} MFU of the {rep['gpu']} bf16 dense peak ({peak})")
+    formula = (f"FLOPs (6 · N · tokens training, 2 · N · tokens inference; N the encoder's non-embedding "
+               f"parameters: {params})")
     if rep["benchmark"]:
         share = papers["total"]["measured"] / papers["total"]["ours"] if papers["total"]["ours"] else 0
-        how = (f"{unit} of work the GPU benchmark measured come from its tokens/s (benchmarks/gpu_throughput.json, "
-               f"{rep['benchmark']['device']}, {rep['benchmark']['date']}; {share:.0%} of ours); the rest is an "
-               f"ESTIMATE from {flops}.")
+        mfu = ", ".join(f"{k} {t:.1%} / {e:.1%}" for k, (t, e) in rep["mfu"].items()) or \
+            f"none recorded: {rep['mfu_default']:.0%}"
+        how = (f"{unit} of the work the GPU benchmark measured come from its tokens/s (benchmarks/gpu_throughput.json, "
+               f"{rep['benchmark']['device']}, {rep['benchmark']['date']}: {share:.0%} of ours); the rest (encoder "
+               f"shapes, workloads it did not measure) is an ESTIMATE from {formula} at the MFU it measured for the "
+               f"same workload and side, training / evaluation ({mfu}; 'other': the side's mean, for MLM and "
+               f"aligned pairs) of its bf16 dense peak ({peak}).")
     else:
         how = (f"{unit} are an ESTIMATE: no GPU throughput is measured yet (benchmarks/gpu_throughput.json); "
-               f"from {flops}. Until it is measured, ours and the Trainer's best flags are the same estimate.")
+               f"from {formula} at {rep['mfu_default']:.0%} MFU of the {rep['gpu']} bf16 dense peak ({peak}). Until it is "
+               "measured, ours and the Trainer's best flags are the same estimate.")
     lines = [
         f"Full-scale bill of `{rep['target']}` on `{rep['config']}`: {rep['jobs']:,} jobs of {len(priced) + len(rep['no_device_time'])} "
         f"rules; {len(priced)} rules run an encoder and are priced, the other {len(rep['no_device_time'])} cost no "

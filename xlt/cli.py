@@ -8,6 +8,8 @@ import os
 import re
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
 
 from xlt.errors import XltError
 from xlt.zygote import delegate
@@ -72,30 +74,84 @@ def json_arg(text: str):
         raise argparse.ArgumentTypeError(f"invalid JSON ({e})") from None
 
 
+CONFIG_SUFFIXES = (".yaml", ".yml", ".json")
+LAYERING = ("--configfile takes every following word as a config file: write the targets first and the "
+            "files last, e.g. `snakemake --cores all all_tables --configfile presets/tiny.yaml my.yaml`")
+
+
+def configfile_slip(argv: list[str]) -> str | None:
+    """The one-line error of config files that Snakemake's command line `argv` reads as targets:
+    YAML files right after `--configfile=a.yaml` (the `=` form takes one file: `--configfile=a.yaml
+    my.yaml all`); Snakemake would say only that no rule produces them. Other targets, JSON
+    outputs included, are left alone."""
+    files, after_eq = [], False
+    for word in argv[1:]:
+        if word.startswith("-"):
+            after_eq = word.startswith(("--configfile=", "--configfiles="))
+        elif after_eq and word.endswith((".yaml", ".yml")):
+            files.append(word)
+        else:
+            after_eq = False
+    if not files:
+        return None
+    return f"error: {', '.join(map(str, files))}: a config file given as a target; {LAYERING}"
+
+
+def not_a_config_file(path) -> str | None:
+    """The hint for a target read as a config file (`--configfile a.yaml all_tables`): a missing
+    'file' without a config file's suffix."""
+    if Path(path).exists() or str(path).endswith(CONFIG_SUFFIXES):
+        return None
+    return f"{path}: no such config file (a target?); {LAYERING}"
+
+
+RERUN = ("Rerun the same command to finish: what was made is kept, and an interrupted training job "
+         "resumes from its last checkpoint.")
 _FAILED_RULE = re.compile(r"^Error in rule (\S+):")
-_FAILED_LOG = re.compile(r"^\s+log: (.+) \(check log file\(s\) for error details\)")
+_FIELD = re.compile(r"^\s+(output|log): (.+?)(?: \(check log file\(s\) for error details\))?$")
+
+
+@dataclass
+class FailedJob:
+    rule: str
+    outputs: list[str] = field(default_factory=list)
+    logs: list[str] = field(default_factory=list)
+    error: str | None = None  # the last `error:` line of its log, without `error: `
+
+    def line(self) -> str:
+        where = f" (log: {', '.join(self.logs)})" if self.logs else ""
+        return f"error: rule {self.rule}: {self.error or 'failed, no error line in its log'}{where}"
+
+
+def error_lines(text: str) -> list[str]:
+    """The `error:` lines of a job's log, also one written after a progress bar's `\\r` redraws
+    on the same line (the log of an older run)."""
+    return [seg for line in text.splitlines() for seg in line.split("\r")[-1:] if seg.startswith("error: ")]
+
+
+def _read(paths) -> str:
+    if isinstance(paths, (str, Path)):
+        paths = [paths]
+    return "\n".join(Path(p).read_text(encoding="utf-8", errors="replace") for p in paths or [] if p and Path(p).is_file())
+
+
+def failed_jobs(snakemake_logs) -> list[FailedJob]:
+    """Each `Error in rule …` block of Snakemake's log(s), with the job's own last error line."""
+    jobs: list[FailedJob] = []
+    for line in _read(snakemake_logs).splitlines():
+        if m := _FAILED_RULE.match(line):
+            jobs.append(FailedJob(m.group(1)))
+        elif jobs and (m := _FIELD.match(line)):
+            getattr(jobs[-1], m.group(1) + "s").extend(m.group(2).split(", "))
+    for job in jobs:
+        errors = [e for log in job.logs if Path(log).is_file()
+                  for e in error_lines(Path(log).read_text(encoding="utf-8", errors="replace"))]
+        job.error = errors[-1][len("error: "):] if errors else None
+    return jobs
 
 
 def failed_job_errors(snakemake_logs) -> list[str]:
     """The `error:` line each failed job wrote to its log, as `error: rule <rule>: <line> (log:
     <path>)`, read from Snakemake's own log file(s) of the run (the workflow's `onerror` prints them
     last, so a failed run ends with the project's line naming the file and line)."""
-    from pathlib import Path
-
-    if isinstance(snakemake_logs, (str, Path)):
-        snakemake_logs = [snakemake_logs]
-    text = "\n".join(Path(p).read_text(encoding="utf-8", errors="replace")
-                     for p in snakemake_logs or [] if p and Path(p).is_file())
-    rule, out = None, []
-    for line in text.splitlines():
-        if m := _FAILED_RULE.match(line):
-            rule = m.group(1)
-        elif (m := _FAILED_LOG.match(line)) and rule:
-            for path in m.group(1).split(", "):
-                job_log = Path(path)
-                errors = [x for x in job_log.read_text(encoding="utf-8", errors="replace").splitlines()
-                          if x.startswith("error: ")] if job_log.is_file() else []
-                line_out = f"error: rule {rule}: {errors[-1][len('error: '):]} (log: {path})" if errors else None
-                if line_out and line_out not in out:
-                    out.append(line_out)
-    return out
+    return list(dict.fromkeys(j.line() for j in failed_jobs(snakemake_logs) if j.error))

@@ -11,6 +11,8 @@ import argparse
 import copy
 import difflib
 import math
+import os
+import re
 import sys
 from pathlib import Path
 
@@ -20,7 +22,7 @@ import yaml
 from xlt import papers as P
 from xlt import targets as T
 from xlt.align.targets import check as check_align
-from xlt.cli import run
+from xlt.cli import not_a_config_file, run
 from xlt.engine.config import TrainConfig
 from xlt.errors import XltError, check_config_ref
 from xlt.io import read_yaml
@@ -32,6 +34,23 @@ SCHEMA = REPO / "schemas" / "config.schema.yaml"
 DEFAULT_CONFIG = REPO / "config.yaml"
 
 
+# The one pattern of every name the config coins that becomes part of a result path (an
+# encoder, a language set, a hparams profile, an aux set, a UD selection: `$defs.name` in the
+# schema; a task's named data sets are its lowercase form, `$defs.set_name`): no `/`, no `.`
+# (so no `..` and no hidden file), never empty, and inside every wildcard of the path grammar
+# (xlt.targets.WILDCARDS) that the name fills, so a name that passes is one the DAG can build.
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_]*$"
+
+
+class ConfigKeyError(XltError):
+    """A bad value (or name) at a config key: `key` is its path (keys and list indices),
+    `where` the path whose origin names the file that set it (default: `key`)."""
+
+    def __init__(self, key, message: str, where=None):
+        self.key, self.where = tuple(key), tuple(key if where is None else where)
+        super().__init__(f"config key {_key(self.key)}: {message}")
+
+
 def _key(path) -> str:
     out = ""
     for p in path:
@@ -39,9 +58,70 @@ def _key(path) -> str:
     return out or "(top level)"
 
 
-def _explain(err) -> str:
+def _parse_key(key: str) -> tuple:
+    """`a.b[3].c` → ("a", "b", 3, "c") (the inverse of `_key` for keys without dots)."""
+    return tuple(int(i) if i else k for k, i in re.findall(r"([^.\[\]]+)|\[(\d+)\]", key))
+
+
+def _depth(obj, path: tuple) -> int:
+    """How many leading steps of `path` `obj` holds."""
+    for n, step in enumerate(path):
+        if isinstance(obj, dict) and step in obj:
+            obj = obj[step]
+        elif isinstance(obj, list) and isinstance(step, int) and step < len(obj):
+            obj = obj[step]
+        else:
+            return n
+    return len(path)
+
+
+def origin(error: XltError, sources) -> str | None:
+    """Where the key an error names was set: the label of the last of `sources` ((label,
+    mapping) pairs in merge order: config.yaml, each --configfile, --config) that holds the
+    longest part of its path; None when the error names no config key."""
+    if isinstance(error, ConfigKeyError):
+        path = error.where
+    else:
+        # "config key <key>: …", or "<key>: …" (the world's checks, xlt.world.config)
+        m = re.match(r"(?:config key )?([A-Za-z_][\w-]*(?:\.[\w-]+|\[\d+\])*):", str(error))
+        if m is None:
+            return None
+        path = _parse_key(m[1])
+    depths = [(_depth(data, path), k) for k, (_, data) in enumerate(sources)]
+    best, k = max(depths, default=(0, 0))
+    return sources[k][0] if best else None
+
+
+def located(error: XltError, sources) -> str:
+    """The error's message with the config file that set its key first: `<file>: config key …`."""
+    where = origin(error, sources)
+    return f"{where}: {error}" if where else str(error)
+
+
+def _named_part(err):
+    """Inside a oneOf that failed, the failure of a name, dataset or treebank deeper down (a
+    described pattern: say what such a name may be rather than that no branch fitted)."""
+    below = [e for e in err.context or () if len(e.absolute_path) > len(err.absolute_path)]
+    for sub in sorted(below, key=lambda e: -len(e.absolute_path)):
+        if sub.validator == "pattern" and "description" in sub.schema:
+            return sub
+        found = _named_part(sub)
+        if found is not None:
+            return found
+    return None
+
+
+def _explain(err) -> XltError:
     key = _key(err.absolute_path)
     v = err.validator
+    if v == "pattern" and "propertyNames" in err.schema_path:  # a name the config coins
+        what = err.schema.get("description", f"a name matching {err.validator_value}")
+        return ConfigKeyError(err.absolute_path, f"the name {err.instance!r} is not allowed; expected {what} "
+                              f"(pattern {err.validator_value})", (*err.absolute_path, err.instance))
+    return XltError(_explain_value(err, key, v))
+
+
+def _explain_value(err, key: str, v: str) -> str:
     if v == "enum":
         return f"config key {key}: {err.instance!r} is not allowed; allowed: {', '.join(map(str, err.validator_value))}"
     if v == "additionalProperties":
@@ -56,6 +136,9 @@ def _explain(err) -> str:
         return f"config key {key}: {err.message}"
     if v == "type":
         return f"config key {key}: {err.instance!r} should be of type {err.validator_value}"
+    if v == "pattern" and "description" in err.schema:
+        return (f"config key {key}: {err.instance!r} is not allowed; expected {err.schema['description']} "
+                f"(pattern {err.validator_value})")
     if v == "oneOf" and key.startswith("encoders."):
         return f"config key {key}: an encoder needs exactly one of hub, path, build"
     if v == "oneOf" and isinstance(err.schema, dict) and "description" in err.schema:
@@ -71,15 +154,44 @@ def deep_merge(base: dict, over: dict) -> dict:
     return out
 
 
-def load_configs(paths) -> dict:
-    """config.yaml with each file deep-merged over it, in order (as `--configfile` does)."""
-    config: dict = {}
-    for path in [DEFAULT_CONFIG, *paths]:
+def _label(path) -> str:
+    """A config file as the user would name it: relative to the working folder when under it."""
+    path = Path(path)
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve())) if path.is_absolute() else str(path)
+    except ValueError:
+        return str(path)
+
+
+def config_sources(paths, default: bool = True) -> list[tuple[str, dict]]:
+    """(file, its mapping) of config.yaml (`default`) and each file, in merge order."""
+    out = []
+    for path in [DEFAULT_CONFIG] * default + list(paths):
+        if hint := not_a_config_file(path):
+            raise XltError(hint)
         data = read_yaml(path)
         if data is None:
-            continue
+            data = {}
         if not isinstance(data, dict):
             raise XltError(f"{path}: expected a mapping of config keys, got {type(data).__name__}")
+        out.append((_label(path), data))
+    return out
+
+
+def workflow_sources(configfiles, overrides) -> list[tuple[str, dict]]:
+    """What a Snakemake run merged, in order: its config files (already read by Snakemake, so
+    valid YAML) and its --config values (`overrides`)."""
+    return [*config_sources(configfiles, default=False), ("--config", dict(overrides or {}))]
+
+
+def load_configs(paths) -> dict:
+    """config.yaml with each file deep-merged over it, in order (as `--configfile` does)."""
+    return merged(config_sources(paths))
+
+
+def merged(sources) -> dict:
+    config: dict = {}
+    for _, data in sources:
         config = deep_merge(config, data)
     return config
 
@@ -105,7 +217,7 @@ def check_finite(obj, path: tuple = ()) -> None:
     """Refuse NaN and infinities anywhere (YAML's .nan / .inf): every range check of the
     schema is false for NaN, so it would pass validation and poison a run later."""
     if isinstance(obj, float) and not math.isfinite(obj):
-        raise XltError(f"config key {_key(path)}: {obj!r} is not a finite number")
+        raise ConfigKeyError(path, f"{obj!r} is not a finite number; allowed: a finite number (no .nan, .inf or -.inf)")
     if isinstance(obj, dict):
         for k, v in obj.items():
             check_finite(v, (*path, k))
@@ -135,7 +247,7 @@ def validate(config: dict, schema_path: str | Path = SCHEMA) -> dict:
     errors = sorted(validator.iter_errors(config), key=lambda e: (len(list(e.absolute_path)), str(e.absolute_path)))
     if errors:
         deepest = max(errors, key=lambda e: len(list(e.absolute_path)))
-        raise XltError(_explain(deepest))
+        raise _explain(_named_part(deepest) or deepest)
     if config.get("world"):
         resolve_world(config["world"])  # names the bad key, e.g. world.languages.hi.order
     _check_references(config)
@@ -254,18 +366,50 @@ def _check_treebanks(config: dict, slug: str, set_name: str | None, task: str, l
 
 def main(argv: list[str] | None = None) -> None:
     """`python -m xlt.config [FILE ...]`: check config.yaml with FILEs merged over it, as
-    `snakemake --configfile FILE ...` would read it; one line `error: ...` and exit 1 if bad.
+    `snakemake --configfile FILE ...` would read it; one line `error: ...` (the file and line,
+    or the file that set the key and the key) and exit 1 if bad.
+
+    `python -m xlt.config -- COMMAND ...`: check the --configfile files of a Snakemake command
+    line the same way, then run the command (`make tables` does both in two steps).
 
     Snakemake reads config files itself, before the workflow runs, and its message for a file
-    that is not YAML names neither the file nor the line: `make tables` runs this first."""
+    that is not YAML names neither the file nor the line; the workflow's own check (rules/
+    common.smk) runs only once Snakemake has read them all."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    command = argv[argv.index("--") + 1:] if "--" in argv else None
     ap = argparse.ArgumentParser(prog="python -m xlt.config", description=main.__doc__.split("\n\n")[0])
     ap.add_argument("configfiles", nargs="*", help="config files merged over config.yaml, in order")
-    a = ap.parse_args(argv)
+    a = ap.parse_args(argv if command is None else argv[: argv.index("--")])
+    if command is not None:
+        if not command or a.configfiles:
+            ap.error("give either config files or `-- COMMAND ...`, not both")
+        a.configfiles = snakemake_configfiles(command)
+    sources: list = []
     try:
-        check_workflow_config(load_configs(a.configfiles))
+        sources = config_sources(a.configfiles)
+        check_workflow_config(merged(sources))
     except XltError as e:
-        raise XltError(f"invalid configuration: {e}") from None
+        raise XltError(f"invalid configuration: {located(e, sources)}") from None
     print(f"config OK: {', '.join(map(str, [DEFAULT_CONFIG.name, *a.configfiles]))}", file=sys.stderr)
+    if command is not None:
+        sys.stderr.flush()
+        os.execvp(command[0], command)
+
+
+def snakemake_configfiles(command: list[str]) -> list[str]:
+    """The files of `--configfile A B …` / `--configfile=A` in a Snakemake command line
+    (`--configfiles` and abbreviations as argparse takes them), in order."""
+    files, taking = [], False
+    for arg in command:
+        opt, eq, value = arg.partition("=")
+        if len(opt) > len("--config") and "--configfiles".startswith(opt):
+            taking = not eq
+            files += [value] if eq else []
+        elif taking and not arg.startswith("-"):
+            files.append(arg)
+        else:
+            taking = False
+    return files
 
 
 if __name__ == "__main__":

@@ -22,8 +22,16 @@ def split_file(data_dir: str | Path, lang: str, split: str) -> Path:
 
 def is_collapsed(meta: dict) -> bool:
     """Whether a saved model (its xlt_model.json) is a collapsed run: its dev predictions were
-    one class or one tag (`finetune` records the verdict; older models carry none)."""
+    nearly all one label or its dev score not above the majority baseline (`finetune` records
+    the verdict and the rule; older models carry none)."""
     return bool((meta.get("collapse") or {}).get("collapsed", False))
+
+
+def model_collapse_flag(model_dir: str | Path) -> dict:
+    """{"collapsed": bool} of a saved model directory (its xlt_model.json), {} where there is
+    none: for the analyses that label their rows with the model they read."""
+    meta = Path(model_dir) / "xlt_model.json"
+    return {"collapsed": is_collapsed(read_json(meta))} if meta.exists() else {}
 
 
 # A retried run's seed: far from any configured seed, so that a retry never repeats a model
@@ -33,9 +41,11 @@ RETRY_SEED_STRIDE = 1000
 
 def finetune(task: str, encoder: str, revision: str | None, data_dir: str, train_langs: list[str],
              hparams: dict, seed: int, out: str, checkpoint_dir: str, kill_after_steps: int | None = None,
-             collapse_retries: int = 0, aux: list[dict] | None = None) -> dict:
-    """Fine-tune, then check the selected model's dev predictions for a collapse (one class or
-    one tag, `Kind.collapse`, xlt.engine.kinds); the verdict goes into the model's
+             collapse_retries: int = 0, aux: list[dict] | None = None, collapse_rule: dict | None = None) -> dict:
+    """Fine-tune, then judge whether the selected model collapsed (xlt.metrics.collapse_verdict
+    by `collapse_rule`, the config's `collapse:` thresholds; default xlt.metrics.COLLAPSE_RULE):
+    its dev predictions nearly all one class / tag / relation, or its dev score not above the
+    dev set's majority baseline. The verdict, the rule and each attempt go into the model's
     xlt_model.json under `collapse`. A collapsed run is retried up to `collapse_retries` times
     with seed + 1000·k; the last attempt is kept either way, flagged, never dropped.
 
@@ -45,6 +55,7 @@ def finetune(task: str, encoder: str, revision: str | None, data_dir: str, train
     import shutil
 
     from xlt.engine.recipes.finetune import train  # torch: only in the job
+    from xlt.metrics import COLLAPSE_RULE, collapse_verdict
 
     t = get_task(task)
     for lang in train_langs:
@@ -56,6 +67,7 @@ def finetune(task: str, encoder: str, revision: str | None, data_dir: str, train
     aux_train = [{**{k: v for k, v in a.items() if k != "data"}, "files": [a["data"]]} if a.get("kind") == "aligned_pairs"
                  else {"task": a["task"], "weight": a["weight"], "files": [split_file(a["data"], lang, "train") for lang in train_langs],
                        **({"batch_size": a["batch_size"]} if "batch_size" in a else {})} for a in aux or []]
+    rule = {**COLLAPSE_RULE, **(collapse_rule or {})}
     attempts = []
     for attempt in range(collapse_retries + 1):
         run_seed = seed + RETRY_SEED_STRIDE * attempt
@@ -70,13 +82,14 @@ def finetune(task: str, encoder: str, revision: str | None, data_dir: str, train
                         kill_after_steps=kill_after_steps)
         if int(os.environ.get("RANK", "0")) != 0:  # under torchrun the main rank checks and writes
             return summary
-        verdict = summary["dev_collapse"]  # on the selected epoch's dev predictions, made in training
-        attempts.append({"seed": run_seed, **(verdict or {"collapsed": False})})
+        measure = summary["dev_collapse"]  # of the selected epoch's dev predictions, made in training
+        # a kind without labels (span QA) has nothing to judge: never flagged
+        attempts.append({"seed": run_seed, **(collapse_verdict(measure, rule) if measure else {"collapsed": False, "by": []})})
         if not attempts[-1]["collapsed"] or attempt == collapse_retries:
             break
         shutil.rmtree(out)
-    collapse = {"collapsed": attempts[-1]["collapsed"], "seed": attempts[-1]["seed"], "retries": collapse_retries,
-                "attempts": attempts}
+    collapse = {"collapsed": attempts[-1]["collapsed"], "by": attempts[-1]["by"], "seed": attempts[-1]["seed"],
+                "retries": collapse_retries, "rule": rule, "attempts": attempts}
     meta_path = Path(out) / "xlt_model.json"
     write_json(meta_path, {**read_json(meta_path), "collapse": collapse})
     return {**summary, "collapse": collapse}
@@ -112,7 +125,7 @@ def evaluate_model(model_dir: str, data_dir: str, split: str, langs: list[str], 
         "metrics": results,
         "average": avg,
         "model_provenance": {"code": meta["provenance"]["code"], "data_sha256": meta["provenance"]["data_sha256"]},
-        # the model's dev predictions were one class or one tag (tables mark and count it)
+        # the model collapsed (xlt.metrics.collapse_verdict; tables mark and count it)
         "collapsed": is_collapsed(meta),
         "provenance": provenance({"model": str(model_dir), "split": split, "langs": langs}, meta["provenance"]["seed"], files),
     }

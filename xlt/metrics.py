@@ -41,6 +41,9 @@ from xlt.registry import Task
 
 __all__ = [
     "checked_metrics",
+    "COLLAPSE_RULE",
+    "collapse_measure",
+    "collapse_verdict",
     "label_collapse",
     "is_bio_labelset",
     "tagging_metrics",
@@ -512,19 +515,60 @@ def parsing_metrics(golds: Sequence[Mapping], preds: Sequence[Mapping], labels=N
 # ---- collapsed runs ---------------------------------------------------------------------------
 
 
-def label_collapse(task_name: str, values: Sequence) -> dict:
-    """Whether a model's predicted labels (a class per example, a tag per token, a relation
-    per dependency: the kind says which) are all one: a fine-tuning run that collapsed, as
-    happens with these encoders.
+# The rule that calls a fine-tuning run collapsed, in one place: the config's `collapse:`
+# section states it (schemas/config.schema.yaml gives these defaults), every verdict records it.
+#  - share: its dev predictions are nearly all one label - the most predicted label's share is at
+#    least MAX_SHARE (0.95: a run that collapsed rarely predicts exactly one class - the case that
+#    prompted the rule was 99.8% one class - while a healthy run on a set whose gold labels are
+#    not themselves ≥ 95% one label stays well under it; where the gold is, the share tells
+#    nothing and only the baseline test applies);
+#  - baseline: its dev score (the selection metric) is not above the majority baseline -
+#    predicting the dev set's most frequent gold label everywhere - by more than MIN_GAIN
+#    points (0.0: any gain over the trivial predictor is not a collapse by this test).
+COLLAPSE_RULE = {"max_share": 0.95, "min_gain": 0.0}
 
-    Returns ``{"collapsed", "labels_predicted", "majority", "majority_share", "n"}``.
+
+def collapse_measure(task_name: str, values: Sequence, gold_values: Sequence | None = None,
+                     score: float | None = None, baseline: float | None = None) -> dict:
+    """What a collapse verdict reads, of a model's predicted labels (a class per example, a tag
+    per token, a relation per dependency: the kind says which) and, where known, the same of the
+    gold (`gold_values`), the model's dev score and the majority baseline's (same metric, percent).
+
+    Returns ``{"labels_predicted", "majority", "majority_share", "n"}`` and, when given,
+    ``gold_majority_share``, ``dev_score``, ``majority_baseline``.
     """
     if not values:
         raise XltError(f"task {task_name}: no predictions to check for a collapse")
     counts = Counter(values)
     majority, n_major = counts.most_common(1)[0]
-    return {"collapsed": len(counts) == 1, "labels_predicted": len(counts), "majority": majority,
-            "majority_share": round(n_major / len(values), 6), "n": len(values)}
+    out = {"labels_predicted": len(counts), "majority": majority, "majority_share": round(n_major / len(values), 6),
+           "n": len(values)}
+    if gold_values:
+        out["gold_majority_share"] = round(Counter(gold_values).most_common(1)[0][1] / len(gold_values), 6)
+    if score is not None and baseline is not None:
+        out["dev_score"], out["majority_baseline"] = round(float(score), 6), round(float(baseline), 6)
+    return out
+
+
+def collapse_verdict(measure: dict, rule: Mapping | None = None) -> dict:
+    """`measure` (`collapse_measure`) judged by `rule` (COLLAPSE_RULE's keys; missing ones take
+    its defaults): ``collapsed``, ``by`` (the tests that fired: "share", "baseline") and the
+    ``rule`` applied, beside the measure."""
+    rule = {**COLLAPSE_RULE, **(rule or {})}
+    by = []
+    share, gold_share = measure.get("majority_share"), measure.get("gold_majority_share")
+    if share is not None and share >= rule["max_share"] and (gold_share is None or gold_share < rule["max_share"]):
+        by.append("share")
+    if measure.get("majority_baseline") is not None and measure["dev_score"] - measure["majority_baseline"] <= rule["min_gain"]:
+        by.append("baseline")
+    return {"collapsed": bool(by), "by": by, **measure, "rule": rule}
+
+
+def label_collapse(task_name: str, values: Sequence, gold_values: Sequence | None = None,
+                   score: float | None = None, baseline: float | None = None, rule: Mapping | None = None) -> dict:
+    """Whether a run collapsed (`collapse_verdict` of `collapse_measure`): its predicted labels
+    nearly all one, or its dev score not above the majority baseline."""
+    return collapse_verdict(collapse_measure(task_name, values, gold_values, score, baseline), rule)
 
 
 # --------------------------------------------------------------------------- per-example scores

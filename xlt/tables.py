@@ -40,14 +40,24 @@ def paper_vs_ours(ours: pd.DataFrame, published: pd.DataFrame, keys: list[str]) 
         )
         .drop(columns="value")
     )
-    if "collapsed" in ours:  # collapsed runs stay in the mean; each cell counts them
-        agg = agg.merge(ours.groupby(keys, sort=False)["collapsed"].sum().astype(int).rename("n_collapsed").reset_index(),
-                        on=keys)
+    if "collapsed" in ours:  # collapsed runs stay in the mean; each cell counts them and has the mean without them
+        agg = agg.merge(_without_collapsed(ours, keys), on=keys)
     pub = published[keys + ["value"]].rename(columns={"value": "paper"}).assign(_order=range(len(published)))
     table = pub.merge(agg, on=keys, how="outer")  # an outer merge sorts the keys: restore the paper's order
     table = table.sort_values("_order", kind="stable", na_position="last").drop(columns="_order").reset_index(drop=True)
     table["delta"] = table["ours_mean"] - table["paper"]
     return table
+
+
+def _without_collapsed(ours: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """Per cell of `keys`: n_collapsed (its collapsed seeds), and the mean of the others
+    (mean_without_collapsed, NaN when every seed collapsed) and their count."""
+    collapsed = ours["collapsed"].eq(True)  # NaN (a row of no fine-tuned model, e.g. the vanilla encoder's): not
+    kept = ours.assign(_kept=ours["value"].where(~collapsed), collapsed=collapsed)
+    return (kept.groupby(keys, sort=False)
+            .agg(n_collapsed=("collapsed", "sum"), mean_without_collapsed=("_kept", "mean"),
+                 n_without_collapsed=("_kept", "count"))
+            .astype({"n_collapsed": int, "n_without_collapsed": int}).reset_index())
 
 
 def _fmt(x: float, digits: int = 2) -> str:
@@ -63,6 +73,12 @@ def _mark(row, column: str) -> str:
     return value if isinstance(value, str) else ""
 
 
+def collapse_mark(row) -> str:
+    """" †k" after ours where k of the cell's seeds collapsed, else ""."""
+    n = row.get("n_collapsed", 0)
+    return f" †{int(n)}" if n > 0 else ""  # NaN (a cell we did not compute) > 0 is False
+
+
 def cell_text(row) -> tuple[str, str, str]:
     """paper / ours / Δ; a significance mark (`add_marks`) follows its value: 74.82*, 75.10* ± 0.31."""
     mark = _mark(row, "ours_mark")
@@ -72,8 +88,7 @@ def cell_text(row) -> tuple[str, str, str]:
         ours = f"{row['ours_mean']:.2f}{mark} (1 seed)"
     else:
         ours = f"{row['ours_mean']:.2f}{mark} ± {row['ours_std']:.2f}"
-    if row.get("n_collapsed", 0) > 0:
-        ours += f" †{int(row['n_collapsed'])}"
+    ours += collapse_mark(row)
     paper = _fmt(row["paper"])
     return paper + (_mark(row, "paper_mark") if paper != "–" else ""), ours, _fmt_delta(row["delta"])
 
@@ -107,8 +122,26 @@ def add_marks(table: pd.DataFrame, keys: list[str], marks: dict[str, str], by: s
     return out
 
 
-COLLAPSE_NOTE = ("†k: k of the cell's seeds collapsed (dev predictions all one class or tag); they are kept in "
-                 "the mean and counted in the CSV's n_collapsed")
+COLLAPSE_NOTE = ("†k: k of the cell's seeds collapsed (the selected model's dev predictions nearly all one class or "
+                 "tag, or its dev score not above the dev set's majority baseline: config collapse:, recorded in each "
+                 "model's xlt_model.json); they are kept in the mean and counted in the CSV's n_collapsed")
+
+
+def collapse_note(table: pd.DataFrame, cell_name) -> str | None:
+    """The note giving each †-marked cell's mean without its collapsed seeds (None: no cell is
+    marked): `COLLAPSE_NOTE`, then "without collapsed seeds: <cell> 63.20 (n=1); …" with
+    `cell_name(row)` naming a cell as the table shows it."""
+    if "n_collapsed" not in table:
+        return None
+    marked = table[table["n_collapsed"].fillna(0) > 0]
+    if marked.empty:
+        return None
+    digits = 4 if table["ours_mean"].abs().max() <= 1 else 2  # a table of similarities or correlations alone: 4
+    means = "; ".join(f"{cell_name(r)} {_fmt(r['mean_without_collapsed'], digits)} (n={int(r['n_without_collapsed'])})"
+                      for _, r in marked.iterrows())
+    return f"{COLLAPSE_NOTE}; without collapsed seeds (CSV: mean_without_collapsed): {means}"
+
+
 SEEDS_LEGEND = "Each cell: paper · ours (mean ± std over seeds) · Δ = ours − paper"
 
 
@@ -160,8 +193,18 @@ def render_grid(
         md.append(f"| {label(rk)} | " + " | ".join(cells_md) + " |")
         tex.append(f"{label(rk)} & " + " & ".join(cells_tex) + " \\\\")
     tex += ["\\bottomrule", "\\end{tabular}"]
-    md += [""] + [f"- {n}" for n in notes]
+    md += [""] + [f"- {n}" for n in with_collapse_note(notes, table, lambda r: f"{label(tuple(r[k] for k in row_keys))} / "
+                                                                            f"{heads[cols.index(r[col_key])]}")]
     return "\n".join(md) + "\n", "\n".join(tex) + "\n"
+
+
+def with_collapse_note(notes: list[str], table: pd.DataFrame, cell_name) -> list[str]:
+    """`notes` with the collapse note (`collapse_note`) where a cell is marked †: in place of
+    `COLLAPSE_NOTE` where the plugin listed it, else last; unchanged where nothing is marked."""
+    note = collapse_note(table, cell_name)
+    if note is None:
+        return list(notes)
+    return [note if n == COLLAPSE_NOTE else n for n in notes] if COLLAPSE_NOTE in notes else [*notes, note]
 
 
 def write_table(table: pd.DataFrame, out_prefix: str | Path, md: str, tex: str) -> None:

@@ -46,7 +46,7 @@ FIGURE_FORMATS = ("png", "pdf", "csv")  # the CSV holds the numbers plotted
 WILDCARDS = {
     "encoder": r"[A-Za-z0-9_]+",
     # see Init and Adjusted
-    "init": r"pretrained|mlm-[a-z]+(\.[a-z0-9_]+)?-[A-Za-z0-9_]+|adjust-[a-z]{2,3}-n\d+-seed\d+(-(start|end))?(-(words|cls|cls_sep))?",
+    "init": r"pretrained|mlm-[a-z]+(\.[a-z0-9_]+)?-[A-Za-z0-9_]+|adjust-[a-z]{2,3}-n\d+-seed\d+(-(start|end|subword))?(-(words|cls|cls_sep))?",
     "task": r"[a-z]+(\.[a-z0-9_]+)?",  # a dataset: <task>[.<set>]
     "testset": r"[a-z]+(\.[a-z0-9_]+)?",  # another dataset of the model's task (an eval `on-<testset>`)
     "entry": r"[a-z0-9][a-z0-9.-]*",  # a catalog entry (xlt/sources/catalog.yaml)
@@ -97,7 +97,7 @@ def aux_streams(cfg: dict, recipe: str, dataset: str, encoder: str | None = None
         if not isinstance(it, Adjusted):
             raise XltError(f"recipe {recipe!r}: aux set {name!r} (aligned pairs) needs an adjusted encoder init "
                            f"({Adjusted.GRAMMAR}); got {init!r}")
-        return [{"kind": "aligned_pairs", "data": aligned_pairs_file(cfg, it.pair, it.size, it.seed),
+        return [{"kind": "aligned_pairs", "data": adjusted_pairs_file(cfg, encoder, it),
                  "reference": encoder_source(cfg, encoder),
                  "weight": aux["weight"],
                  "anchor_weight": aux.get("anchor_weight", 1.0), "word_vectors": it.word_vectors, "tokens": it.tokens,
@@ -225,7 +225,8 @@ class Adjusted:
     `size` aligned en–`pair` sentence pairs drawn with `seed` (the alignment stage's sample),
     with config `adapt.adjust`: `adjust-<pair>-n<size>-seed<seed>[-<word vectors>][-<tokens>]`.
     The defaults (subwords averaged, every token aligned) are not spelt, so a setting has one
-    name; `-start` / `-end` and `-words` / `-cls` / `-cls_sep` are Tables 6 and 7's variants."""
+    name; `-start` / `-end` / `-subword` and `-words` / `-cls` / `-cls_sep` are Tables 6 and 7's
+    variants (`-subword`: links between the encoder's subwords, the stage's subword branch)."""
 
     pair: str
     size: int
@@ -233,7 +234,7 @@ class Adjusted:
     word_vectors: str = "avg"
     tokens: str = "all"
     method = "adjust"
-    GRAMMAR = "adjust-<xx>-n<size>-seed<seed>[-start|-end][-words|-cls|-cls_sep]"
+    GRAMMAR = "adjust-<xx>-n<size>-seed<seed>[-start|-end|-subword][-words|-cls|-cls_sep]"
 
     @property
     def name(self) -> str:
@@ -243,7 +244,7 @@ class Adjusted:
 
     @classmethod
     def parse(cls, name: str) -> "Adjusted":
-        m = re.fullmatch(r"adjust-([a-z]{2,3})-n(\d+)-seed(\d+)(?:-(start|end))?(?:-(words|cls|cls_sep))?", name)
+        m = re.fullmatch(r"adjust-([a-z]{2,3})-n(\d+)-seed(\d+)(?:-(start|end|subword))?(?:-(words|cls|cls_sep))?", name)
         if not m:
             raise XltError(f"encoder init {name!r}: expected {cls.GRAMMAR!r}")
         return cls(m[1], int(m[2]), int(m[3]), m[4] or "avg", m[5] or "all")
@@ -306,10 +307,17 @@ def adapt_inputs(cfg: dict, encoder: str, init: str) -> dict[str, list[str]]:
     return {"encoder": encoder_inputs(cfg, encoder), "data": [data_dir(cfg, it.dataset)]}
 
 
-def aligned_pairs_file(cfg: dict, xx: str, size: int, seed: int) -> str:
+def aligned_pairs_file(cfg: dict, xx: str, size: int, seed: int, subwords_of: str | None = None) -> str:
     """The alignment stage's sample of `size` en–`xx` pairs drawn with `seed`, from the
-    configured aligner's links (xlt.align.targets)."""
-    return f"{cfg['results']}/align/en-{xx}/{cfg['align']['backend']}/samples/n{size}.seed{seed}.jsonl"
+    configured aligner's links (xlt.align.targets); `subwords_of`: an encoder, whose subwords
+    were aligned instead of the words (the stage's subword branch, xlt.align.subword)."""
+    pair = f"{cfg['results']}/align/en-{xx}" + (f"/subword-{subwords_of}" if subwords_of else "")
+    return f"{pair}/{cfg['align']['backend']}/samples/n{size}.seed{seed}.jsonl"
+
+
+def adjusted_pairs_file(cfg: dict, encoder: str, it: "Adjusted") -> str:
+    """The aligned pairs an adjusted init reads: its sample of words, or of `encoder`'s subwords."""
+    return aligned_pairs_file(cfg, it.pair, it.size, it.seed, encoder if it.word_vectors == "subword" else None)
 
 
 def adjust_inputs(cfg: dict, encoder: str, init: str) -> dict[str, list[str]]:
@@ -317,7 +325,7 @@ def adjust_inputs(cfg: dict, encoder: str, init: str) -> dict[str, list[str]]:
     it = Init.parse(init)
     if not isinstance(it, Adjusted):
         raise XltError(f"{encoder_dir(cfg, encoder, init)}: not made by cross-lingual adjustment ({Adjusted.GRAMMAR})")
-    return {"encoder": encoder_inputs(cfg, encoder), "pairs": [aligned_pairs_file(cfg, it.pair, it.size, it.seed)]}
+    return {"encoder": encoder_inputs(cfg, encoder), "pairs": [adjusted_pairs_file(cfg, encoder, it)]}
 
 
 def adjust_config(cfg: dict, init: str) -> dict:

@@ -25,11 +25,13 @@ def tiny_cfg():
 
 def test_an_adjusted_init_has_one_spelling_per_setting():
     for name in ("adjust-hi-n300-seed2", "adjust-hi-n300-seed2-start", "adjust-ru-n5000-seed1-words",
-                 "adjust-hi-n300-seed1-end-cls_sep"):
+                 "adjust-hi-n300-seed1-end-cls_sep", "adjust-hi-n300-seed1-subword", "adjust-hi-n300-seed1-subword-words"):
         it = Init.parse(name)
         assert isinstance(it, Adjusted) and it.name == name and re.fullmatch(WILDCARDS["init"], name)
     assert Adjusted("hi", 300, 2, "avg", "all").name == "adjust-hi-n300-seed2"  # defaults are not spelt
-    for bad in ("adjust-hi-300", "adjust-hi-n300-seed1-avg", "adjust-hi-n300-seed1-all", "adjust-hi-n300-seed1-cls-start"):
+    assert Adjusted.parse("adjust-hi-n300-seed1-subword-cls") == Adjusted("hi", 300, 1, "subword", "cls")
+    for bad in ("adjust-hi-300", "adjust-hi-n300-seed1-avg", "adjust-hi-n300-seed1-all", "adjust-hi-n300-seed1-cls-start",
+                "adjust-hi-n300-seed1-subword-start", "adjust-hi-n300-seed1-cls-subword"):
         assert not re.fullmatch(WILDCARDS["init"], bad)
         with pytest.raises(XltError, match=re.escape(Adjusted.GRAMMAR)):
             Init.parse(bad)
@@ -47,6 +49,12 @@ def test_an_adjustment_reads_its_seeds_sample_with_the_configured_settings(tiny_
     AdjustConfig.from_dict(job)  # every key is an AdjustConfig field
     with pytest.raises(XltError, match="not made by cross-lingual adjustment"):
         adjust_inputs(cfg, "tiny", "mlm-ner-crossmulti")
+    # subword alignment: the same sample's pairs in the encoder's subwords, aligned as subwords
+    sub = adjust_inputs(cfg, "tiny", "adjust-hi-n300-seed1-subword")
+    assert sub["pairs"] == [f"{cfg['results']}/align/en-hi/subword-tiny/{cfg['align']['backend']}/samples/n300.seed1.jsonl"]
+    assert adjust_config(cfg, "adjust-hi-n300-seed1-subword")["word_vectors"] == "subword"
+    (stream,) = aux_streams(cfg, "en.underspec.adjust_continual", "xnli", "tiny", "adjust-hi-n300-seed1-subword")
+    assert stream["data"] == sub["pairs"][0] and stream["word_vectors"] == "subword"
 
 
 def test_continual_learning_streams_the_inits_own_pairs_anchored_to_the_released_encoder(tiny_cfg):
@@ -162,8 +170,28 @@ def test_table6_reports_gains_over_the_original_per_seed(tiny_cfg, tmp_path):
     assert rows.loc["start", "ours_mean"] == pytest.approx(25.0)  # (20 + 30) / 2 points
     assert rows.loc["end", "ours_mean"] == pytest.approx(-5.0)
     assert rows.loc["avg", "ours_std"] == pytest.approx(7.071, abs=1e-3)
-    assert rows.loc["subword_alignment", "paper"] == pytest.approx(2.37)  # published, not built: kept with a reason
-    assert "subword_alignment" in md and "not built" in md and "NER, QA: not run (papers.adjust.table6.tasks: xnli)" in md
+    assert rows.loc["subword_alignment", "paper"] == pytest.approx(2.37)  # published, not run: kept with a reason
+    assert pd.isna(rows.loc["subword_alignment", "ours_mean"])
+    assert ("The paper's subword_alignment: not run here (papers.adjust.table6.modes: start, end, avg). `subword` in "
+            "that list runs it") in md
+    assert "NER, QA: not run (papers.adjust.table6.tasks: xnli)" in md
+
+
+def test_table6_puts_subword_alignment_in_the_papers_row(tiny_cfg, tmp_path):
+    spec = A.table_spec(tiny_cfg)
+    spec["table6"] = {**spec["table6"], "modes": ["avg", "subword"], "tasks": ["xnli"]}
+    files = []
+    for seed in (1, 2):
+        files.append(_eval(tmp_path, "pretrained", "en.underspec", "xnli", seed, {"hi": 5}))
+        files.append(_eval(tmp_path, Adjusted("hi", 300, seed, "avg").name, "en.underspec", "xnli", seed, {"hi": 6}))
+        files.append(_eval(tmp_path, Adjusted("hi", 300, seed, "subword").name, "en.underspec", "xnli", seed, {"hi": 3}))
+    table, md, _ = get_table("adjust", "table6").build(spec, files)
+    rows = table[table["task"] == "xnli"].set_index("mode")
+    assert rows.loc["subword_alignment", "ours_mean"] == pytest.approx(-20.0)  # 30% vs 50%, both seeds
+    assert rows.loc["subword_alignment", "paper"] == pytest.approx(2.37)
+    assert "subword" not in set(table["mode"])  # no row of its own: the paper's
+    assert "The paper's end, start: not run here (papers.adjust.table6.modes: avg, subword)." in md
+    assert "results/align/en-<xx>/subword-<encoder>/" in md
 
 
 def test_figure_rows_read_each_models_encoder(tiny_cfg):

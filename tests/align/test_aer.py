@@ -4,9 +4,13 @@ backend against the tiny world's gold alignments."""
 import pytest
 
 from xlt.align.aer import Score, score_alignment
+from xlt.align.report import aer_table
 from xlt.align.backends import available_backends
 from xlt.align.pool import PoolConfig, build_pool
 from xlt.align.stage import align_pool, raw_files
+from xlt.errors import DataFormatError
+from xlt.formats.tsv import read_gold_pharaoh, read_pharaoh
+from xlt.io import write_json
 
 
 def test_aer_with_sure_links_only_is_one_minus_f1():
@@ -18,6 +22,59 @@ def test_aer_with_sure_links_only_is_one_minus_f1():
     perfect = Score()
     perfect.add([(0, 1)], [(0, 1)])
     assert perfect.as_dict()["aer"] == 0.0
+
+
+def test_aer_with_possible_links_by_hand(tmp_path):
+    """Och & Ney: a predicted link on a possible gold link counts for precision and AER, not for
+    recall; S ⊆ P. Gold line 1: S = {0-0, 1-1}, P = S + {1-2, 2-2}; line 2: S = {0-1}, P = S."""
+    gold = tmp_path / "gold.pharaoh"
+    gold.write_text("0-0 1-1 1p2 2p2\n0-1 0p1\n")
+    (s1, p1), (s2, p2) = read_gold_pharaoh(gold)
+    assert s1 == {(0, 0), (1, 1)} and p1 == {(0, 0), (1, 1), (1, 2), (2, 2)}
+    assert s2 == p2 == {(0, 1)}
+    score = Score()
+    score.add([(0, 0), (1, 2), (2, 0)], s1, p1)  # A∩S = {0-0}, A∩P = {0-0, 1-2}
+    score.add([(0, 1)], s2, p2)  # A∩S = A∩P = {0-1}
+    d = score.as_dict()  # |A| = 4, |S| = 3, |A∩S| = 2, |A∩P| = 3
+    assert d["precision"] == pytest.approx(3 / 4) and d["recall"] == pytest.approx(2 / 3)
+    assert d["aer"] == pytest.approx(1 - (2 + 3) / (4 + 3))
+    assert (d["links"], d["gold_links"]) == (4, 3)
+    only_possible = Score()
+    only_possible.add([(1, 2)], s1, p1)  # a link on a possible gold link alone: not an error
+    assert only_possible.as_dict()["precision"] == 1.0 and only_possible.as_dict()["recall"] == 0.0
+
+
+def test_zero_over_zero_is_undefined_not_perfect(tmp_path):
+    empty = Score()
+    empty.add([], set(), {(0, 0)})  # no link predicted, no sure link: AER = 1 - 0/0
+    assert empty.as_dict() == {"precision": None, "recall": None, "aer": None, "links": 0, "gold_links": 0}
+    nothing_predicted = Score()
+    nothing_predicted.add([], {(0, 0)})
+    d = nothing_predicted.as_dict()
+    assert d["precision"] is None and d["recall"] == 0.0 and d["aer"] == 1.0
+    write_json(tmp_path / "a.json", {"pair": "es", "backend": {"name": "eflomal", "version": "2"},
+                                     "stages": {"forward": empty.as_dict(), "one_to_one": d}})  # fmt: skip
+    aer_table([tmp_path / "a.json"], ["eflomal", "fast_align"], "eflomal", tmp_path / "aer")
+    rows = [r for r in (tmp_path / "aer.md").read_text().splitlines() if r.startswith("| es")]
+    assert [c.strip() for c in rows[0].split("|")[5:8]] == ["n/a", "n/a", "n/a"]
+    assert [c.strip() for c in rows[1].split("|")[5:8]] == ["n/a", "0.0", "100.0"]
+    not_installed = next(r for r in (tmp_path / "aer.md").read_text().splitlines() if "fast_align" in r)
+    assert "not installed here" in not_installed and "n/a" not in not_installed
+
+
+@pytest.mark.parametrize("line", ["0-1 1x2", "0-1 1-", "0p", "a-1", "1--2", "0-1 1-2-3", "²-1"])
+def test_a_malformed_gold_link_names_the_file_and_line(tmp_path, line):
+    gold = tmp_path / "gold.pharaoh"
+    gold.write_text(f"0-0\n{line}\n")
+    with pytest.raises(DataFormatError, match=r"gold\.pharaoh:2: bad alignment link .*\(expected i-j or ipj\)$"):
+        read_gold_pharaoh(gold)
+
+
+def test_an_aligners_output_still_refuses_possible_links(tmp_path):
+    links = tmp_path / "links.pharaoh"
+    links.write_text("0-0 1p1\n")
+    with pytest.raises(DataFormatError, match=r"links\.pharaoh:1: bad alignment link '1p1' \(expected i-j\)$"):
+        read_pharaoh(links)
 
 
 @pytest.fixture(scope="module")

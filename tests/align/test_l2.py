@@ -41,6 +41,23 @@ def test_words_cut_off_by_max_length_have_no_vector(encoder):
     assert not np.isnan(vec[:4]).any() and np.isnan(vec[4:]).all()
 
 
+def test_a_word_cut_in_the_middle_has_no_vector(encoder):
+    """max_length keeps the first subwords of "lolo" but not all: it is treated like a word cut
+    off whole (no vector, not the mean of its surviving subwords); the words before it keep theirs."""
+    model, tok = encoder
+    words = ["lo", "mi", "lolo", "ka"]
+    ids = tok([words], is_split_into_words=True)["input_ids"][0]
+    pieces = sum(1 for w in tok([words], is_split_into_words=True).word_ids(0) if w == 2)
+    assert pieces > 1  # "lolo" is several subwords
+    cut = word_vectors(model, tok, [words], max_length=1 + 2 + pieces, batch_size=2)[0]  # no last piece
+    whole = word_vectors(model, tok, [words], max_length=len(ids), batch_size=2)[0]
+    assert not np.isnan(cut[:2]).any() and np.isnan(cut[2:]).all()
+    assert not np.isnan(whole).any()
+    d = distances(model, tok, [{"src": words, "tgt": words, "links": [[0, 0], [2, 2]]},
+                               {"src": ["mi"], "tgt": ["ka"], "links": []}], L2Config(max_length=1 + 2 + pieces))
+    assert set(d["en_word"]) == {"lo"}  # the cut word's link is skipped, as a word cut off whole
+
+
 def test_related_and_unrelated_pairs_share_the_english_word(encoder):
     model, tok = encoder
     d = distances(model, tok, RECORDS, L2Config(seed=1, max_length=32))

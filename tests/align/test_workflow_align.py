@@ -71,3 +71,11 @@ def test_full_scale_all_tables_plans_the_alignment_of_all_four_pairs(tmp_path):
     for xx in ("es", "ru", "vi", "hi"):
         assert f"results/align/en-{xx}/systran_align/links.pharaoh" in out
     assert "resources/raw/manifests/wikimatrix.json" in out
+    # adjust Table 6's subword alignment: Hindi's pool in mBERT's WordPieces, aligned once, one
+    # sample per seed on the word sample's pairs, one adjustment per seed
+    assert counts["align_subword_pool"] == counts["align_subword_links"] == 1
+    assert counts["align_subword_sample"] == 5
+    for seed in range(1, 6):
+        assert f"results/align/en-hi/subword-mbert/systran_align/samples/n30000.seed{seed}.jsonl" in out
+        assert f"results/encoders/mbert/adjust-hi-n30000-seed{seed}-subword" in out
+    assert "results/eval/mbert/adjust-hi-n30000-seed1-subword/ner/en.adjust/seed1/test.hi.json" in out

@@ -100,6 +100,7 @@ def test_table5_and_figures(probes, tmp_path):
             assert (tmp_path / "figs" / f"{fig}.{ext}").stat().st_size > 0
     fig1 = pd.read_csv(tmp_path / "figs" / "fig1.csv")
     assert fig1["rho_cross_multi"].eq(1.0).all()  # multi = 2 × cross: the same ranking
+    assert fig1["p_cross_multi"].lt(1e-9).all()  # ... over 16 heads: p ≈ 0, shown beside ρ
     assert fig1["diff"].ge(0).all()
     marks = pd.read_csv(tmp_path / "figs" / "figa2.csv")
     pos_cross = marks[(marks.task == "pos") & (marks.setting == "cross")]

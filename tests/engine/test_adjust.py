@@ -206,6 +206,50 @@ def test_eq1_terms_are_the_authors_mean_squared_errors():
     assert anchor.fn(None, batch, 0).item() == pytest.approx((0.25 + 0.25 + 1) / 6)
 
 
+def test_subword_mode_moves_exactly_the_linked_subword_vectors(tiny_encoder):
+    """Subword alignment (adjust Table 6): the pair's tokens are the encoder's subwords, each its
+    own vector; a step's align term reads the linked subwords' states and no other."""
+    from xlt.engine.model import load_tokenizer
+    from xlt.engine.objectives import REPRESENTATIONS
+    from xlt.engine.recipes.adjust import alignment_terms
+
+    tok = load_tokenizer(str(tiny_encoder))
+
+    def pieces(*words):
+        return [p for w in words for p in tok.convert_ids_to_tokens(tok(w, add_special_tokens=False)["input_ids"])]
+
+    src, tgt = pieces("lolo", "ka"), pieces("Berlin", "mi")
+    assert len(src) >= 3  # lolo splits: its second subword gets a link of its own
+    links = [[1, 0], [len(src) - 1, len(tgt) - 1]]
+    pair = {"src": src, "tgt": tgt, "links": links, "unit": "subword"}
+    f = encode_aligned_pairs([pair], tok, 32, "subword", "words").features[0]
+    assert f["source"]["input_ids"][1:-1] == tok.convert_tokens_to_ids(src)  # the tokens' own ids, not re-split
+    assert f["source"]["word_rows"] == list(range(len(src) + 2))  # each subword its own row
+    assert f["links"] == [[i + 1, j + 1] for i, j in links]
+    stream = PairedStream("pairs", [f], 1, 1, tok.pad_token_id, {"input_ids": None, "word_rows": -1},
+                          pair_pad_values={"links": -1})
+    batch = stream.collate([0])
+    torch.manual_seed(0)
+    hs = torch.randn(1, len(src) + 2, 4, requires_grad=True)
+    ht = torch.randn(1, len(tgt) + 2, 4, requires_grad=True)
+    batch[REPRESENTATIONS] = (hs, ht)
+    align, _ = alignment_terms(None, "pairs", 1.0, 1.0)
+    loss = align.fn(None, batch, 0)
+    by_hand = torch.stack([hs[0, i + 1] - ht[0, j + 1] for i, j in links]).pow(2).mean()
+    assert loss.item() == pytest.approx(by_hand.item())
+    loss.backward()
+    moved_s = [k for k in range(hs.shape[1]) if hs.grad[0, k].abs().sum() > 0]
+    moved_t = [k for k in range(ht.shape[1]) if ht.grad[0, k].abs().sum() > 0]
+    assert (moved_s, moved_t) == ([2, len(src)], [1, len(tgt)])  # the linked subwords' positions, nothing else
+    # word pairs in subword mode, subword pairs in a word mode, a token of another vocabulary: named
+    with pytest.raises(XltError, match="its tokens are words, but word vectors mode 'subword' reads subwords"):
+        encode_aligned_pairs([{**pair, "unit": "word"}], tok, 32, "subword")
+    with pytest.raises(XltError, match="its tokens are subwords, but word vectors mode 'avg' reads words"):
+        encode_aligned_pairs([pair], tok, 32, "avg")
+    with pytest.raises(XltError, match="subword 'zzzqqq' is not in the vocabulary"):
+        encode_aligned_pairs([{**pair, "src": ["zzzqqq"], "links": []}], tok, 32, "subword")
+
+
 def test_adjustment_without_the_alignment_term_leaves_the_encoder_unchanged(tiny_encoder, pair_file, tmp_path):
     """Align weight 0, dropout off: the anchor's gradient at f = f₀ is zero, so is every update.
     Both run the Hugging Face forward (fast_path off): the lean one agrees with it to rounding

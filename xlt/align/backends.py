@@ -1,6 +1,6 @@
 """Word aligners behind one interface: each writes Pharaoh files that `stage` parses alike.
 
-- ``fast_align``: the binary on PATH (github.com/clab/fast_align, built by the user), run
+- ``fast_align``: the binary on PATH (github.com/clab/fast_align, built by `make fast_align`), run
   forward and reverse with the adjust authors' ``-d -o -v``. Their exact tool.
 - ``eflomal``: the PyPI package (builds from source; a Bayesian HMM + fertility aligner,
   stronger than fast_align). Forward and reverse links are written separately, so the
@@ -87,7 +87,8 @@ class FastAlign(Backend):
     def binary(self) -> str:
         found = shutil.which("fast_align")
         if not found:
-            raise XltError("backend fast_align: no `fast_align` executable on PATH (build github.com/clab/fast_align, "
+            raise XltError("backend fast_align: no `fast_align` executable on PATH (`make fast_align` builds "
+                           "github.com/clab/fast_align and says what to add to PATH, "
                            "or set align.backend to eflomal or systran_align)")  # fmt: skip
         return found
 

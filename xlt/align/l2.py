@@ -4,7 +4,8 @@
 - Sentences: `sentences` aligned pairs drawn from the pool with `seed` (`sample.choose`).
 - Words: the pool's tokens, fed to the encoder's tokenizer as pre-split words; a word's
   vector is the mean of its subwords' last-layer vectors (the paper's "avg"). A word cut off
-  by `max_length` has no vector and its links are skipped.
+  by `max_length`, whole or in the middle (some of its subwords kept, not all), has no vector
+  and its links are skipped.
 - Related pairs: the 1-to-1 links of those sentences (at most `word_pairs`, drawn with `seed`).
 - Unrelated pairs: for every related pair, the same English word against a random word of
   another sentence pair's target side ("unpaired sentences" in the paper). Keeping the English
@@ -49,9 +50,24 @@ def load_encoder(name_or_path: str, revision: str | None = None):
     return model.eval(), tokenizer
 
 
+def whole_word_ids(tokenizer, batch: list[list[str]], enc) -> list[list[int]]:
+    """Per sentence of `batch`, the word of each position of its truncated encoding `enc`, -1
+    where none ([CLS], [SEP], padding) and where the word was cut in the middle by truncation
+    (fewer of its subwords kept than the untruncated encoding has): such a word counts as cut off."""
+    from collections import Counter
+
+    full = tokenizer(batch, is_split_into_words=True, add_special_tokens=False, verbose=False)
+    out = []
+    for b in range(len(batch)):
+        kept, total = enc.word_ids(b), Counter(full.word_ids(b))
+        counts = Counter(kept)
+        out.append([w if w is not None and counts[w] == total[w] else -1 for w in kept])
+    return out
+
+
 def word_vectors(model, tokenizer, sentences: list[list[str]], max_length: int, batch_size: int) -> list[np.ndarray]:
     """Per sentence, a (words × hidden) array of subword-averaged last-layer vectors; the rows
-    of words cut off by `max_length` are NaN."""
+    of words cut off by `max_length`, whole or in the middle, are NaN."""
     import torch  # deferred with the engine: the align stage's other jobs never load torch
 
     from xlt.engine.fastpath import encode
@@ -64,7 +80,7 @@ def word_vectors(model, tokenizer, sentences: list[list[str]], max_length: int, 
                         padding=True, return_tensors="pt")  # fmt: skip
         with torch.no_grad():  # the engine's forward (the model is in evaluation mode: Hugging Face's)
             hidden = encode(model, enc["input_ids"], enc["attention_mask"], enc.get("token_type_ids")).double()
-        rows = torch.tensor([[w if w is not None else -1 for w in enc.word_ids(b)] for b in range(len(batch))])
+        rows = torch.tensor(whole_word_ids(tokenizer, batch, enc))
         table, has, width = subword_means(hidden, rows)
         for b, words in enumerate(batch):
             vec = torch.full((len(words), hidden.shape[-1]), float("nan"), dtype=hidden.dtype)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +13,7 @@ from xlt.align.aer import STAGES
 from xlt.errors import XltError
 from xlt.io import read_json, write_text
 
+UNDEFINED = "n/a"  # a ratio of 0/0 (xlt.align.aer.ratio)
 AER_COLUMNS = ("pair", "backend", "version", "stage", "precision", "recall", "aer", "links", "gold_links", "status")
 
 
@@ -37,15 +39,18 @@ def aer_table(aer_jsons: list[str | Path], configured: list[str], default: str, 
     prefix = str(out_prefix)
     write_text(f"{prefix}.csv", table.to_csv(index=False, float_format="%.6g"))
     shown = table.copy()
+    scored = shown["stage"] != "-"  # a row of scores; a backend not installed has none
     for col in ("precision", "recall", "aer"):
-        shown[col] = shown[col].map(lambda v: "" if pd.isna(v) else f"{100 * v:.1f}")
+        shown[col] = [UNDEFINED if pd.isna(v) and row else "" if pd.isna(v) else f"{100 * v:.1f}"
+                      for v, row in zip(shown[col], scored, strict=True)]  # fmt: skip
     for col in ("links", "gold_links"):
         shown[col] = shown[col].map(lambda v: "" if pd.isna(v) else str(int(v)))
     md = ["# Word alignment quality against the tiny world's gold links", "",
-          "Precision, recall and AER in % (gold links are all sure: AER = 1 − F1), pooled over each",
-          "pool's sentence pairs. Stages: forward / reverse links, their intersection (directional",
-          "backends) or the backend's own symmetrisation (systran-align), and the final 1-to-1 links",
-          f"the adjustment uses. Default backend: `{default}`.", "",
+          "Precision, recall and AER in % (Och & Ney; the world's gold links are all sure: AER = 1 − F1), pooled",
+          f"over each pool's sentence pairs; {UNDEFINED}: a ratio of 0/0 (no link predicted, or none in the gold).",
+          "Stages: forward / reverse links, their intersection (directional backends) or the backend's own",
+          "symmetrisation (systran-align), and the final 1-to-1 links the adjustment uses.",
+          f"Default backend: `{default}`.", "",
           shown.fillna("").to_markdown(index=False), ""]  # fmt: skip
     write_text(f"{prefix}.md", "\n".join(md))
     return table
@@ -90,8 +95,11 @@ def l2_figure(dist: pd.DataFrame, pairs: list[str], bins: int, title: str, out_s
             if r == len(models) - 1:
                 ax.set_xlabel("L2 distance (last layer)")
     axes[0][0].legend(fontsize=8)
+    # the title wrapped to the figure's width (~6 pt a character at 10 pt), with room above the panels
+    chars = max(24, int(fig.get_figwidth() * 72 / 6))
+    title = "\n".join(textwrap.fill(line, chars) for line in title.split("\n"))
     fig.suptitle(title, fontsize=10)
-    fig.tight_layout(rect=(0, 0, 1, 1 - 0.6 / fig.get_figheight()))  # room for the title (two lines at most)
+    fig.tight_layout(rect=(0, 0, 1, 1 - (0.24 + 0.18 * (title.count("\n") + 1)) / fig.get_figheight()))
     save_figure(fig, out_stem, hist)
     plt.close(fig)
     return hist

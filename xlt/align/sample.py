@@ -60,15 +60,22 @@ def write_sample(pool: str | Path, links: str | Path, align_meta: str | Path, n:
                  out: str | Path, meta_out: str | Path) -> dict:  # fmt: skip
     """Draw `n` aligned pairs with `seed`; write them (JSON lines) and their provenance."""
     positions = choose(pool, links, n, seed)
+    return write_records(iter_chosen(pool, links, positions), pool, links, align_meta, out, meta_out,
+                         {"size": n, "seed": seed})
+
+
+def write_records(records: Iterator[dict], pool: str | Path, links: str | Path, align_meta: str | Path,
+                  out: str | Path, meta_out: str | Path, meta: dict) -> dict:  # fmt: skip
+    """Write a sample's records (JSON lines) and its provenance: `meta` with the backend that
+    made the links, the pool, links and sample checksums and the number of links."""
     n_links = 0
     with atomic_path(out) as tmp, open(tmp, "w", encoding="utf-8", newline="\n") as f:
-        for rec in iter_chosen(pool, links, positions):
+        for rec in records:
             n_links += len(rec["links"])
             f.write(json.dumps(rec, ensure_ascii=False) + "\n")
     aligned = read_json(align_meta)
     meta = {
-        "size": n,
-        "seed": seed,
+        **meta,
         "links": n_links,
         "backend": aligned["backend"],
         "pool_sha256": sha256_file(pool),

@@ -7,6 +7,8 @@
     {results}/align/en-{xx}/{backend}/aer.json                              vs gold (the world)
     {results}/align/en-{xx}/{backend}/l2/{encoder}.{csv,json}               word-pair distances
     {results}/tables/align/aer.{md,csv}
+    {results}/align/en-{xx}/subword-{encoder}/pool.{tsv,json}               the pool in the encoder's subwords
+    {results}/align/en-{xx}/subword-{encoder}/{backend}/...                 raw/, links, samples/ as above
 
 The distances are the original-model rows of adjust's Figures 1-2 (its plugin draws them).
 """
@@ -41,6 +43,12 @@ def pair_dir(cfg: dict, xx: str) -> str:
 
 def backend_dir(cfg: dict, xx: str, backend: str | None = None) -> str:
     return f"{pair_dir(cfg, xx)}/{backend or spec(cfg)['backend']}"
+
+
+def subword_dir(cfg: dict, xx: str, encoder: str) -> str:
+    """The subword branch of a pair (xlt.align.subword): the pool in `encoder`'s subwords and
+    its alignment. An adjusted init ending in `-subword` reads its samples."""
+    return f"{pair_dir(cfg, xx)}/subword-{encoder}"
 
 
 def bitext_inputs(cfg: dict) -> list[str]:

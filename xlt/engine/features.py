@@ -175,8 +175,10 @@ def encode_qa(records: list[dict], tokenizer, max_length: int, stride: int, trai
 
 
 # Which subwords make a word's vector in an aligned pair (Cao et al. 2020; the adjust paper's
-# Table 6): the first, the last, or the average of all.
-WORD_VECTORS = ("start", "end", "avg")
+# Table 6): the first, the last, or the average of all; or "subword": the pair's tokens are
+# already the encoder's subwords, aligned as such (the alignment stage's subword branch,
+# xlt.align.subword), each its own vector.
+WORD_VECTORS = ("start", "end", "avg", "subword")
 # Which tokens of a pair are aligned (the adjust paper's Table 7): its words and both specials
 # (the main setting), the words only, [CLS] only, or [CLS] and [SEP] only.
 ALIGNED_TOKENS = ("all", "words", "cls", "cls_sep")
@@ -193,7 +195,7 @@ def _word_side(words: list[str], pieces: dict[str, list[int]], cls: int, sep: in
         sub = pieces[w]
         if len(ids) + len(sub) + 1 > max_length:
             break
-        take = {"start": [0], "end": [len(sub) - 1], "avg": range(len(sub))}[mode]
+        take = {"start": [0], "end": [len(sub) - 1], "avg": range(len(sub)), "subword": [0]}[mode]
         r = [-1] * len(sub)
         for t in take:
             r[t] = k + 1
@@ -205,6 +207,22 @@ def _word_side(words: list[str], pieces: dict[str, list[int]], cls: int, sep: in
     return {"input_ids": ids, "word_rows": rows}, kept
 
 
+def _word_pieces(tokenizer, words: list[str]) -> dict[str, list[int]]:
+    ids = tokenizer(words, add_special_tokens=False)["input_ids"] if words else []
+    return {w: x or [tokenizer.unk_token_id] for w, x in zip(words, ids)}
+
+
+def _subword_ids(tokenizer, subwords: list[str]) -> dict[str, list[int]]:
+    """Each token's id; a token outside the vocabulary means the pairs were tokenised by another
+    encoder's tokenizer (it would silently become the unknown token)."""
+    ids = tokenizer.convert_tokens_to_ids(subwords) if subwords else []
+    for t, i in zip(subwords, ids):
+        if i is None or (i == tokenizer.unk_token_id and t != tokenizer.unk_token):
+            raise XltError(f"subword {t!r} is not in the vocabulary of tokenizer {tokenizer.name_or_path!r}: "
+                           "were these pairs tokenised by another encoder's?")
+    return {t: [i] for t, i in zip(subwords, ids)}
+
+
 def encode_aligned_pairs(records: list[dict], tokenizer, max_length: int, mode: str = "avg",
                          tokens: str = "all") -> Encoded:
     """Aligned sentence pairs {"src": words, "tgt": words, "links": [[i, j], …]} as paired
@@ -212,17 +230,22 @@ def encode_aligned_pairs(records: list[dict], tokenizer, max_length: int, mode: 
     every word, [SEP]: what the anchor term keeps in place), and the pair's `links` as [source
     row, target row] (word i is row i+1): the word links, [CLS]–[CLS] and [SEP]–[SEP], as
     `tokens` says (ALIGNED_TOKENS). Each word is tokenised on its own (an empty one as the
-    unknown token), as the authors' code does; links to words cut by `max_length` are dropped."""
+    unknown token), as the authors' code does; links to words cut by `max_length` are dropped.
+    Mode "subword" reads pairs whose tokens are subwords (records with ``"unit": "subword"``):
+    each token is its vocabulary id, its own row, and a link joins exactly two subwords."""
     if mode not in WORD_VECTORS:
         raise XltError(f"word vectors mode={mode!r}; allowed: {', '.join(WORD_VECTORS)}")
     if tokens not in ALIGNED_TOKENS:
         raise XltError(f"aligned tokens={tokens!r}; allowed: {', '.join(ALIGNED_TOKENS)}")
     cls, sep = _specials(tokenizer)
+    unit = "subword" if mode == "subword" else "word"
     vocab = sorted({w for r in records for side in ("src", "tgt") for w in r[side]})
-    ids = tokenizer(vocab, add_special_tokens=False)["input_ids"] if vocab else []
-    pieces = {w: x or [tokenizer.unk_token_id] for w, x in zip(vocab, ids)}
+    pieces = _subword_ids(tokenizer, vocab) if unit == "subword" else _word_pieces(tokenizer, vocab)
     feats = []
     for n, r in enumerate(records):
+        if r.get("unit", "word") != unit:
+            raise XltError(f"aligned pair {n + 1}: its tokens are {r.get('unit', 'word')}s, but word vectors mode "
+                           f"{mode!r} reads {unit}s (a subword sample goes with an init ending in -subword)")
         try:
             src, n_src = _word_side(r["src"], pieces, cls, sep, max_length, mode)
             tgt, n_tgt = _word_side(r["tgt"], pieces, cls, sep, max_length, mode)

@@ -62,12 +62,36 @@ class Kind:
 
         return checked_metrics(task, golds, preds, lambda: self.scores(task, golds, preds, lang))
 
-    def collapse(self, task: Task, preds: list) -> dict | None:
-        """Whether `preds` are all one class / tag / relation (xlt.metrics.label_collapse)."""
-        from xlt.metrics import label_collapse  # deferred, as above
+    def majority_label(self, task: Task, golds: list):
+        """The most frequent gold label (class, tag) of a set: the majority baseline predicts it
+        everywhere (ties: the first met)."""
+        from collections import Counter
+
+        return Counter(self.predicted_labels(golds)).most_common(1)[0][0]
+
+    def majority_baseline(self, task: Task, golds: list) -> dict | None:
+        """The task's metrics of the majority baseline on a set (None: the kind has no such
+        baseline: its predictions are not one label per example or per token)."""
+        return None
+
+    def collapse_measure(self, task: Task, preds: list, golds: list | None = None, score: float | None = None,
+                         baseline: float | None = None) -> dict | None:
+        """What tells a collapsed run (xlt.metrics.collapse_measure): the predicted labels'
+        variety beside the gold's, the dev score beside the majority baseline's (None: the
+        kind has no classes)."""
+        from xlt.metrics import collapse_measure  # deferred, as above
 
         values = self.predicted_labels(preds)
-        return None if values is None else label_collapse(task.name, values)
+        gold_values = None if golds is None else self.predicted_labels(golds)
+        return None if values is None else collapse_measure(task.name, values, gold_values, score, baseline)
+
+    def collapse(self, task: Task, preds: list, golds: list | None = None, score: float | None = None,
+                 baseline: float | None = None, rule: dict | None = None) -> dict | None:
+        """Whether a run with these dev predictions collapsed (xlt.metrics.collapse_verdict)."""
+        from xlt.metrics import collapse_verdict  # deferred, as above
+
+        measure = self.collapse_measure(task, preds, golds, score, baseline)
+        return None if measure is None else collapse_verdict(measure, rule)
 
 
 class Tagging(Kind):
@@ -103,6 +127,10 @@ class Tagging(Kind):
     def predicted_labels(self, preds):
         return [t for seq in preds for t in seq]
 
+    def majority_baseline(self, task, golds):
+        tag = self.majority_label(task, golds)  # the tag share over tokens
+        return self.metrics(task, golds, [[tag] * len(g) for g in golds])
+
     def example_scores(self, task, golds, preds, lang=None):
         from xlt import metrics as M  # deferred, as above
 
@@ -133,6 +161,9 @@ class Classification(Kind):
         from xlt.metrics import classification_metrics  # deferred, as above
 
         return classification_metrics(golds, preds, labels=task.labels)
+
+    def majority_baseline(self, task, golds):
+        return self.metrics(task, golds, [self.majority_label(task, golds)] * len(golds))
 
     def example_scores(self, task, golds, preds, lang=None):
         from xlt.metrics import accuracy_example_scores  # deferred, as above
@@ -207,6 +238,9 @@ class Biaffine(Kind):
     def predicted_labels(self, preds):
         return [rel for p in preds for rel in p["deprel"]]
 
+    # No majority baseline: a parse is heads and relations, and no one label predicted everywhere
+    # makes a parse; a parser's collapse is judged by the share of its relations alone.
+
 
 class MLM(Kind):
     """Masked language modelling: features are plain token ids; masking happens per step
@@ -251,7 +285,8 @@ def compute_metrics(task_name: str, golds: list, preds: list, lang: str | None =
     return kind.metrics(task, golds, preds, lang)
 
 
-def prediction_collapse(task_name: str, preds: list) -> dict | None:
-    """Whether predictions of a task are all one label (None for span QA)."""
+def prediction_collapse(task_name: str, preds: list, golds: list | None = None, score: float | None = None,
+                        baseline: float | None = None, rule: dict | None = None) -> dict | None:
+    """Whether predictions of a task tell a collapsed run (Kind.collapse; None for span QA)."""
     task, kind = resolve(task_name)
-    return kind.collapse(task, preds)
+    return kind.collapse(task, preds, golds, score, baseline, rule)

@@ -19,6 +19,7 @@ import time
 from typing import Callable
 
 import torch
+from torch.profiler import record_function
 
 from xlt.engine.objectives import Objective
 from xlt.engine.predict import to_device
@@ -53,6 +54,7 @@ class Loop:
         precision: str = "fp32",  # resolved (runtime.resolve_precision): "bf16" autocasts training steps
         stop_after_steps: int | None = None,
         kill_after_steps: int | None = None,
+        heartbeat_s: float | None = None,  # a plain progress line on stdout (the console) this often
     ):
         if (epochs is None) == (max_steps is None):
             raise XltError("a training loop needs exactly one of epochs / max_steps")
@@ -107,8 +109,41 @@ class Loop:
             print(f"resuming from step {state['global_step']} (epoch {e + 1}, batch {b})", file=sys.stderr)
         return state
 
+    def _say(self, line: str, bar, console: bool = False) -> None:
+        """One plain line on a line of its own, the progress bar (if any) redrawn below it; on
+        stderr (the job's log) or, `console`, on stdout (what Snakemake shows while it runs)."""
+        if not self.dist.main:
+            return
+        if console:
+            print(line, file=sys.stdout, flush=True)
+        elif bar is not None:
+            bar.write(line, file=sys.stderr)
+        else:
+            print(line, file=sys.stderr, flush=True)
+
+    def _epoch_line(self, state: dict, epoch: int, loss_sum: float, n: int, seconds: float) -> str:
+        """`<desc>: epoch 2/5, step 128, loss 0.6931, dev accuracy 71.20, 8.4 s`: the dev score is
+        the one model selection read (on_epoch_end's history entry of this epoch)."""
+        parts = [f"{self.desc}: epoch {epoch + 1}/{self.epochs}", f"step {state['global_step']}"]
+        if n:
+            parts.append(f"loss {loss_sum / n:.4f}")
+        last = state["history"][-1] if state["history"] else {}
+        if last.get("epoch") == epoch + 1:
+            parts += [f"dev {k} {v:.4g}" for k, v in last.items()
+                      if k not in ("epoch", "step") and isinstance(v, (int, float))]
+        return ", ".join(parts) + f", {seconds:.1f} s"
+
     def run(self) -> dict:
         state = self.resume_or_start()
+        try:
+            return self._run(state)
+        finally:
+            if self._bar is not None:
+                self._bar.close()  # ends the bar's line: what follows (an error included) starts a new one
+
+    _bar = None
+
+    def _run(self, state: dict) -> dict:
         primary = self.streams[self.primary]
         steps_here = 0
         t0 = time.perf_counter()
@@ -116,8 +151,10 @@ class Loop:
         if self.progress:
             from tqdm import tqdm
 
-            bar = tqdm(total=self.total_steps(), initial=state["global_step"], desc=self.desc, unit="step",
-                       mininterval=1.0 if sys.stderr.isatty() else 30.0, file=sys.stderr)
+            bar = self._bar = tqdm(total=self.total_steps(), initial=state["global_step"], desc=self.desc, unit="step",
+                                   mininterval=1.0 if sys.stderr.isatty() else 30.0, file=sys.stderr)
+        epoch_loss, epoch_steps, epoch_t0 = 0.0, 0, time.perf_counter()  # the loss summed on its device: no sync a step
+        beat = time.monotonic()
         self.model.train()
         params = list(self.model.parameters())  # once: walking the module tree each step cost ~0.1 ms
         with GraceSignal() as grace:
@@ -130,8 +167,12 @@ class Loop:
                     if name != self.primary:
                         idx[name] = s.next_indices(cycle=True)
                 if len(idx[self.primary]) >= self.dist.world:  # else no rank could take a share: all skip it
-                    batches = {n: to_device(self.streams[n].collate(self.dist.share(i)), self.device) for n, i in idx.items()}
-                    with autocast(self.device, self.precision):
+                    # phases named for torch.profiler (benchmarks/gpu_throughput.py --profile-ours);
+                    # a few microseconds a step when no profiler runs
+                    with record_function("xlt/collate"):
+                        batches = {n: to_device(self.streams[n].collate(self.dist.share(i)), self.device)
+                                   for n, i in idx.items()}
+                    with record_function("xlt/forward"), autocast(self.device, self.precision):
                         loss, parts = self.objective(self.model, batches, state["global_step"])
                     if not torch.isfinite(loss):
                         raise XltError(
@@ -141,14 +182,24 @@ class Loop:
                             f"lr={self.scheduler.get_last_lr()[0]:.3g}. Nothing was saved for this step; "
                             "lower the learning rate or check the data."
                         )
-                    loss.backward()
-                    if self.max_grad_norm:
-                        clip_grad_norm(params, self.max_grad_norm)
-                    self.optimizer.step()
-                    self.scheduler.step()
-                    self.optimizer.zero_grad(set_to_none=True)
+                    with record_function("xlt/backward"):
+                        loss.backward()
+                    with record_function("xlt/optimizer"):  # clipping, step, schedule, zeroing
+                        if self.max_grad_norm:
+                            clip_grad_norm(params, self.max_grad_norm)
+                        self.optimizer.step()
+                        self.scheduler.step()
+                        self.optimizer.zero_grad(set_to_none=True)
                     state["global_step"] += 1
                     steps_here += 1
+                    epoch_loss = epoch_loss + loss.detach().float()
+                    epoch_steps += 1
+                    if self.heartbeat_s and time.monotonic() - beat >= self.heartbeat_s:
+                        beat = time.monotonic()
+                        total = self.total_steps()
+                        self._say(f"{self.desc}: step {state['global_step']}/{total} "
+                                  f"({100 * state['global_step'] // max(total, 1)}%), loss {loss.item():.4f}, "
+                                  f"{time.perf_counter() - t0:.0f} s", bar, console=True)
                     if state["global_step"] % self.log_every == 0:
                         state["losses"].append([state["global_step"], round(loss.item(), 5)])
                     if bar:
@@ -162,6 +213,9 @@ class Loop:
                         self.on_epoch_end(state, epoch)
                         self.timers["evaluating"] += time.perf_counter() - t
                         self.model.train()
+                    self._say(self._epoch_line(state, epoch, float(epoch_loss), epoch_steps,
+                                               time.perf_counter() - epoch_t0), bar)
+                    epoch_loss, epoch_steps, epoch_t0 = 0.0, 0, time.perf_counter()
                     primary.next_epoch()
                     self._save(state)
                     continue
@@ -173,8 +227,6 @@ class Loop:
                     why = f"signal {grace.received}" if grace.received is not None else f"stop_after_steps={self.stop_after_steps}"
                     raise Preempted(f"stopped by {why} at step {state['global_step']}; checkpoint saved in "
                                     f"{self.checkpointer.dir}, rerun to resume")
-        if bar:
-            bar.close()
         state["steps_this_process"] = steps_here
         state["seconds_this_process"] = round(time.perf_counter() - t0, 3)
         state["seconds_evaluating"] = round(self.timers["evaluating"], 3)

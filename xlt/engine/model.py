@@ -85,8 +85,8 @@ def _cannot_load(name_or_path: str, revision: str | None, e: Exception) -> XltEr
                     + f": {e.__class__.__name__}: {str(e).splitlines()[0]}")
 
 
-def load_encoder(name_or_path: str, revision: str | None = None, dropout: float | None = None):
-    """Load an encoder and its tokenizer from the Hub or a local directory."""
+def load_tokenizer(name_or_path: str, revision: str | None = None):
+    """An encoder's fast tokenizer, from the Hub or a local directory (no weights loaded)."""
     from transformers import AutoTokenizer
 
     require_local(name_or_path)
@@ -94,10 +94,15 @@ def load_encoder(name_or_path: str, revision: str | None = None, dropout: float 
         tokenizer = AutoTokenizer.from_pretrained(name_or_path, **({"revision": revision} if revision else {}))
     except (OSError, ValueError) as e:
         raise _cannot_load(name_or_path, revision, e) from None
-    encoder = load_encoder_weights(name_or_path, revision, dropout)
     if not getattr(tokenizer, "is_fast", False):
         raise XltError(f"encoder {name_or_path!r}: a fast tokenizer is needed (word alignment, offsets)")
-    return encoder, tokenizer
+    return tokenizer
+
+
+def load_encoder(name_or_path: str, revision: str | None = None, dropout: float | None = None):
+    """Load an encoder and its tokenizer from the Hub or a local directory."""
+    tokenizer = load_tokenizer(name_or_path, revision)
+    return load_encoder_weights(name_or_path, revision, dropout), tokenizer
 
 
 class TaskModel(nn.Module):

@@ -19,6 +19,7 @@ from xlt.formats.hub_parquet import (
 from xlt.formats.marc_jsonl import read_marc, write_marc
 from xlt.formats.squad_json import read_squad, write_squad
 from xlt.formats.tsv import (
+    read_gold_pharaoh,
     read_pharaoh,
     read_wikimatrix,
     read_xnli_mt,
@@ -33,6 +34,6 @@ __all__ = [
     "format_conllu", "read_conllu", "write_conllu",
     "read_hub_parquet", "read_pawsx", "read_squad_parquet", "read_tydiqa", "read_wikiann", "read_xnli", "write_parquet",
     "read_marc", "write_marc", "read_squad", "write_squad",
-    "read_pharaoh", "read_wikimatrix", "read_xnli_mt", "read_xtreme_translated", "tokenize", "write_pharaoh",
-    "write_tsv", "write_wikimatrix",
+    "read_gold_pharaoh", "read_pharaoh", "read_wikimatrix", "read_xnli_mt", "read_xtreme_translated", "tokenize",
+    "write_pharaoh", "write_tsv", "write_wikimatrix",
 ]  # fmt: skip

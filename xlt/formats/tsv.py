@@ -171,15 +171,25 @@ def write_wikimatrix(path: str | Path, rows: Iterable[tuple[float, str, str]]) -
     return n
 
 
-def parse_pharaoh(line: str, path: str | Path, lineno: int) -> list[tuple[int, int]]:
-    """The (src, tgt) links of one Pharaoh line (``i-j`` pairs, 0-based)."""
+_LINK = re.compile(r"([0-9]+)([-p])([0-9]+)")
+
+
+def _parse_links(line: str, path: str | Path, lineno: int, kinds: str) -> list[tuple[int, int, str]]:
+    """(src, tgt, kind) of each link of one Pharaoh line; `kinds`: the separators allowed
+    ("-" a sure link, "p" a possible one)."""
     links = []
     for item in line.split():
-        a, sep, b = item.partition("-")
-        if not sep or not a.isdigit() or not b.isdigit():
-            raise DataFormatError(path, lineno, f"bad alignment link {item!r} (expected i-j)")
-        links.append((int(a), int(b)))
+        m = _LINK.fullmatch(item)
+        if m is None or m[2] not in kinds:
+            expected = " or ".join(f"i{k}j" for k in kinds)
+            raise DataFormatError(path, lineno, f"bad alignment link {item!r} (expected {expected})")
+        links.append((int(m[1]), int(m[3]), m[2]))
     return links
+
+
+def parse_pharaoh(line: str, path: str | Path, lineno: int) -> list[tuple[int, int]]:
+    """The (src, tgt) links of one Pharaoh line (``i-j`` pairs, 0-based): an aligner's output."""
+    return [(a, b) for a, b, _ in _parse_links(line, path, lineno, "-")]
 
 
 def iter_pharaoh(path: str | Path) -> Iterator[list[tuple[int, int]]]:
@@ -205,6 +215,18 @@ def write_tsv(path: str | Path, rows: Iterable[Iterable[str]], header: Iterable[
 def read_pharaoh(path: str | Path) -> list[list[tuple[int, int]]]:
     """One list of (src, tgt) links per line."""
     return list(iter_pharaoh(path))
+
+
+def read_gold_pharaoh(path: str | Path) -> list[tuple[set[tuple[int, int]], set[tuple[int, int]]]]:
+    """Gold links, one (sure, possible) pair of sets per line: ``i-j`` is a sure link, ``ipj`` a
+    possible one (Och & Ney 2003; the format of the Hansards and Europarl gold sets). Every sure
+    link is possible too (S ⊆ P)."""
+    out = []
+    for lineno, line in iter_lines(path):
+        links = _parse_links(line, path, lineno, "-p")
+        sure = {(a, b) for a, b, kind in links if kind == "-"}
+        out.append((sure, sure | {(a, b) for a, b, _ in links}))
+    return out
 
 
 def write_pharaoh(path: str | Path, alignments: Iterable[Iterable[tuple[int, int]]]) -> int:

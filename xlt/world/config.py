@@ -10,7 +10,8 @@
       sizes: {train: 600, dev: 150, test: 150,      # per task, per language, per split
               qa: {train: 400}, bitext: {train: 800}}  # per-task overrides
       tasks: [pos, ner, pawsx, marc, xnli, qa, parsing, bitext]
-      noise: {typo: 0.01, homographs: 0.08, synonyms: 0.25, marc_star: 0.1}
+      noise: {typo: 0.01, homographs: 0.08, synonyms: 0.25, marc_star: 0.1,
+              unknown_chars: 0.0}     # share of test sentences with one letter no pretraining text has
       ud: {version: "2.7", textless: [ar]}   # textless: languages given an extra all-'_' treebank
       bitext: {below_threshold: 0.15}         # share of WikiMatrix rows scored under 1.04
       translations: {drop: 0.1, swap: 0.1}    # "machine" translations: word drops, neighbour swaps
@@ -70,7 +71,10 @@ _BOOLS = ("postpositions", "articles", "case_suffix", "agreement", "contractions
 _OTHER = ("related", "cognates", "name")
 LANGUAGE_KEYS = tuple(_CHOICES) + _BOOLS + _OTHER
 
-DEFAULT_NOISE = {"typo": 0.01, "homographs": 0.08, "synonyms": 0.25, "marc_star": 0.1}
+# unknown_chars: the share of the test splits' sentences in which one word carries a letter that
+# no world language writes, so a vocabulary learnt from the pretraining text reads it as [UNK]
+# (real test text has some); off by default (xlt.world.datasets.unknown_chars)
+DEFAULT_NOISE = {"typo": 0.01, "homographs": 0.08, "synonyms": 0.25, "marc_star": 0.1, "unknown_chars": 0.0}
 DEFAULT_VOCAB = {
     "person": 16, "object": 30, "place": 12, "time": 5, "verb": 24, "adjective": 24,
     "adverb": 5, "first_name": 30, "last_name": 30, "location": 25, "organization": 20,

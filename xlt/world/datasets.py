@@ -31,6 +31,41 @@ class Unit:
     records: dict = field(default_factory=dict)  # (task, lang, split) -> normalised records
 
 
+# ---------------------------------------------------------------------------- unknown characters
+# Georgian letters: no world script writes them (xlt.world.lexicon), so the pretraining text never
+# holds one and a WordPiece vocabulary learnt from it reads a word that does as [UNK].
+UNKNOWN_LETTERS = "აბგდევზთიკლმნოპრსტუფქღყშჩცძწჭხჯჰ"
+
+
+def as_written(s: Sentence) -> Sentence:
+    return s
+
+
+def unknown_chars(world, split: str, path: str) -> Callable[[Sentence], Sentence]:
+    """`world.noise.unknown_chars` for one file: in its test split, each sentence given to the
+    returned function is, with that probability, respelt with one letter of one of its words
+    (not a multiword token) replaced by an UNKNOWN_LETTERS letter: the same word misspelt, so
+    its tags, tree, label and every character offset stay. Other splits pass unchanged. Its own
+    random stream (per file), so nothing else the world draws moves."""
+    share = world.cfg["noise"]["unknown_chars"] if split == "test" else 0.0
+    if not share:
+        return as_written
+    rng = rng_for(world, "unknown-chars", path)
+
+    def misspell(s: Sentence) -> Sentence:
+        if rng.random() >= share:
+            return s
+        words = [k for k, (form, a, b) in enumerate(s.surface) if a == b and any(c.isalpha() for c in form)]
+        if not words:
+            return s
+        k = rng.choice(words)
+        form = s.surface[k][0]
+        i = rng.choice([i for i, c in enumerate(form) if c.isalpha()])
+        return s.respelt(k, form[:i] + rng.choice(UNKNOWN_LETTERS) + form[i + 1 :])
+
+    return misspell
+
+
 # ---------------------------------------------------------------------------- UD
 def ud_dir(world, lang: str, textless: bool = False) -> str:
     name = world.languages[lang].name
@@ -100,15 +135,13 @@ def build_ud(world, lang: str) -> list[Unit]:
     sampler, real = world.sampler, world.realiser(lang)
     units = []
     for split in ("train", "dev", "test"):
-        sents = _ud_sentences(world, lang, split, sizes[split])[1]
+        path = ud_file(world, lang, split)
+        sents = list(map(unknown_chars(world, split, path), _ud_sentences(world, lang, split, sizes[split])[1]))
         ids = [f"{lang}_tiny-{split}-{i + 1:05d}" for i in range(len(sents))]
         tb = ud_dir(world, lang)
         recs = [_ud_record(s, f"{tb}/{sid}") for s, sid in zip(sents, ids, strict=True)]
         conll = [_conllu_sentence(s, sid, False) for s, sid in zip(sents, ids, strict=True)]
-        units.append(
-            Unit(ud_file(world, lang, split), lambda p, c=conll: write_conllu(p, c),
-                 {(t, lang, split): recs for t in tasks})  # fmt: skip
-        )
+        units.append(Unit(path, lambda p, c=conll: write_conllu(p, c), {(t, lang, split): recs for t in tasks}))
     if lang in world.cfg["ud"]["textless"]:
         rng = rng_for(world, "ud-textless", lang)
         n = max(1, sizes["train"] // 4)
@@ -148,12 +181,10 @@ def _wikiann(sents: list[Sentence], lang: str, id_prefix: str) -> tuple[dict, li
 def build_ner(world, lang: str) -> list[Unit]:
     units = []
     for split in ("train", "dev", "test"):
+        path = f"wikiann/{lang}/{HUB_SPLIT[split]}-00000-of-00001.parquet"
         sents = _ner_sentences(world, lang, split, world.cfg["sizes"]["ner"][split])[1]
-        cols, recs = _wikiann(sents, lang, f"{lang}-{split}-")
-        units.append(
-            Unit(f"wikiann/{lang}/{HUB_SPLIT[split]}-00000-of-00001.parquet",
-                 lambda p, c=cols: write_parquet(p, "wikiann", c), {("ner", lang, split): recs})  # fmt: skip
-        )
+        cols, recs = _wikiann(list(map(unknown_chars(world, split, path), sents)), lang, f"{lang}-{split}-")
+        units.append(Unit(path, lambda p, c=cols: write_parquet(p, "wikiann", c), {("ner", lang, split): recs}))
     return units
 
 
@@ -267,22 +298,21 @@ def build_pawsx(world, langs: list[str]) -> list[Unit]:
         for lang in langs:
             real = world.realiser(lang)
             rng = rng_for(world, "pawsx", split, lang)
+            path = f"paws-x/{lang}/{HUB_SPLIT[split]}-00000-of-00001.parquet"
+            unk = unknown_chars(world, split, path)
             cols = {"id": [], "sentence1": [], "sentence2": [], "label": []}
             recs = []
             texts[lang] = []
             for i, (c1, c2, lab) in enumerate(pairs, 1):
                 wording: dict = {}  # the second sentence is an edit of the first: same words
-                s1, s2 = real.sentence(c1, rng, wording).text, real.sentence(c2, rng, wording).text
+                s1, s2 = unk(real.sentence(c1, rng, wording)).text, unk(real.sentence(c2, rng, wording)).text
                 texts[lang].append((s1, s2))
                 cols["id"].append(i)
                 cols["sentence1"].append(s1)
                 cols["sentence2"].append(s2)
                 cols["label"].append(lab)
                 recs.append({"id": str(i), "text": s1, "text_pair": s2, "label": labels[lab]})
-            units.append(
-                Unit(f"paws-x/{lang}/{HUB_SPLIT[split]}-00000-of-00001.parquet",
-                     lambda p, c=cols: write_parquet(p, "pawsx", c), {("pawsx", lang, split): recs})  # fmt: skip
-            )
+            units.append(Unit(path, lambda p, c=cols: write_parquet(p, "pawsx", c), {("pawsx", lang, split): recs}))
         units += translations.pawsx_files(world, Unit, split, texts, [lab for *_, lab in pairs])
     return units
 
@@ -383,20 +413,20 @@ def build_xnli(world, langs: list[str]) -> list[Unit]:
         for lang in langs:
             real = world.realiser(lang)
             rng = rng_for(world, "xnli", split, lang)
+            path = f"xnli/{lang}/{HUB_SPLIT[split]}-00000-of-00001.parquet"
+            unk = unknown_chars(world, split, path)
             cols = {"premise": [], "hypothesis": [], "label": []}
             recs = []
             for i, (p, h, lab) in enumerate(triples):
                 wording: dict = {}  # the hypothesis is written from the premise: same words
-                tp, th = real.sentence(p, rng, wording).text, real.sentence(h, rng, wording).text
-                texts.setdefault(lang, []).append((tp, th))
+                sp, sh = real.sentence(p, rng, wording), real.sentence(h, rng, wording)
+                texts.setdefault(lang, []).append((sp.text, sh.text))  # translations: as written
+                tp, th = unk(sp).text, unk(sh).text
                 cols["premise"].append(tp)
                 cols["hypothesis"].append(th)
                 cols["label"].append(lab)
                 recs.append({"id": f"{lang}-{split}-{i}", "text": tp, "text_pair": th, "label": labels[lab]})
-            units.append(
-                Unit(f"xnli/{lang}/{HUB_SPLIT[split]}-00000-of-00001.parquet",
-                     lambda p, c=cols: write_parquet(p, "xnli", c), {("xnli", lang, split): recs})  # fmt: skip
-            )
+            units.append(Unit(path, lambda p, c=cols: write_parquet(p, "xnli", c), {("xnli", lang, split): recs}))
         units += translations.xnli_files(world, Unit, split, texts, [lab for *_, lab in triples])
     return units
 
@@ -459,17 +489,16 @@ def build_marc(world, langs: list[str]) -> list[Unit]:
         real = world.realiser(lang)
         for split in ("train", "dev", "test"):
             rng = rng_for(world, "marc", lang, split)
+            path = f"marc/{lang}/{HUB_SPLIT[split]}.jsonl"
+            unk = unknown_chars(world, split, path)
             rows, recs = [], []
             for i in range(world.cfg["sizes"]["marc"][split]):
                 clauses, star = review(world, rng)
-                text = " ".join(real.sentence(c, rng).text for c in clauses)
+                text = " ".join(unk(real.sentence(c, rng)).text for c in clauses)
                 rid = f"{lang}_{split}_{i:06d}"
                 rows.append({"id": rid, "text": text, "label": star - 1})
                 recs.append({"id": rid, "text": text, "label": labels[star - 1]})
-            units.append(
-                Unit(f"marc/{lang}/{HUB_SPLIT[split]}.jsonl", lambda p, r=rows: write_marc(p, r),
-                     {("marc", lang, split): recs})  # fmt: skip
-            )
+            units.append(Unit(path, lambda p, r=rows: write_marc(p, r), {("marc", lang, split): recs}))
     return units
 
 
@@ -510,9 +539,10 @@ def _role_pred(code: str, strip_det: bool = False):
     return pred
 
 
-def _squad_paragraph(world, lang, paragraph, split, first_id, rng, multi: bool, question=None):
+def _squad_paragraph(world, lang, paragraph, split, first_id, rng, multi: bool, question=None, unk=as_written):
     """One SQuAD paragraph in `lang`; `question` = (language, rng) asks the questions in another
-    language on their own stream (MLQA's cross-lingual pairs), else they are in `lang`."""
+    language on their own stream (MLQA's cross-lingual pairs), else they are in `lang`; `unk`
+    (`unknown_chars`) respells context sentences (an answer is then the misspelt span)."""
     real = world.realiser(lang)
     qreal, qrng = (world.realiser(question[0]), question[1]) if question else (real, rng)
     own = question is None
@@ -520,7 +550,7 @@ def _squad_paragraph(world, lang, paragraph, split, first_id, rng, multi: bool, 
     # each question is written from its sentence's wording (the same synonyms), as a reader's
     # question quotes the text it asks about; a question in another language draws its own
     wordings: list[dict] = [{} for _ in sents]
-    realised = [real.sentence(c, rng, wd) for c, wd in zip(sents, wordings)]
+    realised = [unk(real.sentence(c, rng, wd)) for c, wd in zip(sents, wordings)]
     starts, pos = [], 0
     for s in realised:
         starts.append(pos)
@@ -552,12 +582,12 @@ def _squad_paragraph(world, lang, paragraph, split, first_id, rng, multi: bool, 
     return {"context": context, "qas": qas}, recs
 
 
-def _squad_articles(world, lang, paragraphs, split, rng, multi, question=None):
+def _squad_articles(world, lang, paragraphs, split, rng, multi, question=None, unk=as_written):
     articles, recs, qid = [], [], 0
     for p0 in range(0, len(paragraphs), 4):
         paras = []
         for par in paragraphs[p0 : p0 + 4]:
-            para, r = _squad_paragraph(world, lang, par, split, qid, rng, multi, question)
+            para, r = _squad_paragraph(world, lang, par, split, qid, rng, multi, question, unk)
             qid += len(par[1])
             if para["qas"]:
                 paras.append(para)
@@ -592,13 +622,15 @@ def build_qa(world, langs: list[str]) -> list[Unit]:
                                          rng_for(world, "qa", split, "en"), multi=split != "train")  # fmt: skip
             units.append(Unit(fname, lambda p, a=arts: write_squad(p, a), {("qa", "en", split): recs}))
     paragraphs = qa_paragraphs(world, "test")
-    xquad = {}
     for lang in langs:
-        arts, recs = _squad_articles(world, lang, paragraphs, "test", rng_for(world, "qa", "test", lang), True)
-        xquad[lang] = arts
-        units.append(Unit(f"xquad/xquad.{lang}.json", lambda p, a=arts: write_squad(p, a), {("qa", lang, "test"): recs}))
+        path = f"xquad/xquad.{lang}.json"
+        arts, recs = _squad_articles(world, lang, paragraphs, "test", rng_for(world, "qa", "test", lang), True,
+                                     unk=unknown_chars(world, "test", path))  # fmt: skip
+        units.append(Unit(path, lambda p, a=arts: write_squad(p, a), {("qa", lang, "test"): recs}))
     if "en" not in langs:
         return units
+    # translate-test stands for xx's XQuAD translated: English XQuAD as written, no unknown letters
+    xquad_en = _squad_articles(world, "en", paragraphs, "test", rng_for(world, "qa", "test", "en"), True)[0]
     # XTREME translate-train / -dev (English SQuAD train / dev in xx) and translate-test (XQuAD xx in English)
     train, dev = qa_paragraphs(world, "train"), qa_paragraphs(world, "dev")
     for lang in langs:
@@ -610,8 +642,8 @@ def build_qa(world, langs: list[str]) -> list[Unit]:
             units.append(translations.squad_file(Unit, path, lang, split, arts, translations.Noise(world, stream, lang)))
             units.append(translations.squad_file(Unit, translations.gold_path(path), lang, split, arts))
         path = f"xtreme_translations/XQuAD/translate-test/xquad.translate.test.{lang}-en.json"
-        units.append(translations.squad_file(Unit, path, lang, "test", xquad["en"], translations.Noise(world, "xquad", lang)))
-        units.append(translations.squad_file(Unit, translations.gold_path(path), lang, "test", xquad["en"]))
+        units.append(translations.squad_file(Unit, path, lang, "test", xquad_en, translations.Noise(world, "xquad", lang)))
+        units.append(translations.squad_file(Unit, translations.gold_path(path), lang, "test", xquad_en))
     units += _mlqa(world, [c for c in langs if c in MLQA_LANGUAGES])
     units += _tydiqa(world, [c for c in langs if c in TYDIQA_LANGUAGES.values()])
     return units

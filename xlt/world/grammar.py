@@ -284,6 +284,19 @@ class Sentence:
             return None
         return self.offsets[inside[0]][0], self.offsets[inside[-1]][1]
 
+    def respelt(self, k: int, form: str) -> Sentence:
+        """The same sentence with surface token `k` (one word) spelt `form`: lemma, tags, tree
+        and the other words as they were (the words are shared, not copied)."""
+        _old, a, b = self.surface[k]
+        if a != b:
+            raise ValueError(f"surface token {k} is a multiword token")
+        w = self.words[a]
+        new = Word(form, w.lemma, w.upos, w.feats, w.rel, w.key, w.head, w.ner, w.fuse)
+        new.i = w.i  # other words' heads point at the old word: `heads()` reads its index
+        surface = list(self.surface)
+        surface[k] = (form, a, b)
+        return Sentence(self.words[:a] + [new] + self.words[a + 1 :], surface)
+
 
 def _typo(rng: random.Random, s: str) -> str:
     i = rng.randrange(1, len(s) - 1)

@@ -47,7 +47,8 @@ class AdjustConfig:
     weight_decay: float = 0.0  # the authors' plain Adam
     max_grad_norm: float = 0.0  # no clipping (the authors')
     max_length: int = 128  # subwords per sentence, specials included; words past it are cut
-    word_vectors: str = "avg"  # a word's vector: its subwords' "avg", or the "start" / "end" subword
+    word_vectors: str = "avg"  # a word's vector: its subwords' "avg", the "start" / "end" subword, or
+    #                             "subword": the pairs are aligned subwords (the stage's subword branch)
     tokens: str = "all"  # aligned: words, [CLS] and [SEP] ("all"), or "words", "cls", "cls_sep" (ALIGNED_TOKENS)
     align_weight: float = 1.0
     anchor_weight: float = 1.0  # the authors' base_rate

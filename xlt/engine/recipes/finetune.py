@@ -142,6 +142,12 @@ def train(
     scheduler = build_scheduler(optimizer, total, cfg.warmup_ratio, cfg.schedule)
     ckpt = Checkpointer(checkpoint_dir)
 
+    # what a collapse verdict compares the dev score with: the majority baseline of the same
+    # dev sets, averaged as the score is (None where the kind has none: QA, parsing)
+    baselines = [kind.majority_baseline(task, ev.golds) for ev in dev_sets.values()]
+    baseline = None if None in baselines else float(np.mean([b[metric] for b in baselines]))
+    dev_golds = [g for ev in dev_sets.values() for g in ev.golds]
+
     def select(state: dict, epoch: int) -> None:
         scored = {p: ev.score(model, device) for p, ev in dev_sets.items()}
         dev_metrics = {p: m for p, (_, m) in scored.items()}
@@ -149,8 +155,10 @@ def train(
         state["history"].append({"epoch": epoch + 1, "step": state["global_step"], "dev": dev_metrics, metric: score})
         if cfg.select == "last" or state["best"] is None or score > state["best"]:
             state["best"], state["best_epoch"] = score, epoch + 1
-            # the selected model's dev predictions, all dev sets together: did it collapse?
-            state["dev_collapse"] = kind.collapse(task, [x for preds, _ in scored.values() for x in preds])
+            # the selected model's dev predictions, all dev sets together: what tells whether it
+            # collapsed (xlt.finetune judges it by the config's rule)
+            state["dev_collapse"] = kind.collapse_measure(task, [x for preds, _ in scored.values() for x in preds],
+                                                          dev_golds, score, baseline)
             if dist.main:
                 ckpt.save_best(model)
 

@@ -145,6 +145,8 @@ def train_mlm(
     progress: bool = True,
     kill_after_steps: int | None = None,
     stop_after_steps: int | None = None,
+    desc: str = "mlm",
+    heartbeat_s: float | None = None,
 ) -> dict:
     """MLM-train a new BERT of `shape` with the tokenizer in `tokenizer_dir`, or continue the
     MLM encoder `init_from` (Hub id or directory) with its own tokenizer (domain adaptation)."""
@@ -190,8 +192,8 @@ def train_mlm(
     loop = Loop(model=ddp_model, raw_model=model, optimizer=optimizer, scheduler=scheduler, streams={"mlm": stream},
                 primary="mlm", objective=Objective([term]), device=device, dist=dist, checkpointer=ckpt,
                 max_steps=cfg.steps, max_grad_norm=cfg.max_grad_norm, checkpoint_every=cfg.checkpoint_every,
-                checkpoint_minutes=cfg.checkpoint_minutes, desc="mlm", progress=progress, kill_after_steps=kill_after_steps, stop_after_steps=stop_after_steps,
-                precision=precision)
+                checkpoint_minutes=cfg.checkpoint_minutes, desc=desc, progress=progress, kill_after_steps=kill_after_steps, stop_after_steps=stop_after_steps,
+                precision=precision, heartbeat_s=heartbeat_s)
     state = loop.run()
     summary = {"steps": state["global_step"], "losses": state["losses"], "resumed_from": state["resumed_from"],
                "steps_this_process": state["steps_this_process"], "sequences": len(enc.features),

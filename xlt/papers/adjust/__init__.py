@@ -138,10 +138,13 @@ def _scores(spec: dict, inputs: list[str]) -> pd.DataFrame:
 
 
 def _gains(ours: pd.DataFrame, column: str) -> pd.DataFrame:
-    """Per seed, each adjusted variant's score minus the original's (same task, language, seed)."""
-    base = ours[ours["model"] == "original"].set_index(["task", "lang", "seed"])["value"]
+    """Per seed, each adjusted variant's score minus the original's (same task, language, seed);
+    collapsed where either model collapsed."""
+    base = ours[ours["model"] == "original"].set_index(["task", "lang", "seed"])[["value", "collapsed"]]
     adj = ours[ours["model"] == "adjusted"].copy()
-    adj["value"] = [v - base[(t, lang, s)] for t, lang, s, v in zip(adj["task"], adj["lang"], adj["seed"], adj["value"])]
+    at = list(zip(adj["task"], adj["lang"], adj["seed"]))
+    adj["value"] = [v - base.at[k, "value"] for k, v in zip(at, adj["value"])]
+    adj["collapsed"] = [bool(c or base.at[k, "collapsed"]) for k, c in zip(at, adj["collapsed"])]
     return adj[["task", "dataset", column, "lang", "seed", "value", "collapsed"]]
 
 
@@ -406,13 +409,18 @@ VARIANT_TITLE = {
 }
 
 
+# A variant's name in the published tables where ours differs (the init's `-subword`).
+PUBLISHED_NAME = {"subword": "subword_alignment"}
+VARIANT_KEY = {"table5": "sizes", "table6": "modes", "table7": "tokens"}
+
+
 def _variant_table(spec: dict, inputs: list[str], table_id: str, notes: list[str]):
     t = spec[table_id]
     column, pub_column = VARIANT_COLUMN[table_id], PUBLISHED_COLUMN[table_id]
     ours = _scores(spec, inputs)
     ours = ours[(ours["model"] == "original") & (ours["lang"] == t["pair"]) | (ours["pair"] == t["pair"])]
     gains = _gains(ours, column).rename(columns={column: pub_column})
-    gains[pub_column] = gains[pub_column].astype(str)
+    gains[pub_column] = [PUBLISHED_NAME.get(str(v), str(v)) for v in gains[pub_column]]
     published = load_published(SLUG, table_id)
     published = published.assign(**{pub_column: published[pub_column].astype(str)})
     table = paper_vs_ours(gains, published, [pub_column, "task", "dataset", "lang"])
@@ -424,10 +432,11 @@ def _variant_table(spec: dict, inputs: list[str], table_id: str, notes: list[str
     unmatched = sorted({str(v) for v in table.loc[run & table["ours_mean"].isna() & table["paper"].notna(), pub_column]},
                        key=lambda v: (len(v), v))
     if unmatched:
-        ours_only = ", ".join(str(v) for v in t.get("sizes", t.get("modes", t.get("tokens", [])))
-                              if str(v) not in set(published[pub_column]))
-        notes = [*notes, f"The paper's {', '.join(unmatched)}: not run here"
-                 + (f" (ours: {ours_only}, their own rows)" if ours_only else "") + "."]
+        key = VARIANT_KEY[table_id]
+        ours_only = ", ".join(str(v) for v in t[key] if PUBLISHED_NAME.get(str(v), str(v)) not in set(published[pub_column]))
+        notes = [*notes, f"The paper's {', '.join(unmatched)}: not run here (papers.{SLUG}.{table_id}.{key}: "
+                 f"{', '.join(str(v) for v in t[key])})" + (f"; ours: {ours_only}, their own rows" if ours_only else "")
+                 + "." + "".join(f" {HOW_TO_RUN[v]}" for v in unmatched if v in HOW_TO_RUN)]
     table = table.assign(column=[f"{task}:{d}" for task, d in zip(table["task"], table["dataset"])])
     md, tex = render_grid(table, [pub_column], "column", VARIANT_TITLE[table_id].format(pair=t["pair"]),
                           _notes(spec, ours, ["Each cell: the adjusted model's score minus the original's, per seed, "
@@ -438,11 +447,19 @@ def _variant_table(spec: dict, inputs: list[str], table_id: str, notes: list[str
 VARIANT_NOTES = {
     "table5": ["Sizes: sentence pairs drawn from the pool (align.samples); the paper's 5K-250K from a 250K "
                "WikiMatrix pool."],
-    "table6": ["subword_alignment (the aligner run on WordPieces instead of words) is not built: it needs the pool "
-               "re-tokenised by the encoder's tokenizer and aligned again; its row shows the paper only."],
+    "table6": ["start / end / avg: a word's vector is its first subword's, its last's or their average, on word "
+               "links; subword_alignment (init -subword): the aligner run on the pool re-tokenised by the encoder's "
+               "tokenizer (each word alone, as the adjustment tokenises it; results/align/en-<xx>/subword-<encoder>/), "
+               "its 1-to-1 subword links used as they are; each seed's sample holds the same sentence pairs as its "
+               "word-level sample (xlt/align/subword.py)."],
     "table7": ["Every variant keeps the English vectors of all tokens near the original's (the anchor term); only the "
                "aligned pairs change."],
 }
+
+
+# How to run a published row the config leaves out (the generated note of a variant table).
+HOW_TO_RUN = {"subword_alignment": "`subword` in that list runs it: the pool in the encoder's subwords, aligned "
+                                   "again, one more adjustment and fine-tuning per seed and task (docs/align.md)."}
 
 
 def variant_table(table_id: str) -> Table:

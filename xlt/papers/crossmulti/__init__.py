@@ -40,11 +40,14 @@ def recipes(cfg: dict) -> dict[str, Recipe]:
 
 def model_setting(model: str) -> dict:
     """task, setting (`cross`: one training language, else `multi`) and seed of a model
-    directory, from its path (…/{task}/{recipe}/seed{seed})."""
+    directory, from its path (…/{task}/{recipe}/seed{seed}); and whether its fine-tuning
+    collapsed (its xlt_model.json, where there is one: the analysis tables mark it †)."""
+    from xlt.finetune import model_collapse_flag
+
     path = Path(model)
     recipe = Recipe.parse(path.parent.name)
     return {"task": task_of(path.parent.parent.name), "setting": "cross" if len(recipe.train_langs) == 1 else "multi",
-            "seed": int(path.name.removeprefix("seed"))}
+            "seed": int(path.name.removeprefix("seed")), **model_collapse_flag(path)}
 
 
 def table2_inputs(cfg: dict) -> list[str]:

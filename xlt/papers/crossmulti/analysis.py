@@ -12,7 +12,7 @@ from scipy.stats import spearmanr
 from xlt.errors import XltError
 from xlt.papers.crossmulti import SLUG
 from xlt.papers.published import load_published
-from xlt.tables import TASK_LABELS, paper_vs_ours, render_grid
+from xlt.tables import TASK_LABELS, add_marks, paper_vs_ours, render_grid
 
 VANILLA = "vanilla"  # the pretrained encoder; the paper's "mBERT" rows
 
@@ -50,7 +50,7 @@ def table3_rows(probes: pd.DataFrame) -> pd.DataFrame:
     if vanilla.empty:
         raise XltError("Table 3: no probe of the vanilla encoder among the inputs")
     ft = model[(model["setting"] != VANILLA) & (model["task"] != model["probe_task"])].copy()
-    cols = ["task", "setting", "probe_task", "seed", "value"]
+    cols = ["task", "setting", "probe_task", "seed", "value"] + (["collapsed"] if "collapsed" in model else [])
     if ft.empty:  # a single task: no model is probed on another task, every cell –
         return pd.DataFrame(columns=cols)
     ft["value"] = ft["value"].astype(float) - ft["probe_task"].map(vanilla).astype(float)
@@ -78,10 +78,22 @@ def scaled_k(k: int, heads_total: int, of: int) -> int:
     return max(2, min(heads_total, round(k * heads_total / of)))
 
 
+def top_heads(scores: np.ndarray, k: int) -> np.ndarray:
+    """The heads (indices) among the top k whatever the heads' numbering: a head scoring the same
+    as the head just past the cut-off is left out with it ("at most k"). Ties at the cut-off are
+    common (a probe that learned nothing scores exactly 0.0), and any rule that breaks them by
+    index lets the numbering choose which of them count."""
+    scores = np.asarray(scores, dtype=float)
+    if k >= len(scores):
+        return np.arange(len(scores))
+    cut = np.sort(scores)[::-1][k]  # the best score not in the top k
+    return np.flatnonzero(scores > cut)
+
+
 def topk_compare(model: np.ndarray, base: np.ndarray, k: int) -> tuple[int, float, float]:
-    """Overlap of the top-k heads and Spearman ρ (and its p) of both models' scores over the overlap."""
-    top_m, top_b = set(np.argsort(-model, kind="stable")[:k]), set(np.argsort(-base, kind="stable")[:k])
-    shared = sorted(top_m & top_b)
+    """Overlap of the top-k heads (`top_heads`: ties at the cut-off left out) and Spearman ρ (and
+    its two-sided p; tied scores get average ranks) of both models' scores over the overlap."""
+    shared = np.intersect1d(top_heads(model, k), top_heads(base, k))
     if len(shared) < 3:
         return len(shared), math.nan, math.nan
     rho, p = spearmanr(model[shared], base[shared])
@@ -95,20 +107,37 @@ def head_scores(probes: pd.DataFrame) -> dict[tuple, np.ndarray]:
 
 
 def table4_rows(probes: pd.DataFrame, topk: list[int], heads_total: int, of: int) -> pd.DataFrame:
-    """Each model vs the probing task's cross model (same seed): overlap and ρ per K."""
+    """Each model vs the probing task's cross model (same seed): overlap and ρ (and its p) per
+    K; `collapsed` where the model or that baseline collapsed (the probes' CSVs say which)."""
     scores = head_scores(probes)
+    flags = (probes.groupby(["task", "setting", "seed"])["collapsed"].any().to_dict() if "collapsed" in probes else {})
     rows = []
     for (task, setting, seed, probe), s in scores.items():
         base = scores.get((probe, "cross", seed, probe))
         if base is None or (task, setting) == (probe, "cross"):
             continue
+        cell = {"task": task, "setting": setting, "probe_task": probe, "seed": seed,
+                "collapsed": bool(flags.get((task, setting, seed)) or flags.get((probe, "cross", seed)))}
         for k in topk:
             overlap, rho, p = topk_compare(s, base, scaled_k(k, heads_total, of))
-            rows += [{"task": task, "setting": setting, "probe_task": probe, "topk": k, "metric": "overlap",
-                      "seed": seed, "value": overlap},
-                     {"task": task, "setting": setting, "probe_task": probe, "topk": k, "metric": "spearman",
-                      "seed": seed, "value": rho, "p": p}]
-    return pd.DataFrame(rows, columns=["task", "setting", "probe_task", "topk", "metric", "seed", "value", "p"])
+            rows += [{**cell, "topk": k, "metric": "overlap", "value": overlap},
+                     {**cell, "topk": k, "metric": "spearman", "value": rho, "p": p}]
+    return pd.DataFrame(rows, columns=["task", "setting", "probe_task", "topk", "metric", "seed", "value", "p", "collapsed"])
+
+
+TABLE4_ALPHA = 0.05
+TOP_HEADS_RULE = ("a head is among the top k when fewer than k heads score strictly more than the best head left "
+                  "out, i.e. heads tied with the (k+1)-th score are all left out (at most k; ties most often are "
+                  "probes that learned nothing, scoring 0.0), so the heads' numbering never decides; ρ ranks tied "
+                  "scores by their average rank.")
+
+
+def rho_tests(ours: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """Per ρ cell of Table 4 (rows of `table4_rows`, NaN ρ dropped): the largest p over its
+    seeds (`pvalue`: below α only when every seed's ρ is) and how many seeds are below α."""
+    rho = ours[ours["metric"] == "spearman"]
+    return (rho.groupby(keys, sort=False)["p"]
+            .agg(pvalue="max", n_significant=lambda p: int((p < TABLE4_ALPHA).sum())).reset_index())
 
 
 def table4(spec: dict, inputs: list[str]):
@@ -116,7 +145,12 @@ def table4(spec: dict, inputs: list[str]):
     ours = table4_rows(read_csvs(inputs), a["topk"], spec["heads_total"], a["topk_of_heads"])
     keys = ["task", "setting", "probe_task", "topk", "metric"]
     # a seed whose top-K share under three heads has no ρ: the cell averages the seeds that have one
-    table = paper_vs_ours(ours.drop(columns="p").dropna(subset=["value"]), _published("table4", spec["tasks"]), keys)
+    ours = ours.dropna(subset=["value"])
+    published = _published("table4", spec["tasks"])
+    table = paper_vs_ours(ours.drop(columns="p"), published, keys)
+    tests = rho_tests(ours, keys)
+    table = add_marks(table, keys, {"spearman": "*"}, by="metric", published=published, tests=tests, alpha=TABLE4_ALPHA)
+    table = table.merge(tests.drop(columns="pvalue"), on=keys, how="left")
     table = in_paper_order(table, spec["tasks"], keys)
     table["column"] = table["probe_task"].map(TASK_LABELS) + " " + table["metric"].map({"overlap": "Ovlp", "spearman": "ρ"})
     ks = ", ".join(f"K={k}→{scaled_k(k, spec['heads_total'], a['topk_of_heads'])}" for k in a["topk"])
@@ -126,7 +160,13 @@ def table4(spec: dict, inputs: list[str]):
              "it is coarse.",
              "Baseline of a probing task = its cross model (same seed); per-head probes: linear layers on each "
              "head's context vector, trained on the EN training data, scored on the four test sets.",
-             f"Seeds: {sorted(ours['seed'].unique().tolist())}."]
+             f"Top-k heads: {TOP_HEADS_RULE}",
+             f"ρ*: Spearman's ρ significant (two-sided p < {TABLE4_ALPHA}, scipy.stats.spearmanr) in every seed "
+             "of the cell; the CSV's pvalue is the largest p over those seeds, n_significant counts the seeds "
+             "below α (the paper marks significant ρ with * and gives no α: ours).",
+             f"Seeds: {sorted(ours['seed'].unique().tolist())}.",
+             *(["† here: the model or its baseline (the same seed's cross model) collapsed."]
+               if ours["collapsed"].any() else [])]
     columns = [f"{TASK_LABELS[t]} {m}" for t in spec["tasks"] for m in ("Ovlp", "ρ")]
     md, tex = render_grid(table, ["task", "setting", "topk"], "column", "crossmulti Table 4: attention-head probing",
                           notes, labels={**TASK_LABELS, **{k: f"K={k}" for k in a["topk"]}, **{c: c for c in columns}},
@@ -140,7 +180,8 @@ def table4(spec: dict, inputs: list[str]):
 def table5(spec: dict, inputs: list[str]):
     df = read_csvs(inputs)
     df["task"] = df["task"].str.partition(".")[0]
-    ours = df.rename(columns={"pppl": "value"})[["task", "setting", "lang", "seed", "value"]].fillna({"seed": 0})
+    cols = ["task", "setting", "lang", "seed", "value"] + (["collapsed"] if "collapsed" in df else [])
+    ours = df.rename(columns={"pppl": "value"})[cols].fillna({"seed": 0})
     pub = _published("table5", spec["tasks"]).replace({"setting": {"mbert": VANILLA}})
     table = paper_vs_ours(ours, pub, ["task", "setting", "lang"])
     notes = ["PPPL = exp(−ΣPLL/Σtokens) over each language's test text; every token but [CLS]/[SEP] masked once.",
@@ -154,19 +195,28 @@ def table5(spec: dict, inputs: list[str]):
 # ---- figures -------------------------------------------------------------------------------------
 
 
-def head_update_maps(updates: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, tuple[float, float]]]:
+def head_update_maps(updates: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, tuple[float, float, float]]]:
     """Seed-mean maps (task, layer, head: cross, multi, diff) and, per task, Spearman ρ between the
-    cross and multi maps, mean and std over seeds."""
+    cross and multi maps: its mean and std over seeds, and the largest of the seeds' two-sided
+    p (scipy.stats.spearmanr): every seed's ρ has a p at most that."""
     mean = updates.groupby(["task", "setting", "layer", "head"])["update"].mean().unstack("setting").reset_index()
     mean["diff"] = mean["multi"] - mean["cross"]
     rhos = {}
     for task, g in updates.groupby("task"):
-        per_seed = []
+        per_seed, ps = [], []
         for _, s in g.groupby("seed"):
             w = s.pivot_table(index=["layer", "head"], columns="setting", values="update")
-            per_seed.append(spearmanr(w["cross"], w["multi"])[0])
-        rhos[task] = (float(np.mean(per_seed)), float(np.std(per_seed, ddof=1)) if len(per_seed) > 1 else math.nan)
+            rho, p = spearmanr(w["cross"], w["multi"])
+            per_seed.append(rho)
+            ps.append(p)
+        rhos[task] = (float(np.mean(per_seed)), float(np.std(per_seed, ddof=1)) if len(per_seed) > 1 else math.nan,
+                      float(np.max(ps)))
     return mean, rhos
+
+
+def p_text(p: float) -> str:
+    """A p-value as a figure prints it: p=0.034, p=2.1e-05."""
+    return "p=–" if math.isnan(p) else f"p={p:.2g}"
 
 
 def _save(fig, out_dir: str, figure: str, data: pd.DataFrame) -> None:
@@ -206,12 +256,15 @@ def figure1(spec: dict, updates: pd.DataFrame, out_dir: str) -> None:
             else:
                 im = ax.imshow(grid, cmap=cmap)
             name = TASK_LABELS.get(task, task)
-            ax.set_title(f"{name}-{col}" + (f" (ρ={rho[0]:.2f})" if col == "diff" else ""), fontsize=9)
+            ax.set_title(f"{name}-{col}" + (f" (ρ={rho[0]:.2f}, {p_text(rho[2])})" if col == "diff" else ""), fontsize=9)
             ax.set_xlabel("head")
             ax.set_ylabel("layer")
             fig.colorbar(im, ax=ax, fraction=0.046)
-    fig.suptitle("Relative attention-head updates; diff = multi − cross (blue: multi updates more)")
-    maps["rho_cross_multi"] = maps["task"].map({k.partition(".")[0]: v[0] for k, v in rhos.items()})
+    fig.suptitle("Relative attention-head updates; diff = multi − cross (blue: multi updates more); "
+                 "ρ: Spearman, cross vs multi, seed mean; p: the largest over seeds")
+    short = {k.partition(".")[0]: v for k, v in rhos.items()}
+    maps["rho_cross_multi"] = maps["task"].map({k: v[0] for k, v in short.items()})
+    maps["p_cross_multi"] = maps["task"].map({k: v[2] for k, v in short.items()})
     _save(fig, out_dir, "fig1", maps)
 
 
@@ -233,9 +286,9 @@ def figure_a(spec: dict, probes: pd.DataFrame, out_dir: str, figure: str, probe_
     marked = []
     for i, (task, setting) in enumerate(models):
         m = mean[(mean["task"] == task) & (mean["setting"] == setting)].sort_values(["layer", "head"]).copy()
-        order = np.argsort(-m["value"].to_numpy(), kind="stable")
+        values = m["value"].to_numpy()
         mark = np.array([""] * len(m), dtype=object)
-        mark[order[:k]], mark[order[-k:]] = "top", "bottom"
+        mark[top_heads(values, k)], mark[top_heads(-values, k)] = "top", "bottom"
         m["mark"] = mark
         marked.append(m)
         ax = axes[i // 2, i % 2]
@@ -249,7 +302,7 @@ def figure_a(spec: dict, probes: pd.DataFrame, out_dir: str, figure: str, probe_
         ax.set_xlabel("head")
         ax.set_ylabel("layer")
     fig.suptitle(f"Per-head probing on {TASK_LABELS.get(probe_task, probe_task)} "
-                 f"(green: top {k}, red: bottom {k})")
+                 f"(green: top {k}, red: bottom {k}; heads tied at the cut-off unmarked)")
     _save(fig, out_dir, figure, pd.concat(marked).assign(probe_task=probe_task))
 
 

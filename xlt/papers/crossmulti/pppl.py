@@ -1,5 +1,6 @@
 """Pseudo-perplexity (Salazar et al. 2020, as awslabs/mlm-scoring computes it): every token of a
-sentence but [CLS]/[SEP] is masked once; the sentence's pseudo-log-likelihood is the sum of the
+sentence but the ones the tokenizer added ([CLS]/[SEP]; its special-tokens mask) is masked once
+— an [UNK] the text itself holds is a token of the text and is scored like any other; the sentence's pseudo-log-likelihood is the sum of the
 log-probabilities of its tokens at their masked copies; a corpus's PPPL is
 exp(−ΣPLL / Σtokens).
 
@@ -22,16 +23,19 @@ from xlt.engine.kinds import IGNORE
 from xlt.errors import XltError
 
 
-def masked_copies(sequences: list[list[int]], special_ids: set[int]) -> list[tuple[int, int]]:
-    """(sentence index, position) of every token to mask: all but the special tokens."""
-    return [(s, p) for s, ids in enumerate(sequences) for p, tok in enumerate(ids) if tok not in special_ids]
+def masked_copies(added: list[list[int]]) -> list[tuple[int, int]]:
+    """(sentence index, position) of every token to mask: all but those the tokenizer added
+    (`added`: its special-tokens mask per sentence, 1 where it put [CLS], [SEP], padding).
+    Which ids the tokens are does not matter: an [UNK] of the text is scored."""
+    return [(s, p) for s, mask in enumerate(added) for p, a in enumerate(mask) if not a]
 
 
-def pseudo_log_likelihoods(mlm, sequences: list[list[int]], mask_id: int, special_ids: set[int], pad_id: int,
+def pseudo_log_likelihoods(mlm, sequences: list[list[int]], added: list[list[int]], mask_id: int, pad_id: int,
                            batch_size: int = 256, device: str | torch.device = "cpu") -> tuple[np.ndarray, np.ndarray]:
     """Per sentence: PLL (Σ log p of each token at its masked copy, natural log) and the number
-    of tokens scored. `mlm` is a `recipes.mlm.MLMModel` (the head runs on masked positions only)."""
-    copies = masked_copies(sequences, special_ids)
+    of tokens scored; `added`: the tokenizer's special-tokens mask of each sentence (see
+    `masked_copies`). `mlm` is a `recipes.mlm.MLMModel` (the head runs on masked positions only)."""
+    copies = masked_copies(added)
     order = sorted(range(len(copies)), key=lambda i: (len(sequences[copies[i][0]]), i))  # batch by length
     pll = np.zeros(len(sequences), dtype=np.float64)
     counts = np.zeros(len(sequences), dtype=np.int64)
@@ -58,15 +62,15 @@ def pseudo_log_likelihoods(mlm, sequences: list[list[int]], mask_id: int, specia
     return pll, counts
 
 
-def pll_one_copy_per_forward(hf, sequences: list[list[int]], mask_id: int, special_ids: set[int]) -> list[float]:
+def pll_one_copy_per_forward(hf, sequences: list[list[int]], added: list[list[int]], mask_id: int) -> list[float]:
     """The reference: one masked copy per forward pass of the Hugging Face MLM model (full
-    vocabulary logits). The tests' brute force and the benchmark's baseline."""
+    vocabulary logits), every position but those the tokenizer added. The benchmark's baseline."""
     out = []
     with torch.no_grad():
-        for seq in sequences:
+        for seq, mask in zip(sequences, added):
             total = 0.0
             for p, tok in enumerate(seq):
-                if tok in special_ids:
+                if mask[p]:
                     continue
                 ids = torch.tensor([seq])
                 ids[0, p] = mask_id
@@ -114,20 +118,22 @@ def put_encoder(hf, finetuned_encoder: str, pretrained: str) -> None:
                        f"(missing: {missing[:5]}, unexpected: {unexpected[:5]})")
 
 
-def tokenize_texts(tokenizer, texts: list[str], max_length: int) -> list[list[int]]:
-    """Each text cut at `max_length` subwords; texts with no token between [CLS] and [SEP] dropped."""
-    return [x for x in tokenizer(list(texts), truncation=True, max_length=max_length)["input_ids"] if len(x) > 2]
+def tokenize_texts(tokenizer, texts: list[str], max_length: int) -> tuple[list[list[int]], list[list[int]]]:
+    """The ids of each text cut at `max_length` subwords, and the tokenizer's special-tokens
+    mask of each (1 where it added a token); texts with no token of their own dropped."""
+    enc = tokenizer(list(texts), truncation=True, max_length=max_length, return_special_tokens_mask=True)
+    kept = [i for i, mask in enumerate(enc["special_tokens_mask"]) if not all(mask)]
+    return [enc["input_ids"][i] for i in kept], [enc["special_tokens_mask"][i] for i in kept]
 
 
 def score_texts(mlm, tokenizer, texts: list[str], max_length: int, batch_size: int = 256,
-                device: str | torch.device = "cpu", seqs: list[list[int]] | None = None) -> dict:
+                device: str | torch.device = "cpu", seqs: tuple[list[list[int]], list[list[int]]] | None = None) -> dict:
     """PLL sum, tokens and corpus PPPL of `texts` (each cut at `max_length` subwords; `seqs`:
-    their ids, already tokenised)."""
-    if seqs is None:
-        seqs = tokenize_texts(tokenizer, texts, max_length)
-    pll, counts = pseudo_log_likelihoods(mlm, seqs, tokenizer.mask_token_id, set(tokenizer.all_special_ids),
-                                         tokenizer.pad_token_id, batch_size, device)
-    return {"pll": float(pll.sum()), "tokens": int(counts.sum()), "sentences": len(seqs), "pppl": corpus_pppl(pll, counts)}
+    what `tokenize_texts` made of them, already tokenised)."""
+    ids, added = tokenize_texts(tokenizer, texts, max_length) if seqs is None else seqs
+    pll, counts = pseudo_log_likelihoods(mlm, ids, added, tokenizer.mask_token_id, tokenizer.pad_token_id,
+                                         batch_size, device)
+    return {"pll": float(pll.sum()), "tokens": int(counts.sum()), "sentences": len(ids), "pppl": corpus_pppl(pll, counts)}
 
 
 def run_pppl_job(task: str, data_dir: str, langs: list[str], pretrained: str, revision: str | None,

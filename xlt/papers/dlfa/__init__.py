@@ -19,7 +19,7 @@ from xlt.papers import datasize
 from xlt.papers.base import DataSize, Paper, RecipeTags, Table
 from xlt.papers.published import load_published
 from xlt.stats import mean_std, paired_ttest
-from xlt.tables import COLLAPSE_NOTE, TASK_LABELS, eval_rows, paper_vs_ours, render_grid
+from xlt.tables import COLLAPSE_NOTE, TASK_LABELS, collapse_mark, eval_rows, paper_vs_ours, render_grid
 from xlt.targets import Recipe, dataset_name, eval_file, model_dir, paper_language_set
 
 SLUG = "dlfa"
@@ -360,10 +360,13 @@ def table6_inputs(cfg: dict) -> list[str]:
 def table6(spec: dict, inputs: list[str]) -> tuple[pd.DataFrame, str, str]:
     from scipy.stats import spearmanr
 
-    sims = pd.concat([pd.read_csv(f) for f in inputs if f.endswith(".csv")], ignore_index=True)
-    sims = sims.groupby(["task", "model", "seed"], sort=False)["value"].mean().reset_index().assign(collapsed=False)
     evals = [f for f in inputs if f.endswith(".json")]
     family = averages(scores(spec, evals), by_family=True)
+    sims = pd.concat([pd.read_csv(f) for f in inputs if f.endswith(".csv")], ignore_index=True)
+    # a similarity is of a fine-tuned model: it carries that model's collapse (its evaluations say)
+    keys = ["task", "model", "seed"]
+    flags = family.groupby(keys, sort=False)["collapsed"].any().reset_index()
+    sims = sims.groupby(keys, sort=False)["value"].mean().reset_index().merge(flags, on=keys, how="left")
     noenf = family[family["lang"] == "avg_noenf"].groupby(["task", "model"])["value"].mean()
     parts, named, tracks = [sims], [], []
     for task in ranked_tasks(spec):
@@ -396,7 +399,7 @@ def _cos_cell(row) -> tuple[str, str, str]:
     import math
 
     paper = "–" if pd.isna(row["paper"]) else f"{row['paper']:.4f}"
-    ours = "–" if math.isnan(row["ours_mean"]) else f"{row['ours_mean']:.4f} ± {row['ours_std']:.4f}"
+    ours = "–" if math.isnan(row["ours_mean"]) else f"{row['ours_mean']:.4f} ± {row['ours_std']:.4f}{collapse_mark(row)}"
     delta = "–" if pd.isna(row["delta"]) else f"{row['delta']:+.4f}"
     return paper, ours, delta
 

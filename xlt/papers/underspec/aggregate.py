@@ -38,6 +38,7 @@ task × pair settings) with a t-distribution confidence interval: mean ± t_{n�
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -221,16 +222,19 @@ def collapse_note(df: pd.DataFrame) -> str | None:
     n = len(set().union(*df[COLLAPSED])) if COLLAPSED in df.columns else 0
     if not n:
         return None
-    return (f"† {n} collapsed fine-tuning run{'s' if n > 1 else ''} (dev predictions all one class or tag) behind "
+    return (f"† {n} collapsed fine-tuning run{'s' if n > 1 else ''} (dev predictions nearly all one class or tag, or no better than the majority baseline) behind "
             "these numbers: kept, counted per point in the CSV's n_collapsed")
 
 
 def _note_collapsed(fig: Figure, df: pd.DataFrame) -> None:
-    if note := collapse_note(df):
-        fig.supxlabel(note, fontsize=7)
+    if note := collapse_note(df):  # wrapped to the figure's width (~4 pt a character at 7 pt)
+        fig.supxlabel(textwrap.fill(note, max(40, int(fig.get_figwidth() * 72 / 4))), fontsize=7)
 
 
 # --------------------------------------------------------------------------- figures
+
+
+MARKERS = "osD^v<>Pp*hX"  # with the colour cycle: a series told apart in black and white too
 
 
 def _label(keys: Sequence[str], values) -> str:
@@ -311,21 +315,24 @@ def plot_2d(
     title: str | None = None,
     levels: int = 10,
     ncols: int | None = None,
+    letters: bool = False,
 ) -> dict[str, Path]:
     """Heat map with contours of `value` over (α1, α2) (Figs. 3, 10).
 
     Select one setting beforehand (e.g. one task, pair and encoder); rows left over beyond
     panel and grid point are averaged. Marks θ_bi (0,0), θ_src (1,0), θ_tgt (0,1). Writes
     <stem>.png/.pdf/.csv (the CSV holds the averaged grid). Panels fill rows of `ncols`
-    (default: one row).
+    (default: one row); `letters`: each panel's title starts (a), (b), … in panel order
+    (a categorical panel column orders them by its categories).
     """
     panel_cols = _as_list(panel)
     data = norm[norm["direction"] == "2d"]
     if data.empty:
         raise XltError("plot_2d: no rows with direction 2d")
     by = panel_cols + ["alpha1", "alpha2"]
-    agg = _count_collapsed(data.groupby(by, sort=True)[value].agg(mean="mean", n="count").reset_index(), data, by)
-    panels = list(agg.groupby(panel_cols, sort=True)) if panel_cols else [((), agg)]
+    agg = _count_collapsed(data.groupby(by, sort=True, observed=True)[value].agg(mean="mean", n="count").reset_index(),
+                           data, by)
+    panels = list(agg.groupby(panel_cols, sort=True, observed=True)) if panel_cols else [((), agg)]
     n = len(panels)
     ncols = min(n, ncols or n)
     nrows = math.ceil(n / ncols)
@@ -348,7 +355,8 @@ def plot_2d(
         ax.set_ylabel("α2 (toward θ_tgt)")
         ax.set_aspect("equal")
         if panel_cols:
-            ax.set_title(_label(panel_cols, pkey), fontsize=10)
+            letter = f"({chr(ord('a') + axes.index(ax))}) " if letters else ""
+            ax.set_title(letter + _label(panel_cols, pkey), fontsize=10)
     if title:
         fig.suptitle(title)
     _note_collapsed(fig, data)
@@ -359,16 +367,18 @@ def plot_geometry(
     geom: pd.DataFrame,
     out_stem: str | Path,
     *,
-    hue: str | None = None,
+    hue: str | Sequence[str] | None = None,
     title: str | None = None,
 ) -> dict[str, Path]:
     """Scatter of ‖δ_src‖/‖δ_tgt‖ (y) against the angle between δ_src and δ_tgt (x) (Fig. 4).
 
     `geom` has one row per (setting, seed) with columns `ratio` and `angle_deg` (the output of
-    `interpolate.delta_geometry`), plus `hue` if given. Writes <stem>.png/.pdf/.csv (the
+    `interpolate.delta_geometry`), plus the `hue` column(s) if given: one series per value,
+    each with its own colour and marker and a legend entry. Writes <stem>.png/.pdf/.csv (the
     CSV holds the plotted rows).
     """
-    need = ["ratio", "angle_deg"] + ([hue] if hue else [])
+    hue_cols = _as_list(hue)
+    need = ["ratio", "angle_deg"] + hue_cols
     missing = [c for c in need if c not in geom.columns]
     if missing:
         raise XltError(f"plot_geometry: missing column(s) {', '.join(missing)}")
@@ -376,14 +386,15 @@ def plot_geometry(
         raise XltError("plot_geometry: no rows")
     fig = Figure(figsize=(4.6, 3.6), layout="constrained")
     ax = fig.subplots()
-    groups = list(geom.groupby(hue, sort=True)) if hue else [(None, geom)]
-    for key, g in groups:
-        ax.scatter(g["angle_deg"], g["ratio"], s=14, alpha=0.8, label=None if hue is None else str(key))
+    groups = list(geom.groupby(hue_cols, sort=True)) if hue_cols else [(None, geom)]
+    for i, (key, g) in enumerate(groups):
+        ax.scatter(g["angle_deg"], g["ratio"], s=16, alpha=0.8, color=f"C{i % 10}", marker=MARKERS[i % len(MARKERS)],
+                   label=None if not hue_cols else _label(hue_cols, key))
     ax.axhline(1.0, color="0.5", lw=0.6, ls="--")
     ax.set_xlabel("angle between δ_src and δ_tgt (degrees)")
     ax.set_ylabel("‖δ_src‖ / ‖δ_tgt‖")
-    if hue:
-        ax.legend(fontsize=7)
+    if hue_cols:
+        ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5))
     if title:
         ax.set_title(title)
     _note_collapsed(fig, geom)

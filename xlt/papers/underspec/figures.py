@@ -105,18 +105,19 @@ def _fig_1d(norm: pd.DataFrame, stem: Path, value: str, title: str) -> dict:
 
 
 def _fig_2d(norm: pd.DataFrame, settings: list[dict], stem: Path, title: str) -> dict:
-    rows = []
-    letter = iter("abcdefghijklmnopqrstuvwxyz")
+    rows, order = [], []
     for st in settings:
         for enc in sorted(norm["encoder"].unique()):
             sel = norm[(norm["direction"] == "2d") & (norm["task"] == st["task"]) & (norm["source"] == st["source"])
                        & (norm["target"] == st["target"]) & (norm["encoder"] == enc)]
             if sel.empty:
                 raise XltError(f"{stem.name}: no 2D grid for {st['task']} {st['source']}-{st['target']} with {enc}")
-            label = f"({next(letter)}) {st['source'].upper()}-{st['target'].upper()} {TASK_NAMES.get(st['task'], st['task'])} w/ {enc}"
+            label = f"{st['source'].upper()}-{st['target'].upper()} {TASK_NAMES.get(st['task'], st['task'])} w/ {enc}"
+            order.append(label)
             rows.append(sel.assign(setting=label, dev=sel["eval_lang"].map({"source": "source dev", "target": "target dev"})))
     data = pd.concat(rows, ignore_index=True)
-    return plot_2d(data, stem, panel=("setting", "dev"), title=title, ncols=4)
+    data["setting"] = pd.Categorical(data["setting"], categories=list(dict.fromkeys(order)), ordered=True)
+    return plot_2d(data, stem, panel=("setting", "dev"), title=title, ncols=4, letters=True)
 
 
 def make_figures(spec: dict, grid_csvs: list[str | Path], out_dir: str | Path, figures: list[str] | None = None) -> dict:
@@ -152,6 +153,7 @@ def make_figures(spec: dict, grid_csvs: list[str | Path], out_dir: str | Path, f
             g = geom[geom["variant"] == "all"]
             if g.empty:
                 raise XltError("fig4: no geometry of the all-parameter variant")
+            g = g.assign(pair=g["source"].str.upper() + "-" + g["target"].str.upper())
             made[fig] = plot_geometry(g.sort_values(["encoder", "task", "source", "target", "seed"]), stem,
-                                      hue="encoder", title="Figure 4: ‖δ_src‖/‖δ_tgt‖ vs angle")
+                                      hue=("encoder", "task", "pair"), title="Figure 4: ‖δ_src‖/‖δ_tgt‖ vs angle")
     return made

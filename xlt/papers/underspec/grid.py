@@ -210,7 +210,7 @@ def run_grid_job(bi: str, src: str, tgt: str, data_dir: str, encoder: str, sourc
         "device": str(dev),
         "models": {which: {"path": str(p), "seed": job.metas[which]["provenance"]["seed"],
                            "selected_epoch": job.metas[which]["train"]["selected_epoch"],
-                           # its dev predictions were one class or tag (the figures count it)
+                           # it collapsed (xlt.finetune.is_collapsed; the figures count it)
                            "collapsed": is_collapsed(job.metas[which]),
                            "modules_sha256": sha256_file(Path(p) / "modules.safetensors")} for which, p in models.items()},
         "provenance": provenance({"grid": grid, "kind": kind, "variant": variant, "metric": metric, "models": models},

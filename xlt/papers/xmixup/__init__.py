@@ -310,9 +310,10 @@ def table2(spec: dict, inputs: list[str]):
                            "is the same in every language), left out")
             continue
         rho, pvalue = spearmanr(x, y)
-        rows.append({"task": task, "setting": setting, "seed": seed, "value": float(rho)})
+        collapsed = acc[(acc["task"] == task) & (acc["model"] == model) & (acc["seed"] == seed)]["collapsed"].any()
+        rows.append({"task": task, "setting": setting, "seed": seed, "value": float(rho), "collapsed": bool(collapsed)})
         pvalues.append(f"{task} {LABELS[setting]} seed {seed}: ρ {rho:.2f}, p {pvalue:.3g} ({len(langs)} languages)")
-    table = paper_vs_ours(pd.DataFrame(rows, columns=[*keys, "seed", "value"]), published, keys)
+    table = paper_vs_ours(pd.DataFrame(rows, columns=[*keys, "seed", "value", "collapsed"]), published, keys)
     not_run = [t for t in dict.fromkeys(published["task"]) if t not in _tasks(spec)]
     notes = _notes(spec, ["ρ over the target languages between CKA with English and the test accuracy, per seed "
                           "(scipy.stats.spearmanr); the paper marks all four p < 0.05. Ours: " + "; ".join(pvalues) + ".",

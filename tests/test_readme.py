@@ -1,0 +1,153 @@
+"""The README stays true: its status block is the one the registry generates (xlt.status),
+every repository path and every make / snakemake target it names exists, its layout names every
+rules file, and what points into it (the SLURM profile) names a section it has."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+from xlt import papers as P
+from xlt.config import load_configs
+from xlt.help import make_targets, target_rules
+from xlt.status import BEGIN, block, current_block
+
+README = (REPO / "README.md").read_text(encoding="utf-8")
+GENERATED = ("results", "logs", "resources", ".snakemake", ".venv", "report.html")  # made by a run or an install
+# options whose next word is a value, not a target
+VALUED = {"--cores", "-j", "--jobs", "--profile", "--configfile", "--configfiles", "--config", "-C", "--forcerun",
+          "-R", "--report", "--directory", "-d", "--snakefile", "-s", "--until", "--omit-from"}
+
+
+def _spans(text: str, indented_blocks: bool = True) -> list[str]:
+    """Inline code, link targets, the lines of fenced and (if asked) of indented code blocks
+    (the layout: paths beside prose)."""
+    blocks = re.findall(r"```[^\n]*\n(.*?)```", text, flags=re.S)
+    rest = re.sub(r"```.*?```", "", text, flags=re.S)
+    indented = re.findall(r"^    (\S.*)$", rest, flags=re.M)
+    inline = re.findall(r"`([^`\n]+)`", rest)
+    return [line for b in blocks for line in b.splitlines()] + (indented if indented_blocks else []) + inline + re.findall(r"\]\(([^)\s]+)\)", text)
+
+
+def _paths(text: str) -> set[str]:
+    out = set()
+    for span in _spans(text):
+        for word in span.split():
+            word = word.strip(",;:()\"'")
+            first = word.split("/", 1)[0]
+            if ("/" in word or "." in word) and (REPO / first).exists() and first not in GENERATED and first:
+                out.add(word)
+    return out
+
+
+def _exists(path: str) -> bool:
+    pattern = re.sub(r"\{[^},]*\}|<[^>]*>", "*", path)
+    pattern = re.sub(r"\{([^},]*),[^}]*\}", r"\1", pattern)  # {md,csv,tex}: the first
+    return any(REPO.glob(pattern.rstrip("/"))) if "*" in pattern else (REPO / pattern).exists()
+
+
+def test_the_status_block_is_the_generated_one():
+    assert current_block(README, "README.md") == block(), "regenerate with: python -m xlt.status --write README.md"
+    assert README.count(BEGIN) == 1
+
+
+def test_every_repository_path_the_readme_names_exists():
+    paths = _paths(README)
+    assert {"presets/tiny.yaml", "xlt/runsummary.py", "slurm/profile.yaml", "docs/papers.md"} <= paths
+    assert [p for p in sorted(paths) if not _exists(p)] == []
+
+
+def _snakemake_targets(text: str) -> set[str]:
+    out = set()
+    for span in _spans(text, indented_blocks=False):
+        words = span.split("#")[0].split()
+        for i, w in enumerate(words):
+            if not w.endswith("snakemake"):
+                continue
+            in_files = False
+            for prev, word in zip(words[i:], words[i + 1:]):
+                if word.startswith("-"):
+                    in_files = word in ("--configfile", "--configfiles")
+                elif not in_files and prev not in VALUED and re.fullmatch(r"[a-z][a-z0-9_]*", word):
+                    out.add(word)
+    return out
+
+
+def test_every_make_and_snakemake_target_the_readme_names_exists():
+    made = {t for t, _ in make_targets()}
+    named_make = set(re.findall(r"`make ([a-z][\w-]*)", README)) | set(re.findall(r"^make ([a-z][\w-]*)", README, flags=re.M))
+    assert {"tables", "help", "report", "test"} <= named_make and named_make <= made
+    rules = {r for path in [REPO / "Snakefile", *REPO.glob("rules/*.smk")]
+             for r in re.findall(r"^rule (\w+):", path.read_text(), flags=re.M)}
+    known = rules | set(P.target_rules(load_configs([REPO / "presets" / "tiny.yaml"])))
+    named = _snakemake_targets(README)
+    assert {"all_tables", "crossmulti_table2", "underspec_all", "data_all"} <= named
+    assert sorted(named - known) == []
+
+
+def test_the_layout_names_every_rules_file():
+    layout = README.split("## Layout", 1)[1].split("\n## ", 1)[0]
+    assert [p.stem for p in sorted(REPO.glob("rules/*.smk")) if not re.search(rf"\b{p.stem}\b", layout)] == []
+
+
+def test_what_points_into_the_readme_names_a_section_it_has():
+    headings = set(re.findall(r"^#+ (.+)$", README, flags=re.M))
+    profile = (REPO / "slurm" / "profile.yaml").read_text()
+    cited = re.findall(r'README(?:\.md)?, "([^"]+)"', profile)
+    assert cited and set(cited) <= headings
+
+
+def test_the_adding_a_paper_example_adds_a_table_not_built_yet():
+    doc = (REPO / "docs" / "adding-a-paper.md").read_text()
+    slug, table = re.search(r"For example, (\w+)'s Table (\d+)", doc).groups()
+    assert f'+        Table("table{table}"' in doc
+    assert f"table{table}" not in {t.id for t in P.get_paper(slug).tables}
+    assert (REPO / "xlt" / "papers" / slug / "published" / f"table{table}.csv").is_file()
+
+
+def test_make_help_lists_every_make_target_with_a_line_and_the_workflow_targets(capsys):
+    from xlt.help import main
+
+    main()
+    out = capsys.readouterr().out
+    for target, description in make_targets():
+        assert description, f"make target {target}: no `## …` line"
+        assert f"make {target} " in out
+    for rule, _ in target_rules():
+        assert f"  {rule} " in out
+    assert "all_tables" in out and "crossmulti_<table>" in out and "underspec_all" in out
+
+
+@pytest.mark.parametrize("argv, slip", [
+    (["snakemake", "--configfile=presets/tiny.yaml", "my.yaml", "all_tables"], "my.yaml"),
+    (["snakemake", "all_tables", "--configfile", "presets/tiny.yaml", "my.yaml"], None),
+    (["snakemake", "--configfile", "presets/tiny.yaml", "my.yaml", "--cores", "2", "all_tables"], None),
+    (["snakemake", "--configfile=s.yaml", "--cores", "1", "resources/raw/manifests/x.json", "out.yaml"], None),
+])
+def test_a_config_file_among_the_targets_is_one_line(argv, slip):
+    from xlt.cli import configfile_slip
+
+    line = configfile_slip(argv)
+    if slip is None:
+        assert line is None
+    else:
+        assert line.startswith(f"error: {slip}: a config file given as a target; --configfile takes") and "\n" not in line
+
+
+def test_a_target_among_the_config_files_is_one_line():
+    from xlt.config import load_configs as load
+    from xlt.errors import XltError
+
+    with pytest.raises(XltError, match=r"^all_tables: no such config file \(a target\?\); --configfile takes every"):
+        load([REPO / "presets" / "tiny.yaml", "all_tables"])
+
+
+def test_status_names_tables_and_figures_in_ranges():
+    from xlt.status import describe
+
+    assert describe(["table1", "table2", "table3", "table5", "fig1", "figa1", "figa2", "figa3", "text_d12"]) == \
+        "Tables 1–3, 5; Figures 1, A1–A3; text_d12"
+    assert describe(["table12"]) == "Table 12" and describe([]) == "–"

@@ -1,0 +1,122 @@
+"""What each paper's tables and figures are, read from the registry (the paper plugins) and the
+two configs, never typed by hand: ours on the tiny preset (`make tables`), planned on
+config.yaml only (full scale), or published only (the paper's numbers are in the repo, nothing
+computes ours yet, or an option is off).
+
+    python -m xlt.status                 # print the Markdown table
+    python -m xlt.status --write README.md   # replace the block between the README's markers
+    python -m xlt.status --check README.md   # exit 1 if that block differs (tests/test_readme.py)
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from itertools import groupby
+from pathlib import Path
+
+from xlt import papers as P
+from xlt.config import REPO, load_configs
+from xlt.papers.published import list_published
+
+BEGIN = "<!-- status: generated from the paper plugins; regenerate with: python -m xlt.status --write README.md -->"
+END = "<!-- /status -->"
+TINY = REPO / "presets" / "tiny.yaml"
+
+
+def _label(item: str) -> tuple[str, str]:
+    """("Table", "2") of table2, ("Figure", "A1") of figa1; other ids as they are."""
+    for prefix, kind in (("table", "Table"), ("fig", "Figure")):
+        if item.startswith(prefix) and item[len(prefix):]:
+            rest = item[len(prefix):].replace("_", " ")
+            return kind, rest[0].upper() + rest[1:]
+    return "", item
+
+
+def _ranges(names: list[str]) -> list[str]:
+    """1, 2, 3, 5 -> 1–3, 5; A1, A2 -> A1–A2 (consecutive numbers under one prefix)."""
+    out = []
+    parsed = [(m.group(1), int(m.group(2))) if (m := re.fullmatch(r"([A-Z]?)(\d+)", n)) else (n, None) for n in names]
+    for _, run in groupby(enumerate(parsed), key=lambda x: (x[1][0], x[1][1] is None or x[1][1] - x[0])):
+        run = [p for _, p in run]
+        if run[0][1] is None:
+            out += [p[0] for p in run]
+        elif len(run) > 2:
+            out.append(f"{run[0][0]}{run[0][1]}–{run[-1][0]}{run[-1][1]}")
+        else:
+            out += [f"{p[0]}{p[1]}" for p in run]
+    return out
+
+
+def describe(items: list[str]) -> str:
+    """`Tables 1–6; Figures 1, A1–A4` of table1…table6, fig1, figa1…figa4; – of none."""
+    parts = []
+    for kind in ("Table", "Figure", ""):
+        names = [n for k, n in map(_label, items) if k == kind]
+        if names:
+            word = f"{kind}{'s' if len(names) > 1 else ''} " if kind else ""
+            parts.append(word + ", ".join(_ranges(names)))
+    return "; ".join(parts) or "–"
+
+
+def paper_status(slug: str, tiny: dict, full: dict) -> dict[str, list[str]]:
+    """{"tiny": [...], "full_only": [...], "published_only": [...]} of one paper's table and figure ids."""
+    paper = P.get_paper(slug)
+    ours = {t.id: (bool(t.inputs(tiny)), bool(t.inputs(full))) for t in paper.tables}
+    tiny_figs, full_figs = set(P.figure_names(tiny, slug)), set(P.figure_names(full, slug))
+    tables = [t.id for t in paper.tables]
+    published = [t for s, t in list_published() if s == slug]
+    return {
+        "tiny": [t for t in tables if ours[t][0]] + [f.id for f in paper.figures if f.id in tiny_figs],
+        "full_only": [t for t in tables if ours[t][1] and not ours[t][0]]
+                     + [f.id for f in paper.figures if f.id in full_figs - tiny_figs],
+        "published_only": [t for t in published if not any(ours.get(t, ()))],
+    }
+
+
+def status_table() -> str:
+    """The Markdown table of every registered paper, in registry order."""
+    tiny, full = load_configs([TINY]), load_configs([])
+    rows = ["| slug | paper | ours on the tiny preset (`make tables`) | planned on config.yaml only | published only |",
+            "|---|---|---|---|---|"]
+    for slug in P.PAPERS:
+        st = paper_status(slug, tiny, full)
+        rows.append(f"| `{slug}` | {P.title(slug)} | {describe(st['tiny'])} | {describe(st['full_only'])} "
+                    f"| {describe(st['published_only'])} |")
+    return "\n".join(rows)
+
+
+def block() -> str:
+    return f"{BEGIN}\n{status_table()}\n{END}"
+
+
+def current_block(text: str, where: str) -> str:
+    start, end = text.find(BEGIN), text.find(END)
+    if start < 0 or end < start:
+        raise SystemExit(f"error: {where}: no status block (a line {BEGIN!r} … {END!r})")
+    return text[start:end + len(END)]
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(prog="python -m xlt.status", description=__doc__.split("\n\n")[0])
+    group = ap.add_mutually_exclusive_group()
+    group.add_argument("--write", metavar="FILE", help="replace FILE's status block")
+    group.add_argument("--check", metavar="FILE", help="exit 1 if FILE's status block is not the generated one")
+    a = ap.parse_args(argv)
+    if not (a.write or a.check):
+        print(status_table())
+        return
+    path = Path(a.write or a.check)
+    text = path.read_text(encoding="utf-8")
+    old, new = current_block(text, str(path)), block()
+    if a.write:
+        path.write_text(text.replace(old, new), encoding="utf-8")
+    elif old != new:
+        print(f"error: {path}: the status block is stale; regenerate with: python -m xlt.status --write {path}",
+              file=sys.stderr)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
