@@ -14,10 +14,11 @@ loop and for the Hugging Face Trainer with its best flags.
                 estimates, stated as such in the output); aligned sentences: BITEXT
     hours       tokens over the GPU benchmark's measured tokens/s (benchmarks/gpu_throughput.py
                 --json) where it measured that encoder shape and workload (fine-tuning and
-                evaluation of tagging and pair tasks); otherwise, and for work no benchmark
+                evaluation of tagging, pair and QA tasks); otherwise, and for work no benchmark
                 measures (MLM, aligned pairs and their anchors), FLOPs (6 · N · tokens training,
-                2 · N · tokens inference, N the encoder's non-embedding parameters) at MFU of
-                the GPU's bf16 dense peak: an ESTIMATE, printed with its assumption
+                2 · N · tokens inference, N the encoder's non-embedding parameters) at the MFU
+                the benchmark measured for that workload and side (FlopRates), or 40% of an
+                H100's bf16 peak while none was measured: an ESTIMATE, printed with its assumption
 
 A fine-tune costs its epochs over its training data (twice for X-Mixup's two sides), its
 auxiliary streams (one batch of each per step: crossmulti's +FA tasks; adjust's continual
