@@ -98,5 +98,17 @@ PINS_CONFIG ?= config.yaml
 pins: install  ## what each catalog source is pinned or locked to (PINS_CONFIG)
 	@$(PY) -m xlt.sources.pins --config $(PINS_CONFIG)
 
+# The full-scale bill (xlt/bill.py): device-hours per paper, per rule and in total, written to
+# results/bill.{md,json} and into README.md between its bill markers (a test checks they agree).
+.PHONY: bill
+bill: install  ## the full-scale bill in GPU-hours: results/bill.md and README's block
+	$(PY) benchmarks/full_scale_bill.py --out results/bill --readme README.md
+
+# What config.yaml's run needs from the network, fetched and locked once where there is network
+# (a login node): every dataset and encoder snapshot (docs/sources.md, "Offline compute nodes").
+.PHONY: prefetch
+prefetch: install  ## fetch and lock every dataset and encoder snapshot (login node, network)
+	HF_HUB_OFFLINE=0 HF_DATASETS_OFFLINE=0 $(VENV)/bin/snakemake --cores 1 --configfile $(PINS_CONFIG) prefetch
+
 clean:  ## remove results, logs, .snakemake and report.html
 	rm -rf results logs .snakemake report.html

@@ -94,9 +94,8 @@ rule align_subword_pool:
         **R.job_resources(config, "prepare"),
     params:
         encoder=lambda w: T.encoder_source(config, w.encoder),
-        revision=lambda w: T.encoder_revision_arg(config, w.encoder),
     shell:
-        "align_stage.py subword-pool --pool {input.pool} --encoder {params.encoder} {params.revision}"
+        "align_stage.py subword-pool --pool {input.pool} --encoder {params.encoder}"
         " --out {output.pool} --meta {output.meta} 2> {log}"
 
 
@@ -165,10 +164,9 @@ rule align_l2:
         **R.job_resources(config, "l2"),
     params:
         encoder=lambda w: T.encoder_source(config, w.encoder),
-        revision=lambda w: T.encoder_revision_arg(config, w.encoder),
         l2=lambda w: as_json(A.l2_job_config(config)),
     shell:
-        "align_stage.py l2 --encoder {params.encoder} {params.revision} --pool {input.pool}"
+        "align_stage.py l2 --encoder {params.encoder} --pool {input.pool}"
         " --links {input.links} --l2 {params.l2:q} --out {output.csv} --meta {output.meta}"
         " --threads {threads} 2> {log}"
 

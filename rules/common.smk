@@ -61,6 +61,14 @@ os.environ["PATH"] = os.pathsep.join(
 )
 ENV = "../envs/xlt.yaml"
 
+# Jobs a remote executor runs (the SLURM profile: compute nodes, often without internet) run
+# with the Hub offline: they read only local encoder snapshots and downloaded sources. The
+# downloads (download, download_encoder; `prefetch` runs them all) are local rules: they run
+# where Snakemake runs, with its network, never here. The SLURM plugin submits with
+# --export=ALL and refuses --export in slurm_extra, so the job sets this itself.
+if workflow.remote_exec:
+    os.environ.update(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1")
+
 
 wildcard_constraints:
     **P.wildcard_constraints(),

@@ -21,11 +21,10 @@ rule crossmulti_probe_vanilla:
         **R.job_resources(config, "analysis"),
     params:
         pretrained=lambda w: T.encoder_source(config, w.encoder),
-        revision=lambda w: T.encoder_revision_arg(config, w.encoder),
         probes=lambda w: as_json(CM.probe_jobs(config)),
         probe=lambda w: as_json(config["papers"]["crossmulti"]["analysis"]["probe"]),
     shell:
-        "crossmulti_analysis.py probe --pretrained {params.pretrained} {params.revision}"
+        "crossmulti_analysis.py probe --pretrained {params.pretrained}"
         " --probes {params.probes:q} --probe {params.probe:q} --out {output.csv}"
         " --provenance {output.json} --threads {threads} 2> {log}"
 
@@ -34,6 +33,7 @@ rule crossmulti_probe_model:
     input:
         model=f"{RESULTS}/models/{{encoder}}/pretrained/{{task}}/{{recipe}}/seed{{seed}}",
         data=lambda w: [p["data"] for p in CM.probe_jobs(config).values()],
+        encoder=lambda w: T.encoder_inputs(config, w.encoder),
     output:
         csv=f"{RESULTS}/crossmulti/probe/{{encoder}}/{{task}}/{{recipe}}/seed{{seed}}.csv",
         json=f"{RESULTS}/crossmulti/probe/{{encoder}}/{{task}}/{{recipe}}/seed{{seed}}.json",
@@ -70,9 +70,8 @@ rule crossmulti_head_updates:
         **R.job_resources(config, "analysis"),
     params:
         pretrained=lambda w: T.encoder_source(config, w.encoder),
-        revision=lambda w: T.encoder_revision_arg(config, w.encoder),
     shell:
-        "crossmulti_analysis.py head-updates --pretrained {params.pretrained} {params.revision}"
+        "crossmulti_analysis.py head-updates --pretrained {params.pretrained}"
         " --models {input.models} --out {output.csv} --provenance {output.json}"
         " --threads {threads} 2> {log}"
 
@@ -94,7 +93,6 @@ rule crossmulti_pppl:
         **R.job_resources(config, "analysis"),
     params:
         pretrained=lambda w: T.encoder_source(config, w.encoder),
-        revision=lambda w: T.encoder_revision_arg(config, w.encoder),
         task=lambda w: T.task_of(w.task),
         langs=lambda w: " ".join(
             config["language_sets"][config["papers"]["crossmulti"]["languages"]]
@@ -102,6 +100,6 @@ rule crossmulti_pppl:
         pppl=lambda w: as_json(config["papers"]["crossmulti"]["analysis"]["pppl"]),
     shell:
         "crossmulti_analysis.py pppl --task {params.task} --data {input.data}"
-        " --langs {params.langs} --pretrained {params.pretrained} {params.revision}"
+        " --langs {params.langs} --pretrained {params.pretrained}"
         " --models {input.models} --pppl {params.pppl:q} --out {output.csv}"
         " --provenance {output.json} --threads {threads} 2> {log}"

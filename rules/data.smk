@@ -6,7 +6,9 @@
 # Snakemake runs.
 localrules:
     download,
+    download_encoder,
     data_all,
+    prefetch,
 
 
 rule download:
@@ -24,6 +26,31 @@ rule download:
     shell:
         "download.py --source {wildcards.entry} --raw-root {params.raw_root}"
         " --langs {params.langs} --manifest {output} --download {params.download:q} 2> {log}"
+
+
+# A Hub encoder's files at one commit (locked like the data, section `encoders`), read by every
+# job that loads it: jobs never reach for the Hub (xlt.sources.encoders).
+rule download_encoder:
+    output:
+        directory(T.snapshot_dir(config, "{encoder}")),
+    log:
+        "logs/download/encoders/{encoder}.log",
+    conda:
+        ENV
+    params:
+        hub=lambda w: config["encoders"][w.encoder]["hub"],
+        revision=lambda w: T.snapshot_revision_arg(config, w.encoder),
+        download=lambda w: as_json(config.get("download", {})),
+    shell:
+        "download.py --encoder {wildcards.encoder} --hub {params.hub} {params.revision}"
+        " --out {output} --download {params.download:q} 2> {log}"
+
+
+# Run once where there is network (a login node) before jobs run where there is none:
+# every dataset download and every Hub encoder snapshot the configured papers read.
+rule prefetch:
+    input:
+        T.prefetch(config),
 
 
 rule prepare_task:

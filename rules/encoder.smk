@@ -1,6 +1,7 @@
 # Encoders made inside the DAG: results/encoders/{encoder}/{init}/.
 # `pretrained` of a built encoder (tiny preset): corpus -> WordPiece + MLM-pretrained BERT.
-# Hub encoders (config.yaml) need no rule for `pretrained`: fine-tuning loads them by Hub id.
+# Hub encoders (config.yaml) are snapshots fetched by download_encoder (rules/data.smk) into
+# {raw_root}/encoders/{encoder}/; jobs load them from there, never from the Hub.
 # Adapted encoders (any {init} but `pretrained`, xlt.targets.Init) start from either.
 
 
@@ -70,13 +71,12 @@ rule adapt_mlm:
         **R.job_resources(config, "adapt_encoder"),
     params:
         encoder=lambda w: T.encoder_source(config, w.encoder),
-        revision=lambda w: T.encoder_revision_arg(config, w.encoder),
         task=lambda w: T.task_of(T.Init.parse(w.init).dataset),
         langs=lambda w: " ".join(T.adapt_languages(config, w.init)),
         mlm=lambda w: as_json(T.engine_options(config, config["adapt"]["mlm"])),
         checkpoints=f"{RESULTS}/checkpoints/encoders/{{encoder}}/{{init}}",
     shell:
-        "adapt_mlm.py --encoder {params.encoder} {params.revision} --data {input.data}"
+        "adapt_mlm.py --encoder {params.encoder} --data {input.data}"
         " --task {params.task} --langs {params.langs} --mlm {params.mlm:q}"
         " --out {output} --checkpoint-dir {params.checkpoints} --threads {threads} 2> {log}"
 
@@ -99,10 +99,9 @@ rule adjust_encoder:
         **R.job_resources(config, "adapt_encoder"),
     params:
         encoder=lambda w: T.encoder_source(config, w.encoder),
-        revision=lambda w: T.encoder_revision_arg(config, w.encoder),
         adjust=lambda w: as_json(T.adjust_config(config, w.init)),
         checkpoints=f"{RESULTS}/checkpoints/encoders/{{encoder}}/{{init}}",
     shell:
-        "adjust_encoder.py --encoder {params.encoder} {params.revision} --pairs {input.pairs}"
+        "adjust_encoder.py --encoder {params.encoder} --pairs {input.pairs}"
         " --adjust {params.adjust:q} --out {output} --checkpoint-dir {params.checkpoints}"
         " --threads {threads} 2> {log}"

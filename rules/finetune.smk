@@ -22,7 +22,6 @@ rule finetune:
     params:
         task=lambda w: T.task_of(w.task),
         encoder=lambda w: T.encoder_source(config, w.encoder, w.init),
-        revision=lambda w: T.encoder_revision_arg(config, w.encoder, w.init),
         train_langs=lambda w: " ".join(T.Recipe.parse(w.recipe).train_langs),
         hparams=lambda w: as_json(P.hparams(config, w.recipe, w.task)),
         aux=lambda w: as_json(T.aux_streams(config, w.recipe, w.task, w.encoder, w.init)),
@@ -36,7 +35,7 @@ rule finetune:
         checkpoints=f"{RESULTS}/checkpoints/models/{{encoder}}/{{init}}/{{task}}/{{recipe}}/seed{{seed}}",
     shell:
         "{params.launcher} $(command -v finetune.py) --task {params.task} --encoder {params.encoder}"
-        " {params.revision} --data {input.data} --train-langs {params.train_langs}"
+        " --data {input.data} --train-langs {params.train_langs}"
         " --hparams {params.hparams:q} --aux {params.aux:q} --seed {wildcards.seed} --out {output}"
         " --checkpoint-dir {params.checkpoints} --threads {params.threads}"
         " --collapse-retries {params.collapse_retries} --collapse-rule {params.collapse_rule:q}"

@@ -1,7 +1,12 @@
-"""The full-scale bill (xlt.bill, benchmarks/full_scale_bill.py): jobs from the DAG's summary,
-example counts from disk or the papers' tables, tokens, hours per paper and side."""
+"""The full-scale bill (xlt.bill, benchmarks/full_scale_bill.py, `make bill`): every rule priced
+or listed with why it costs no device time; one job once whatever its outputs; tokens of
+fine-tuning with its auxiliary and paired streams, evaluation, grids, MLM, adjustment, probes,
+PPPL, similarity, L2, CKA; hours from measured tokens/s where measured, else from FLOPs at
+the stated utilisation; the README's block is the generator's output."""
 
 import json
+import math
+import re
 import subprocess
 import sys
 
@@ -9,96 +14,187 @@ import pytest
 import yaml
 
 from tests.conftest import REPO
-from xlt.bill import Examples, bill, job_costs, summary_jobs, throughputs
+from xlt import papers as P
+from xlt.bill import (BITEXT, ESTIMATE_MFU, FLOPS, NO_DEVICE_TIME, PRICED, SIDES, Cost, Examples, bill, classify,
+                      dag_jobs, estimate_rate, flop_rates, job_costs, markdown, report, throughputs)  # fmt: skip
 from xlt.errors import XltError
-from xlt.throughput import length_profile
+from xlt.throughput import SHAPES, length_profile
 
 CFG = yaml.safe_load((REPO / "config.yaml").read_text())
-HEADER = "output_file\tdate\trule\tlog-file(s)\tstatus\tplan"
+MEAN = {t: length_profile(t).mean() for t in ("ner", "pos", "pawsx", "xnli", "marc")}
+N_MBERT = SHAPES["mbert"].non_embedding_params()
 
 
-def summary(*rows: tuple[str, str]) -> str:
-    return "\n".join([HEADER, *(f"{path}\t-\t{rule}\t-\tmissing\tupdate pending" for rule, path in rows)])
+def dry(*jobs: tuple[str, list[str]]) -> str:
+    """The shape of `snakemake -n` output: one block per job."""
+    out = ["Building DAG of jobs..."]
+    for rule, outputs in jobs:
+        out += ["[Thu Nov 26 03:42:58 2026]", f"rule {rule}:", "    input: x"]
+        out += [f"    output: {', '.join(outputs)}"] if outputs else []
+        out += ["    jobid: 1", "    resources: tmpdir=/tmp"]
+    return "\n".join(out + ["Job stats:"])
 
 
-JOBS = summary(
-    ("finetune", "results/models/mbert/pretrained/ner/en.underspec/seed1"),
-    ("evaluate", "results/eval/mbert/pretrained/pawsx/en.crossmulti/seed1/test.crossmulti.json"),
-    ("evaluate", "results/eval/mbert/pretrained/pawsx/en.crossmulti/seed1/test.crossmulti.predictions.jsonl"),
-    ("underspec_grid", "results/underspec/grids/mbert/xnli/en-ar/seed1/all.1d.csv"),
-    ("underspec_grid", "results/underspec/grids/mbert/xnli/en-ar/seed1/all.1d.json"),
-    ("download", "resources/raw/manifests/wikiann.json"),
-    ("adapt_mlm", "results/encoders/mbert/mlm-ner-crossmulti"),
-)
+def workflow_rules() -> set[str]:
+    """Every rule the workflow's files define (`rule x:`, `use rule … as x`), and the alias
+    rules the papers add (P.target_rules)."""
+    text = "\n".join(p.read_text() for p in [REPO / "Snakefile", *sorted((REPO / "rules").glob("*.smk"))])
+    names = set(re.findall(r"^rule (\w+):", text, re.M)) | set(re.findall(r"^use rule \w+ as (\w+)", text, re.M))
+    return names | set(P.target_rules(CFG))
 
 
-def test_tokens_per_job_from_the_path_grammar_and_the_published_sizes(tmp_path):
-    costs, unpriced = job_costs(CFG, summary_jobs(JOBS), Examples(CFG, tmp_path))
-    mean = {t: length_profile(t).mean() for t in ("ner", "pawsx", "xnli")}
-    ft = costs[("underspec", "mbert", "tagging")]
+def test_every_rule_of_the_workflow_is_priced_or_says_why_it_costs_no_device_time():
+    aliases = set(P.target_rules(CFG))
+    rules = workflow_rules()
+    assert {"finetune", "evaluate_on", "xmixup_cka", "download_encoder", "crossmulti_table2"} <= rules
+    for rule in sorted(rules):
+        why = classify(rule, aliases)  # raises for a rule that is neither
+        assert why == "priced" or len(why) > 10, rule
+    assert not PRICED & set(NO_DEVICE_TIME)
+    with pytest.raises(XltError, match=r"rule 'new_rule' is neither priced nor listed .*xlt.bill.NO_DEVICE_TIME"):
+        classify("new_rule", aliases)
+    with pytest.raises(XltError, match="neither priced"):
+        job_costs(CFG, dag_jobs(dry(("new_rule", ["results/x.json"]))), Examples(CFG, None))
+
+
+def test_a_job_with_several_outputs_is_one_job():
+    """xmixup_cka writes the CKA and the PCA file, align_links three: each is one job."""
+    jobs = dag_jobs(dry(
+        ("xmixup_cka", ["results/xmixup/cka/mbert/pretrained/xnli/en.xmixup/seed1/test.xtreme_xnli.json",
+                        "results/xmixup/cka/mbert/pretrained/xnli/en.xmixup/seed1/test.xtreme_xnli.pca.json"]),
+        ("align_links", ["results/align/en-es/x/raw", "results/align/en-es/x/links.pharaoh", "results/align/en-es/x/align.json"]),
+        ("all_tables", []),
+    ))  # fmt: skip
+    costs, counts = job_costs(CFG, jobs, Examples(CFG, None), {"all_tables"})
+    assert counts == {"xmixup_cka": 1, "align_links": 1, "all_tables": 1}
+    (cka,) = costs.values()
+    assert dict(cka.jobs) == {"xmixup_cka": 1}
+    # parallel XNLI test sets (5,010 each) of English and the 14 other XTREME languages
+    assert cka.eval_tokens == pytest.approx(15 * 5010 * MEAN["xnli"])
+
+
+def _one(path: str, rule: str = "finetune") -> dict:
+    costs, _ = job_costs(CFG, dag_jobs(dry((rule, [path]))), Examples(CFG, None))
+    return costs
+
+
+def test_fine_tuning_with_its_auxiliary_and_paired_streams():
+    (ft,) = _one("results/models/mbert/pretrained/ner/en.underspec/seed1").values()
     # 5 epochs of WikiANN en (20,000 sentences, underspec table 1) + its dev set after each epoch
-    assert ft.train_tokens == pytest.approx(5 * 20000 * mean["ner"])
-    assert ft.eval_tokens == pytest.approx(5 * 10000 * mean["ner"])
-    ev = costs[("crossmulti", "mbert", "pair")]
-    assert ev.train_tokens == 0 and ev.eval_tokens == pytest.approx(4 * 2000 * mean["pawsx"])  # 4 test languages
-    grid = costs[("underspec", "mbert", "pair")]
+    assert ft.train_tokens == pytest.approx(5 * 20000 * MEAN["ner"]) and ft.eval_tokens == pytest.approx(5 * 10000 * MEAN["ner"])
+    assert ft.train_flops == pytest.approx(6 * N_MBERT * ft.train_tokens) and ft.eval_flops == pytest.approx(2 * N_MBERT * ft.eval_tokens)
+    # crossmulti's +FA: one batch (32) of each auxiliary task (POS es_ancora, NER) per step of PAWS-X
+    costs = _one("results/models/mbert/pretrained/pawsx/en.crossmulti.crossmulti_fa/seed1")
+    main = costs[("crossmulti", "mbert", "pair", "finetune")]
+    n = Examples(CFG, None).count("pawsx", "en", "train")
+    assert main.train_tokens == pytest.approx(5 * n * MEAN["pawsx"]) and main.jobs["finetune"] == 1
+    steps = 5 * math.ceil(n / 32)  # 5 epochs of the English training set, batches of 32
+    aux = costs[("crossmulti", "mbert", "tagging", "finetune")]
+    assert aux.train_tokens == pytest.approx(steps * 32 * (MEAN["pos"] + MEAN["ner"])) and not aux.jobs
+    # adjust's continual learning: aligned pairs, both sides trained, the anchor's English forward
+    costs = _one("results/models/mbert/adjust-ru-n30000-seed1/ner/en.adjust.adjust_continual/seed1")
+    cont = costs[("adjust", "mbert", FLOPS, "finetune")]
+    main = costs[("adjust", "mbert", "tagging", "finetune")]
+    hp = P.hparams(CFG, "en.adjust.adjust_continual", "ner")
+    steps = hp["epochs"] * math.ceil(Examples(CFG, None).count("ner", "en", "train") / hp["batch_size"])
+    bs = CFG["aux_sets"]["adjust_continual"].get("batch_size", hp["batch_size"])
+    assert cont.train_tokens == pytest.approx(2 * steps * bs * BITEXT.mean())
+    assert cont.eval_tokens == pytest.approx(steps * bs * BITEXT.mean())
+    # X-Mixup: both sides of every pair (the translations and their English originals)
+    run = "results/models/mbert/pretrained/pawsx.translate_train/de+es+fr+ja+ko+zh.xmixup{}/seed1"
+    (xm,) = _one(run.format("-xmixup1")).values()
+    (plain,) = _one(run.format("")).values()  # translate-train, the same profile without the extra
+    assert xm.train_tokens == pytest.approx(2 * plain.train_tokens) and xm.eval_tokens == pytest.approx(plain.eval_tokens)
+
+
+def test_the_other_encoder_jobs_are_priced():
+    costs = _one("results/encoders/mbert/mlm-ner-crossmulti", "adapt_mlm")
+    (mlm,) = costs.values()
+    m = CFG["adapt"]["mlm"]
+    assert mlm.train_tokens == pytest.approx(m["steps"] * m["batch_size"] * MEAN["ner"])
+    mlm_head = SHAPES["mbert"].hidden * SHAPES["mbert"].vocab * 0.15
+    assert mlm.train_flops == pytest.approx(6 * (N_MBERT + mlm_head) * mlm.train_tokens)
+    (adj,) = _one("results/encoders/mbert/adjust-ru-n30000-seed1", "adjust_encoder").values()
+    assert adj.train_tokens == pytest.approx(2 * 30000 * BITEXT.mean()) and adj.eval_tokens == pytest.approx(30000 * BITEXT.mean())
+    (ev,) = _one("results/eval/mbert/pretrained/pawsx/en.crossmulti/seed1/test.crossmulti.json", "evaluate").values()
+    assert ev.train_tokens == 0 and ev.eval_tokens == pytest.approx(4 * 2000 * MEAN["pawsx"])  # 4 test languages
+    (grid,) = _one("results/underspec/grids/mbert/xnli/en-ar/seed1/all.1d.csv", "underspec_grid").values()
     # 1D grid: 2 directions x (21 + 12 extra) alphas, each scored on the en and ar dev sets (2,490 each)
-    assert grid.eval_tokens == pytest.approx(66 * 2 * 2490 * mean["xnli"]) and dict(grid.jobs) == {"underspec_grid": 1}
-    assert unpriced == {"adapt_mlm": 1}
+    assert grid.eval_tokens == pytest.approx(66 * 2 * 2490 * MEAN["xnli"])
+    (pppl,) = _one("results/crossmulti/pppl/mbert/pawsx.csv", "crossmulti_pppl").values()
+    sq = length_profile("pawsx").sample(20_000, seed=0)
+    models = 1 + 2 * len(CFG["papers"]["crossmulti"]["analysis"]["seeds"])  # released + cross and multi per seed
+    assert pppl.eval_tokens == pytest.approx(models * 4 * 2000 * sum(n * n for n in sq) / len(sq))
+    probe = _one("results/crossmulti/probe/mbert/vanilla.csv", "crossmulti_probe_vanilla")
+    assert {k[2] for k in probe} == {"tagging", "pair"} and all(c.train_tokens == 0 for c in probe.values())
+    (sim,) = _one("results/dlfa/similarity/mbert/seed1.csv", "dlfa_similarity").values()
+    assert sim.eval_tokens > 0 and sim.train_tokens == 0
+    for path, rule in (("results/align/en-ru/systran_align/l2/mbert.csv", "align_l2"),
+                       ("results/adjust/l2/en-ru/adjusted.seed1.csv", "adjust_l2")):  # fmt: skip
+        (l2,) = _one(path, rule).values()
+        assert l2.eval_tokens == pytest.approx(2 * CFG["align"]["l2"]["sentences"] * BITEXT.mean())
 
 
-def test_prepared_data_on_disk_wins_over_published_sizes(tmp_path):
-    data = tmp_path / "results" / "data" / "ner" / "en"
-    data.mkdir(parents=True)
-    (data / "train.jsonl").write_text('{"tokens": ["a"]}\n' * 3)
-    ex = Examples(CFG, tmp_path)
-    assert ex.count("ner", "en", "train") == 3 and ex.count("ner", "de", "train") == 20000
-    assert ex.sources == {"prepared data on disk": 1, "published underspec table1": 1}
-    assert ex.count("qa.mlqa", "hi", "test") == 4918  # a named set's own count (adjust's public sizes)
-    with pytest.raises(XltError, match="no size for qa de train"):
-        ex.count("qa", "de", "train")
-
-
-def test_hours_are_tokens_over_measured_rates():
-    costs, _ = job_costs(CFG, summary_jobs(JOBS[: JOBS.index("\n", len(HEADER) + 1)]), Examples(CFG, REPO))
-    tokens = costs[("underspec", "mbert", "tagging")]
-    rates = {("mbert", "tagging", s): (r, 2 * r) for s, r in (("ours", 3000.0), ("hf_default", 1000.0), ("hf_best", 1500.0))}
-    hours, unmeasured = bill(costs, rates)
-    assert unmeasured == {}
-    expected = (tokens.train_tokens / 1000 + tokens.eval_tokens / 2000) / 3600
-    assert hours["underspec"]["hf_default"] == pytest.approx(expected) == hours["total"]["hf_default"]
-    assert hours["total"]["ours"] == pytest.approx(hours["total"]["hf_default"] / 3)
-    other = {("xlmr-large", "pair", s): (1.0, 1.0) for s in ("ours", "hf_default", "hf_best")}
-    with pytest.raises(XltError, match=r"no throughput for mbert / tagging / ours in the benchmark JSON; it has xlmr-large/pair"):
-        bill(costs, other)
-    hours, unmeasured = bill(costs, other, partial=True)  # billed: nothing; left out, and said so: the rest
-    assert hours == {} and unmeasured == costs
-
-
-def test_bad_inputs_fail_with_one_clear_message():
-    with pytest.raises(XltError, match="not the output of `snakemake --summary`"):
-        summary_jobs("Building DAG of jobs...\n")
+def test_hours_from_measured_rates_else_from_flops():
+    key = ("underspec", "mbert", "tagging", "finetune")
+    c = Cost(train_tokens=3.6e9, eval_tokens=7.2e9, train_flops=6e18, eval_flops=2e18)
+    rate = estimate_rate()
+    assert rate == pytest.approx(ESTIMATE_MFU * 989e12)
+    est = flop_rates(None)  # nothing measured: 40% of an H100's bf16 peak, training and evaluation
+    assert est("tagging", "ours") == est(None, "hf_best") == (pytest.approx(rate), pytest.approx(rate))
+    rates = {("mbert", "tagging", "ours"): (1e6, 2e6)}  # measured for ours only
+    h = bill({key: c}, rates, est)
+    assert h["underspec"]["ours"] == pytest.approx((3600 + 3600) / 3600) == h["total"]["measured"]
+    assert h["underspec"]["hf_best"] == pytest.approx(8e18 / rate / 3600)
+    assert bill({key: c}, {}, est)["total"]["measured"] == 0
+    # measured on a GPU: what it did not measure runs at the MFU it measured for the workload and side
+    rows = [{"shape": "mbert", "workload": w, "side": s, "tokens_per_s": 1e5, "eval_tokens_per_s": 3e5,
+             "mfu": m, "eval_mfu": 2 * m} for w, m in (("tagging", 0.01), ("pair", 0.03)) for s in SIDES]  # fmt: skip
+    util = flop_rates({"device": "NVIDIA H200", "gpu": True, "peak_tflops": 989.0, "rows": rows})
+    assert util("tagging", "ours") == (pytest.approx(0.01 * 989e12), pytest.approx(0.02 * 989e12))
+    assert util(None, "hf_best") == (pytest.approx(0.02 * 989e12), pytest.approx(0.04 * 989e12))  # MLM: the mean
+    xl = ("underspec", "xlmr-large", "pair", "finetune")
+    h = bill({xl: c}, throughputs({"rows": rows}), util)
+    assert h["total"]["ours"] == pytest.approx((6e18 / (0.03 * 989e12) + 2e18 / (0.06 * 989e12)) / 3600)
     with pytest.raises(XltError, match="not a gpu_throughput.py JSON"):
         throughputs({"device": "x"})
+    with pytest.raises(XltError, match="no bf16 peak known for GPU 'abacus'"):
+        estimate_rate("abacus")
+    with pytest.raises(XltError, match="not the output of `snakemake -n`"):
+        dag_jobs("Building DAG of jobs...\n")
 
 
-def test_script_bills_the_full_scale_dag(tmp_path):
-    """The real DAG of config.yaml (snakemake --summary), priced with a throughput file; a
-    CPU file is labelled as CPU-hours."""
-    rows = [{"shape": s, "workload": w, "side": side, "tokens_per_s": 1e4, "eval_tokens_per_s": 3e4}
-            for s in ("mbert", "xlmr-large") for w in ("tagging", "pair") for side in ("ours", "hf_default", "hf_best")]
-    bench = tmp_path / "bench.json"
-    bench.write_text(json.dumps({"device": "test CPU", "gpu": False, "rows": rows}))
-    run = subprocess.run([sys.executable, str(REPO / "benchmarks" / "full_scale_bill.py"), "--throughput", str(bench)],
-                         capture_output=True, text=True, timeout=600)
+def test_the_report_states_its_assumption_or_its_measurement():
+    jobs = dag_jobs(dry(("finetune", ["results/models/mbert/pretrained/ner/en.underspec/seed1"]),
+                        ("prepare_task", ["results/data/ner"])))  # fmt: skip
+    rep = report(CFG, jobs, Examples(CFG, None), None, "all_tables", "config.yaml")
+    md = markdown(rep)
+    assert "GPU-hours are an ESTIMATE" in md and "40% MFU of the NVIDIA H100 SXM bf16 dense peak (989 TFLOP/s)" in md
+    assert "6 · N · tokens training, 2 · N · tokens inference" in md and "mbert 85.1M" in md
+    assert "`prepare_task` ×1 (CPU: reads and normalises the raw files)" in md
+    assert "| finetune | 1 |" in md and "FLOPs estimate |" in md
+    cpu = {"device": "some CPU", "gpu": False, "rows": []}
+    assert "Not used: a throughput file measured on some CPU, not a GPU" in markdown(
+        report(CFG, jobs, Examples(CFG, None), cpu, "all_tables", "config.yaml"))
+    rows = [{"shape": "mbert", "workload": "tagging", "side": s, "tokens_per_s": 1e5, "eval_tokens_per_s": 3e5}
+            for s in ("ours", "hf_default", "hf_best")]
+    gpu = {"device": "NVIDIA H100 80GB HBM3", "gpu": True, "date": "2026-11-27", "rows": rows}
+    rep = report(CFG, jobs, Examples(CFG, None), gpu, "all_tables", "config.yaml")
+    assert rep["rules"]["finetune"]["how"] == "measured"
+    assert "(benchmarks/gpu_throughput.json, NVIDIA H100 80GB HBM3, 2026-11-27: 100% of ours)" in markdown(rep)
+    json.dumps(rep)  # what `make bill` writes
+
+
+def test_readme_quotes_the_bill_that_make_bill_writes(tmp_path):
+    """The README's block between the bill markers is exactly what the generator prints for the
+    full-scale DAG of config.yaml (`make bill` rewrites it)."""
+    from benchmarks.full_scale_bill import readme_block
+
+    run = subprocess.run([sys.executable, str(REPO / "benchmarks" / "full_scale_bill.py"), "--out", str(tmp_path / "bill")],
+                         capture_output=True, text=True, timeout=600)  # fmt: skip
     assert run.returncode == 0, run.stderr[-3000:]
-    out = run.stdout
-    assert "CPU-hours, not GPU-hours" in out
-    papers = [line.split("|")[1].strip() for line in out.splitlines() if line.startswith("| ") and "---" not in line][1:]
-    assert papers == ["adjust", "crossmulti", "dlfa", "underspec", "xmixup", "total"], out
-    total = next(line for line in out.splitlines() if line.startswith("| total"))
-    ours, default, best = (float(x.replace(",", "")) for x in total.strip("| ").split("|")[-3:])
-    assert ours == default == best > 0  # equal rates in, equal hours out
-    missing = subprocess.run([sys.executable, str(REPO / "benchmarks" / "full_scale_bill.py"), "--throughput",
-                              str(tmp_path / "nope.json")], capture_output=True, text=True, timeout=120)
-    assert missing.returncode == 1 and missing.stderr.startswith("error: ") and "Traceback" not in missing.stderr
+    assert readme_block((REPO / "README.md").read_text()) == run.stdout == (tmp_path / "bill.md").read_text(), \
+        "README.md's bill is stale: run `make bill`"
+    rep = json.loads((tmp_path / "bill.json").read_text())
+    assert rep["jobs"] > 3000 and rep["papers"]["total"]["ours"] > 0
+    assert set(rep["papers"]) == {"adjust", "crossmulti", "dlfa", "underspec", "xmixup", "total"}

@@ -26,7 +26,8 @@ def test_unknown_task_language_split(tiny_world):
 
 def test_missing_files_are_named(tiny_world, tmp_path):
     _world, raw, manifest = tiny_world
-    with pytest.raises(XltError, match=r"no raw data for task 'ner', language 'en', split 'train'.*wikiann/en/train"):
+    with pytest.raises(XltError, match=r"no raw data for task 'ner', language 'en', split 'train'.*wikiann/en/train"
+                                       r".*where there is network: `snakemake --cores 1 prefetch`"):  # fmt: skip
         prepare_split("ner", "en", "train", tmp_path)
     with pytest.raises(XltError, match="SQuAD train is English only"):
         prepare_split("qa", "de", "train", raw, manifest["source_cfg"])

@@ -18,11 +18,20 @@ def test_recipe_name_is_canonical_and_round_trips():
 
 
 def test_encoder_sources():
+    """A Hub encoder is loaded from its snapshot (a DAG input, fetched by download_encoder),
+    never from the Hub; a local path is read as it is."""
     cfg = base()
-    assert T.encoder_source(cfg, "mbert") == "google-bert/bert-base-multilingual-cased"
-    assert T.encoder_inputs(cfg, "mbert") == []
+    assert T.encoder_source(cfg, "mbert") == "resources/raw/encoders/mbert"
+    assert T.encoder_inputs(cfg, "mbert") == ["resources/raw/encoders/mbert"]
     cfg["encoders"]["tiny"] = {"build": {}}
     assert T.encoder_inputs(cfg, "tiny") == ["results/encoders/tiny/pretrained"]
+    cfg["encoders"]["embert"] = {"path": "/data/embert-hf"}
+    assert T.encoder_source(cfg, "embert") == "/data/embert-hf" and T.encoder_inputs(cfg, "embert") == []
+    assert T.hub_encoders(cfg) == ["mbert", "xlmr_base", "xlmr_large"] and T.snapshot_revision_arg(cfg, "mbert") == ""
+    cfg["encoders"]["mbert"]["revision"] = "a" * 40
+    assert T.snapshot_revision_arg(cfg, "mbert") == f"--revision {'a' * 40}"
+    assert T.prefetch(cfg)[-3:] == [f"resources/raw/encoders/{e}" for e in ("mbert", "xlmr_base", "xlmr_large")]
+    assert T.prefetch(cfg)[:-3] == [T.download_manifest(cfg, s) for s in T.download_plan(cfg)]
     with pytest.raises(XltError, match="unknown encoder 'bert'"):
         T.encoder_source(cfg, "bert")
 
@@ -34,9 +43,9 @@ def test_an_adapted_encoder_is_a_directory_the_dag_makes():
     assert T.Init.parse("mlm-pos.es_ancora-crossmulti").dataset == "pos.es_ancora"
     assert T.encoder_source(cfg, "mbert", init) == "results/encoders/mbert/mlm-pawsx-crossmulti"
     assert T.encoder_inputs(cfg, "mbert", init) == ["results/encoders/mbert/mlm-pawsx-crossmulti"]
-    assert T.encoder_revision_arg(cfg, "mbert", init) == ""
-    # it starts from the Hub encoder (no DAG input) and reads the task's prepared data
-    assert T.adapt_inputs(cfg, "mbert", init) == {"encoder": [], "data": ["results/data/pawsx"]}
+    # it starts from the Hub encoder's snapshot and reads the task's prepared data
+    assert T.adapt_inputs(cfg, "mbert", init) == {"encoder": ["resources/raw/encoders/mbert"],
+                                                  "data": ["results/data/pawsx"]}
     assert T.adapt_languages(cfg, init) == ["en", "de", "es", "fr"]
     with pytest.raises(XltError, match="unknown language set 'klingon'"):
         T.adapt_inputs(cfg, "mbert", "mlm-pawsx-klingon")

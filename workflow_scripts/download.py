@@ -1,8 +1,11 @@
 #!/usr/bin/env python
-"""Fetch one catalog source into the raw layout (the `download` rules call this).
+"""Fetch one catalog source into the raw layout, or one encoder snapshot (the `download` and
+`download_encoder` rules call this).
 
     python workflow_scripts/download.py --source wikiann --raw-root results/raw \
         --langs en de --manifest results/raw/manifests/wikiann.json [--config config.yaml]
+    python workflow_scripts/download.py --encoder mbert --hub google-bert/bert-base-multilingual-cased \
+        [--revision <commit>] --out results/raw/encoders/mbert [--config config.yaml]
 
 `--config` is a YAML/JSON file; its `download:` block (or the whole mapping when it has
 none) is the fetch configuration (pins, require_pins, lock, mirrors, manual_dir, ...). The
@@ -49,8 +52,13 @@ def _json_block(text: str) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     ap = ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--source", required=True, help="catalog entry (xlt/sources/catalog.yaml)")
-    ap.add_argument("--raw-root", required=True, help="root of the raw layout (docs/data.md)")
+    what = ap.add_mutually_exclusive_group(required=True)
+    what.add_argument("--source", help="catalog entry (xlt/sources/catalog.yaml)")
+    what.add_argument("--encoder", help="an encoder of the config's `encoders` (with --hub, --out)")
+    ap.add_argument("--hub", help="the encoder's Hub model id")
+    ap.add_argument("--revision", help="the encoder's pinned commit (default: the lock's, else main)")
+    ap.add_argument("--out", help="the encoder snapshot's directory")
+    ap.add_argument("--raw-root", help="root of the raw layout (docs/data.md); with --source")
     ap.add_argument("--langs", nargs="*", default=[], help="languages (space or comma separated)")
     ap.add_argument("--manifest", help="manifest JSON to write (default <raw-root>/manifests/)")
     ap.add_argument("--config", help="YAML/JSON file holding the download: block")
@@ -76,11 +84,22 @@ def main(argv: list[str] | None = None) -> int:
             cfg["manual_dir"] = args.manual_dir
         if args.hf_endpoint:
             cfg["hf_endpoint"] = args.hf_endpoint
-        man = fetch_source(args.source, args.raw_root, langs, cfg, manifest=args.manifest)
+        if args.encoder:
+            from xlt.sources.encoders import fetch_encoder
+
+            if not (args.hub and args.out):
+                raise XltError("--encoder needs --hub and --out")
+            man = fetch_encoder(args.encoder, args.hub, args.out, args.revision, cfg)
+            where = f"{args.out} ({args.hub} at {man['revision']})"
+        else:
+            if not args.raw_root:
+                raise XltError("--source needs --raw-root")
+            man = fetch_source(args.source, args.raw_root, langs, cfg, manifest=args.manifest)
+            where = args.raw_root
     except XltError as e:
         print(f"error: {' '.join(str(e).split())}", file=sys.stderr)
         return 1
-    print(f"{args.source}: {len(man['files'])} files under {args.raw_root}", file=sys.stderr)
+    print(f"{args.encoder or args.source}: {len(man['files'])} files under {where}", file=sys.stderr)
     return 0
 
 

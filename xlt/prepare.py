@@ -94,7 +94,8 @@ class SplitAbsent(XltError):
 def _missing(task: str, lang: str, split: str, what: str) -> XltError:
     return XltError(
         f"no raw data for task {task!r}, language {lang!r}, split {split!r}: {what} "
-        "(run the download / world-generation step first, or set a source override)"
+        "(download it first where there is network: `snakemake --cores 1 prefetch` with this run's "
+        "--configfile; with the tiny preset, the world job; or set a source override)"
     )
 
 

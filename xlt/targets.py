@@ -3,6 +3,8 @@
 
     {raw_root}/manifests/{entry}.json                             a downloaded catalog source
     results/world/manifest.json                                   the synthetic world
+    {raw_root}/encoders/{encoder}/                                a Hub encoder's snapshot at a commit
+                                                                  (download_encoder; xlt.sources.encoders)
     results/encoders/{encoder}/{init}/                            an encoder made in the DAG: `pretrained`
                                                                   (built, tiny preset) or adapted (`mlm-…`)
     results/data/{task}/                                          normalised data ({lang}/{split}.jsonl)
@@ -97,7 +99,6 @@ def aux_streams(cfg: dict, recipe: str, dataset: str, encoder: str | None = None
                            f"({Adjusted.GRAMMAR}); got {init!r}")
         return [{"kind": "aligned_pairs", "data": adjusted_pairs_file(cfg, encoder, it),
                  "reference": encoder_source(cfg, encoder),
-                 **({"reference_revision": rev} if (rev := cfg["encoders"][encoder].get("revision")) else {}),
                  "weight": aux["weight"],
                  "anchor_weight": aux.get("anchor_weight", 1.0), "word_vectors": it.word_vectors, "tokens": it.tokens,
                  "max_length": adjust_config(cfg, init)["max_length"],
@@ -254,25 +255,44 @@ def encoder_dir(cfg: dict, name: str, init: str = PRETRAINED) -> str:
 
 
 def encoder_source(cfg: dict, name: str, init: str = PRETRAINED) -> str:
-    """Where fine-tuning loads an encoder from: a directory the DAG makes (built or adapted),
-    a local path, or the Hub."""
+    """Where a job loads an encoder from: a directory the DAG makes (built or adapted), the
+    snapshot of a Hub encoder (download_encoder), or a local path. Never the Hub itself: jobs
+    run offline (compute nodes), the snapshot is fetched where Snakemake runs."""
     try:
         spec = cfg["encoders"][name]
     except KeyError:
         raise XltError(f"unknown encoder {name!r}; allowed: {', '.join(sorted(cfg['encoders']))}") from None
     if "build" in spec or Init.parse(init).method is not None:
         return encoder_dir(cfg, name, init)
-    return spec.get("path") or spec["hub"]
+    return spec.get("path") or snapshot_dir(cfg, name)
+
+
+def snapshot_dir(cfg: dict, name: str) -> str:
+    """The local snapshot of the Hub encoder `name` (its files at the commit the lock names)."""
+    return f"{cfg['raw_root']}/encoders/{name}"
+
+
+def snapshot_revision_arg(cfg: dict, name: str) -> str:
+    """The snapshot's pinned commit (config `encoders.<name>.revision`) as a download argument;
+    none: the lock's commit, else `main` (then locked)."""
+    rev = cfg["encoders"][name].get("revision")
+    return f"--revision {rev}" if rev else ""
 
 
 def built_encoders(cfg: dict) -> list[str]:
     return [name for name, spec in cfg["encoders"].items() if "build" in spec]
 
 
+def hub_encoders(cfg: dict) -> list[str]:
+    """The encoders read from the Hub (snapshots the `prefetch` target fetches)."""
+    return [name for name, spec in cfg["encoders"].items() if "build" not in spec and not spec.get("path")]
+
+
 def encoder_inputs(cfg: dict, name: str, init: str = PRETRAINED) -> list[str]:
-    """The DAG dependency of a job on its encoder (none for a Hub encoder as released)."""
-    made = name in built_encoders(cfg) or Init.parse(init).method is not None
-    return [encoder_source(cfg, name, init)] if made else []
+    """The DAG dependency of a job on its encoder: the directory it loads (none for a local path)."""
+    if Init.parse(init).method is None and cfg["encoders"].get(name, {}).get("path"):
+        return []
+    return [encoder_source(cfg, name, init)]
 
 
 def adapt_inputs(cfg: dict, encoder: str, init: str) -> dict[str, list[str]]:
@@ -321,13 +341,6 @@ def adjust_config(cfg: dict, init: str) -> dict:
 
 def adapt_languages(cfg: dict, init: str) -> list[str]:
     return list(cfg["language_sets"][Init.parse(init).langset])
-
-
-def encoder_revision_arg(cfg: dict, name: str, init: str = PRETRAINED) -> str:
-    if init != PRETRAINED:
-        return ""  # an adapted encoder is a local directory
-    rev = cfg["encoders"][name].get("revision")
-    return f"--revision {rev}" if rev else ""
 
 
 def engine_options(cfg: dict, training: dict) -> dict:
@@ -577,6 +590,12 @@ def raw_inputs(cfg: dict, dataset: str) -> list[str]:
     if cfg.get("world"):
         return [f"{cfg['results']}/world/manifest.json"]
     return [download_manifest(cfg, source) for source in raw_sources(cfg, dataset)]
+
+
+def prefetch(cfg: dict) -> list[str]:
+    """Everything a run needs from the network, fetched once where there is one (a login node):
+    the download of every source the configured papers read, and every Hub encoder's snapshot."""
+    return [download_manifest(cfg, s) for s in download_plan(cfg)] + [snapshot_dir(cfg, e) for e in hub_encoders(cfg)]
 
 
 def data_all(cfg: dict) -> list[str]:

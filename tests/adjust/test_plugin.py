@@ -319,8 +319,9 @@ def test_table9_is_an_option_off_by_default_and_reads_its_own_encoder(tiny_cfg, 
     assert "adjust Table 9: embert (hi)" in md
 
 
-def test_continual_learning_anchors_to_the_pinned_revision_of_a_hub_encoder():
+def test_continual_learning_anchors_to_the_snapshot_of_a_hub_encoder():
+    """The anchor is the encoder as released: its snapshot (at the commit the config pins or
+    the lock records), the directory every job of that encoder loads."""
     full = load_configs([])
-    full["encoders"]["mbert"]["revision"] = "abc123"
     (stream,) = aux_streams(full, "en.adjust.adjust_continual", "xnli", "mbert", "adjust-hi-n30000-seed1")
-    assert stream["reference"] == full["encoders"]["mbert"]["hub"] and stream["reference_revision"] == "abc123"
+    assert stream["reference"] == "resources/raw/encoders/mbert" and "reference_revision" not in stream

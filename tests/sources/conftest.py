@@ -1,7 +1,8 @@
 """Local stand-ins for the real hosts: an HTTP server on 127.0.0.1 serving a tmp dir
 (optionally honouring Range, optionally breaking transfers), which also answers the Hugging
-Face Hub's `/datasets/{repo}/resolve/{revision}/{file}` route the way huggingface_hub
-expects (X-Repo-Commit, ETag, Content-Length; X-Error-Code on 404).
+Face Hub's `/datasets/{repo}/resolve/{revision}/{file}` route (and a model repo's
+`/{repo}/resolve/{revision}/{file}`) the way huggingface_hub expects (X-Repo-Commit, ETag,
+Content-Length; X-Error-Code on 404).
 
 The files it serves are made by `realfiles` in the real formats.
 """
@@ -42,6 +43,7 @@ class ServerState:
     stalled: threading.Event = field(default_factory=threading.Event)
     requests: list = field(default_factory=list)  # (method, path, Range header)
     hub: dict = field(default_factory=dict)  # repo_id -> HubRepo
+    models: dict = field(default_factory=dict)  # repo_id -> HubRepo (model repos)
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
@@ -73,7 +75,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         raw_path = urlsplit(self.path).path
         self.state.requests.append((self.command, raw_path, self.headers.get("Range")))
         if raw_path.startswith("/datasets/"):
-            return self._hub(raw_path, head)
+            return self._hub(raw_path[len("/datasets"):], head, self.state.hub)
+        parts = raw_path.split("/")
+        if len(parts) > 4 and parts[3] == "resolve" and f"{parts[1]}/{parts[2]}" in self.state.models:
+            return self._hub(raw_path, head, self.state.models)
         f = self.state.root / unquote(raw_path.lstrip("/"))
         if not f.is_file():
             return self._plain(404, head=head)
@@ -113,15 +118,15 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             return
         self.wfile.write(body)
 
-    def _hub(self, raw_path: str, head: bool):
-        # /datasets/{owner}/{name}/resolve/{revision, url-quoted}/{path...}
+    def _hub(self, raw_path: str, head: bool, repos: dict):
+        # [/datasets]/{owner}/{name}/resolve/{revision, url-quoted}/{path...}
         parts = raw_path.split("/")
-        if len(parts) < 7 or parts[4] != "resolve":
+        if len(parts) < 6 or parts[3] != "resolve":
             return self._plain(404, {"X-Error-Code": "RepoNotFound"}, head)
-        repo_id = f"{parts[2]}/{parts[3]}"
-        rev = unquote(parts[5])
-        path = unquote("/".join(parts[6:]))
-        repo = self.state.hub.get(repo_id)
+        repo_id = f"{parts[1]}/{parts[2]}"
+        rev = unquote(parts[4])
+        path = unquote("/".join(parts[5:]))
+        repo = repos.get(repo_id)
         if repo is None:
             return self._plain(404, {"X-Error-Code": "RepoNotFound"}, head)
         if rev not in repo.refs and rev != repo.commit:
@@ -152,15 +157,17 @@ class LocalServer:
         return f"{self.url}/{rel}"
 
     def hub_repo(self, repo_id: str, files: dict[str, bytes], commit: str | None = None,
-                 refs=("main", "refs/convert/parquet")) -> HubRepo:  # fmt: skip
-        root = self.root / "_hub" / repo_id
+                 refs=("main", "refs/convert/parquet"), model: bool = False) -> HubRepo:  # fmt: skip
+        """A Hub dataset repo (a model repo with `model`) serving `files`; calling it again
+        replaces the repo (a new commit, say)."""
+        root = self.root / ("_models" if model else "_hub") / repo_id
         for rel, data in files.items():
             p = root / rel
             p.parent.mkdir(parents=True, exist_ok=True)
             p.write_bytes(data)
         commit = commit or sha256_bytes(repo_id.encode())[:40]
         repo = HubRepo(root=root, commit=commit, refs=tuple(refs))
-        self.state.hub[repo_id] = repo
+        (self.state.models if model else self.state.hub)[repo_id] = repo
         return repo
 
     def gets(self) -> list:

@@ -10,6 +10,7 @@ refuses a file whose weights do not match it.
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -42,11 +43,31 @@ class ModelSpec:
         return cls(**d)
 
 
+def hub_offline() -> bool:
+    """HF_HUB_OFFLINE is set (as huggingface_hub reads it): the SLURM profile's jobs, `make`."""
+    return os.environ.get("HF_HUB_OFFLINE", "").strip().upper() in {"1", "ON", "YES", "TRUE"}
+
+
+def require_local(name_or_path: str) -> None:
+    """An encoder that must come from the network where there is none (offline, or a missing
+    snapshot directory) is refused in one line naming it and the command that fetches it."""
+    if Path(name_or_path).is_dir():
+        return
+    looks_local = name_or_path.startswith((".", "/", "~")) or name_or_path.count("/") > 1
+    if not (looks_local or hub_offline()):
+        return
+    why = ("no such directory" if looks_local else
+           "not a local directory, and the Hub is offline here (HF_HUB_OFFLINE=1: jobs read local snapshots only)")
+    raise XltError(f"encoder {name_or_path}: {why}; fetch its snapshot first where there is network "
+                   "(a login node): `snakemake --cores 1 prefetch` with this run's --configfile")
+
+
 def load_encoder_weights(name_or_path: str, revision: str | None = None, dropout: float | None = None):
     """An encoder (its base model, no pooler) from the Hub or a local directory, whose
     safetensors files are checked first; pickled weights are never loaded."""
     from transformers import AutoModel
 
+    require_local(name_or_path)
     kwargs = {"revision": revision} if revision else {}
     if Path(name_or_path).is_dir():
         verify_weights(name_or_path)
@@ -68,6 +89,7 @@ def load_tokenizer(name_or_path: str, revision: str | None = None):
     """An encoder's fast tokenizer, from the Hub or a local directory (no weights loaded)."""
     from transformers import AutoTokenizer
 
+    require_local(name_or_path)
     try:
         tokenizer = AutoTokenizer.from_pretrained(name_or_path, **({"revision": revision} if revision else {}))
     except (OSError, ValueError) as e:

@@ -357,6 +357,10 @@ def download(
 # --------------------------------------------------------------------------- Hugging Face Hub
 
 
+class HubFileMissing(DownloadError):
+    """The Hub repo has no such file at this revision (404 EntryNotFound)."""
+
+
 def _commit_from_cache_path(path: str) -> str | None:
     parts = Path(path).parts
     for i, part in enumerate(parts[:-1]):
@@ -381,8 +385,9 @@ def fetch_hub_files(
     sha256: Mapping[str, str | None] | None = None,
     token: str | bool | None = None,
     expected_from: Mapping[str, str] | None = None,
+    repo_type: str = "dataset",
 ) -> list[Fetched]:
-    """Fetch files of the Hub dataset `repo_id` at `revision` into `dest_dir`.
+    """Fetch files of the Hub dataset (or `repo_type` "model") `repo_id` at `revision` into `dest_dir`.
 
     `filenames` maps each path in the repo to its path under `dest_dir` (a plain list keeps
     the repo's paths). Files go through `huggingface_hub.hf_hub_download` (its cache, its
@@ -406,7 +411,7 @@ def fetch_hub_files(
             cached = hf_hub_download(
                 repo_id,
                 repo_path,
-                repo_type="dataset",
+                repo_type=repo_type,
                 revision=revision,
                 endpoint=endpoint,
                 cache_dir=str(cache_dir) if cache_dir else None,
@@ -423,7 +428,7 @@ def fetch_hub_files(
             elif "EntryNotFound" in type(e).__name__:
                 hint = " The repo has no such file at this revision: check the catalog's file list."
             ep = endpoint or hf_constants.ENDPOINT
-            raise DownloadError(
+            raise (HubFileMissing if "EntryNotFound" in type(e).__name__ else DownloadError)(
                 f"could not fetch {where} from {ep} ({_one_line(e)}).{hint}"
             ) from None
         commit = _commit_from_cache_path(cached)

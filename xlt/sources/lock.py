@@ -10,6 +10,13 @@ gets the same bytes (docs/sources.md, "Pinning").
           revision: <40-hex commit> # Hub files only: the commit the file was read at
           origin: network | hub | manual | existing
           date: 'YYYY-MM-DDTHH:MM:SSZ'
+    encoders:
+      <Hub model id>:
+        <file>:                     # config.json, model.safetensors, tokenizer files
+          (the same fields; revision: the commit the snapshot was read at)
+
+Encoder snapshots (xlt.sources.encoders, the `prefetch` target) are locked like the data:
+one commit per model, one entry per file.
 
 One entry per file, keys sorted, one value per line: a new lock shows in a diff as added
 lines only. The file is rewritten whole, atomically (a temporary file renamed over it), under
@@ -43,6 +50,7 @@ HEADER = """\
 # to accept a new release of that file. `make pins` lists what is locked and what is not.
 """
 _FIELDS = ("sha256", "size", "url", "revision", "origin", "date")
+SECTIONS = ("sources", "encoders")  # catalog entries; encoder snapshots (Hub model ids)
 
 
 class LockConflictError(XltError):
@@ -76,20 +84,25 @@ def _bad(path: Path, where: str, msg: str) -> XltError:
     return XltError(f"{path}: {where}: {msg} (the lock file is written by xlt; restore it from git)")
 
 
-def _parse(path: Path, data) -> dict[str, dict[str, LockEntry]]:
+def _parse(path: Path, data) -> dict[str, dict[str, dict[str, LockEntry]]]:
+    """{section: {source: {raw path: entry}}} for every section of SECTIONS."""
     if data is None:
-        return {}
-    if not isinstance(data, Mapping) or not isinstance(data.get("sources", {}) or {}, Mapping):
-        raise _bad(path, "top level", "expected a mapping with 'sources'")
+        return {sec: {} for sec in SECTIONS}
+    if not isinstance(data, Mapping) or any(not isinstance(data.get(sec, {}) or {}, Mapping) for sec in SECTIONS):
+        raise _bad(path, "top level", f"expected a mapping with {' and/or '.join(map(repr, SECTIONS))}")
     if data.get("version", VERSION) != VERSION:
         raise _bad(path, "version", f"expected {VERSION}, got {data.get('version')!r}")
+    return {sec: _parse_section(path, sec, data.get(sec) or {}) for sec in SECTIONS}
+
+
+def _parse_section(path: Path, section: str, sources: Mapping) -> dict[str, dict[str, LockEntry]]:
     out: dict[str, dict[str, LockEntry]] = {}
-    for source, files in (data.get("sources") or {}).items():
+    for source, files in sources.items():
         if not isinstance(files, Mapping):
-            raise _bad(path, f"sources.{source}", "expected a mapping {raw path: entry}")
+            raise _bad(path, f"{section}.{source}", "expected a mapping {raw path: entry}")
         out[source] = {}
         for rel, raw in files.items():
-            where = f"sources.{source}.{rel}"
+            where = f"{section}.{source}.{rel}"
             if not isinstance(raw, Mapping):
                 raise _bad(path, where, "expected a mapping")
             unknown = sorted(set(raw) - set(_FIELDS))
@@ -109,16 +122,17 @@ def _parse(path: Path, data) -> dict[str, dict[str, LockEntry]]:
     return out
 
 
-def dump(entries: Mapping[str, Mapping[str, LockEntry]]) -> str:
-    """The lock file's text: header, version, sources and paths sorted, one value per line."""
-    body = {
-        "version": VERSION,
-        "sources": {
-            s: {p: entries[s][p].as_yaml() for p in sorted(entries[s])}
-            for s in sorted(entries)
-            if entries[s]
-        },
-    }
+def dump(entries: Mapping[str, Mapping[str, LockEntry]],
+         encoders: Mapping[str, Mapping[str, LockEntry]] | None = None) -> str:  # fmt: skip
+    """The lock file's text: header, version, sources (then encoders, when any) and paths
+    sorted, one value per line."""
+
+    def section(d: Mapping[str, Mapping[str, LockEntry]]) -> dict:
+        return {s: {p: d[s][p].as_yaml() for p in sorted(d[s])} for s in sorted(d) if d[s]}
+
+    body = {"version": VERSION, "sources": section(entries)}
+    if encoders and section(encoders):
+        body["encoders"] = section(encoders)
     # Key order is fixed here (sort_keys=False keeps it): version first, then sources and
     # their paths sorted, each entry's fields in _FIELDS order.
     return HEADER + yaml.safe_dump(body, sort_keys=False, default_flow_style=False, width=1000)
@@ -130,12 +144,12 @@ class LockFile:
     def __init__(self, path: str | Path | None = None):
         self.path = Path(path) if path is not None else default_lock_path()
 
-    def read(self) -> dict[str, dict[str, LockEntry]]:
-        """{source: {raw path: entry}}; a missing file is an empty lock."""
+    def read_all(self) -> dict[str, dict[str, dict[str, LockEntry]]]:
+        """{section: {source: {raw path: entry}}}; a missing file is an empty lock."""
         try:
             text = self.path.read_text(encoding="utf-8")
         except FileNotFoundError:
-            return {}
+            return _parse(self.path, None)
         except OSError as e:
             raise XltError(f"{self.path}: cannot read the lock file ({e.strerror})") from None
         try:
@@ -144,8 +158,12 @@ class LockFile:
             raise _bad(self.path, "YAML", " ".join(str(e).split())) from None
         return _parse(self.path, data)
 
-    def entries(self, source: str) -> dict[str, LockEntry]:
-        return dict(self.read().get(source, {}))
+    def read(self, section: str = "sources") -> dict[str, dict[str, LockEntry]]:
+        """{source: {raw path: entry}} of one section (catalog sources, or encoders)."""
+        return self.read_all()[section]
+
+    def entries(self, source: str, section: str = "sources") -> dict[str, LockEntry]:
+        return dict(self.read(section).get(source, {}))
 
     @contextlib.contextmanager
     def _exclusive(self) -> Iterator[None]:
@@ -158,14 +176,15 @@ class LockFile:
             finally:
                 fcntl.flock(fh, fcntl.LOCK_UN)
 
-    def add(self, source: str, new: Mapping[str, LockEntry]) -> None:
-        """Record `new` {raw path: entry} for `source`: under the file lock, read the file
-        again, refuse an entry that disagrees with one already there, write atomically."""
+    def add(self, source: str, new: Mapping[str, LockEntry], section: str = "sources") -> None:
+        """Record `new` {raw path: entry} for `source` (a catalog entry, or a Hub model id in
+        section "encoders"): under the file lock, read the file again, refuse an entry that
+        disagrees with one already there, write atomically."""
         if not new:
             return
         with self._exclusive():
-            entries = self.read()
-            mine = entries.setdefault(source, {})
+            everything = self.read_all()
+            mine = everything[section].setdefault(source, {})
             changed = False
             for rel, entry in new.items():
                 old = mine.get(rel)
@@ -188,7 +207,7 @@ class LockFile:
                 )
                 try:
                     with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                        fh.write(dump(entries))
+                        fh.write(dump(everything["sources"], everything["encoders"]))
                         fh.flush()
                         os.fsync(fh.fileno())
                     os.chmod(tmp, 0o644)

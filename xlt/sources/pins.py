@@ -76,7 +76,23 @@ def _langs_of(source: Source, rel: str) -> list[str]:
     return out
 
 
-def report(cfg: FetchConfig) -> str:
+def encoder_lines(encoders: dict, locked: dict[str, dict[str, LockEntry]]) -> list[str]:
+    """Each Hub encoder of the config's `encoders`: its snapshot's pinned or locked commit and
+    files (xlt.sources.encoders), or that its first fetch will lock it."""
+    out = []
+    for name, spec in sorted(encoders.items()):
+        if not isinstance(spec, dict) or not spec.get("hub") or spec.get("path") or spec.get("build"):
+            continue
+        files = locked.get(spec["hub"], {})
+        commits = sorted({e.revision for e in files.values() if e.revision})
+        state = (f"pinned at {spec['revision']}" if spec.get("revision") else
+                 f"locked at {', '.join(commits)}" if files else "not locked (the first fetch locks it)")
+        out.append(f"encoder {name} ({spec['hub']}): {state}")
+        out += [_locked_line(r, e) for r, e in sorted(files.items())]
+    return out
+
+
+def report(cfg: FetchConfig, encoders: dict | None = None) -> str:
     lock = cfg.lock_file()
     entries = lock.read()
     total = {"locked": 0, "pinned": 0, "not locked": 0, "stale": 0}
@@ -90,6 +106,7 @@ def report(cfg: FetchConfig) -> str:
         out.append(f"{name} (not in the catalog)")
         out += [_locked_line(r, e).replace("  locked   ", "  stale    ", 1) for r, e in sorted(entries[name].items())]
         total["stale"] += len(entries[name])
+    out += encoder_lines(encoders or {}, lock.read("encoders"))
     out.append(", ".join(f"{v} {k}" for k, v in total.items()) + " (files)")
     return "\n".join(out) + "\n"
 
@@ -102,16 +119,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--lock", help="the lock file (default: download.lock, else the repo's)")
     args = ap.parse_args(argv)
     try:
-        block = {}
+        block, encoders = {}, {}
         if args.config:
             from xlt.io import read_yaml
 
             data = read_yaml(args.config) or {}
             block = dict(data.get("download") or {}) if isinstance(data, dict) else {}
+            encoders = dict(data.get("encoders") or {}) if isinstance(data, dict) else {}
         if args.lock:
             block["lock"] = args.lock
         cfg = FetchConfig.coerce(block)
-        sys.stdout.write(report(cfg))
+        sys.stdout.write(report(cfg, encoders))
     except XltError as e:
         print(f"error: {' '.join(str(e).split())}", file=sys.stderr)
         return 1

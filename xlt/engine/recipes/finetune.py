@@ -165,7 +165,7 @@ def train(
         terms.append(task_term(at, akind, weight=float(a["weight"])))
     for a in pair_aux:
         with torch.random.fork_rng(devices=[]):  # loading f₀ leaves the training RNG as it was
-            original, _ = load_encoder(a["reference"], a.get("reference_revision"))
+            original, _ = load_encoder(a["reference"])
         streams[ALIGNED_PAIRS] = aligned_pairs_stream(
             ALIGNED_PAIRS, a["files"], tokenizer, int(a.get("batch_size", cfg.batch_size)), cfg.seed,
             int(a.get("max_length", cfg.max_length)), a.get("word_vectors", "avg"), a.get("tokens", "all"))

@@ -16,6 +16,7 @@ from xlt.engine.config import FAST_PATH
 from xlt.engine.fastpath import encode, use_keep_mask_dropout
 from xlt.engine.kinds import IGNORE, kind_of
 from xlt.engine.loop import Loop
+from xlt.engine.model import require_local
 from xlt.engine.objectives import Objective, Term, mask_tokens
 from xlt.engine.runtime import Checkpointer, Dist, build_optimizer, build_scheduler, resolve_precision, seed_everything
 from xlt.engine.streams import Stream
@@ -159,6 +160,8 @@ def train_mlm(
     seed_everything(cfg.seed)
     source = str(init_from or tokenizer_dir)
     kw = {"revision": revision} if revision else {}
+    if init_from:
+        require_local(str(init_from))
     try:
         tokenizer = AutoTokenizer.from_pretrained(source, **kw)
         if init_from:

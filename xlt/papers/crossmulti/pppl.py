@@ -91,9 +91,11 @@ def load_scorer(pretrained: str, finetuned_encoder: str | None = None, revision:
     `encoder/`), its base model's weights replaced by the fine-tuned encoder's, every one."""
     from transformers import AutoModelForMaskedLM, AutoTokenizer
 
+    from xlt.engine.model import require_local
     from xlt.engine.recipes.mlm import MLMModel
 
     kw = {"revision": revision} if revision else {}
+    require_local(pretrained)
     try:
         tokenizer = AutoTokenizer.from_pretrained(pretrained, **kw)
         hf = AutoModelForMaskedLM.from_pretrained(pretrained, use_safetensors=True, **kw)
