@@ -52,6 +52,12 @@ def test_an_encoder_is_a_configured_name_or_a_hub_id(tiny_cfg, given, name, decl
     assert Z.resolve_encoder(tiny_cfg, given) == (name, declared)
 
 
+def test_a_hub_id_never_takes_the_name_of_another_configured_encoder(tiny_cfg):
+    cfg = {**tiny_cfg, "encoders": {**tiny_cfg["encoders"], "org_enc": {"hub": "org/other"}}}
+    name, spec = Z.resolve_encoder(cfg, "org/enc")
+    assert name.startswith("org_enc_") and spec == {"hub": "org/enc", "revision": None}
+
+
 def test_a_local_directory_is_declared_under_its_name_and_a_hash_of_its_path(tiny_cfg, tmp_path):
     a, b = tmp_path / "a" / "my-enc", tmp_path / "b" / "my-enc"
     for d in (a, b):

@@ -62,6 +62,10 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "_", text).strip("_")
 
 
+def _digest(text: str) -> str:
+    return hashlib.sha1(text.encode()).hexdigest()[:8]
+
+
 def resolve_encoder(cfg: dict, given: str) -> tuple[str, dict | None]:
     """(encoder name, the `encoders` entry to declare or None) of the `encoder` key: a configured
     name; a local Hugging Face directory (`<its name>_<hash of its path>`: two directories of one
@@ -77,13 +81,13 @@ def resolve_encoder(cfg: dict, given: str) -> tuple[str, dict | None]:
         for name, spec in encoders.items():
             if "path" in spec and Path(spec["path"]).resolve() == path:
                 return name, None
-        digest = hashlib.sha1(str(path).encode()).hexdigest()[:8]
-        return f"{_slug(path.name) or 'local'}_{digest}", {"path": str(path)}
+        return f"{_slug(path.name) or 'local'}_{_digest(str(path))}", {"path": str(path)}
     if HUB_ID.fullmatch(given):
         for name, spec in encoders.items():
             if spec.get("hub") == given and not spec.get("revision"):
                 return name, None
-        return _slug(given), {"hub": given, "revision": None}
+        name = _slug(given)  # a configured encoder of that name is another one: the id's hash tells them apart
+        return (f"{name}_{_digest(given)}" if name in encoders else name), {"hub": given, "revision": None}
     raise XltError(f"config key encoder: {unknown('encoder', given, encoders)} Or a local Hugging Face directory "
                    "(none there), or a Hub id owner/name")
 
