@@ -10,6 +10,7 @@ import re
 import shlex
 import subprocess
 import sys
+from functools import reduce
 from pathlib import Path
 
 import pandas as pd
@@ -19,7 +20,7 @@ import yaml
 from tests.conftest import REPO
 from tests.test_workflow import SHRINK, SNAKEMAKE, job_counts
 from xlt import zeroshot as Z
-from xlt.config import load_configs
+from xlt.config import deep_merge, load_configs
 
 DOCS = REPO / "docs"
 # one epoch of underspec's profile (zero_shot's on the tiny preset) on the shrunk world
@@ -29,6 +30,13 @@ SHRINK_ZS = {**SHRINK, "hparams": {**SHRINK["hparams"], "underspec": {"epochs": 
 def blocks(guide: Path, lang: str) -> list[str]:
     """The fenced code blocks of `lang` in a guide, in order."""
     return re.findall(rf"```{lang}\n(.*?)```", guide.read_text(), flags=re.S)
+
+
+def guide_config() -> dict:
+    """docs/adding-a-language.md's blocks of `my.yaml` merged in order (the later keys winning)."""
+    mine = [b for b in blocks(DOCS / "adding-a-language.md", "yaml") if b.startswith("# my.yaml")]
+    assert len(mine) == 2, "the guide declares a set (step 2), then the whole of it with a new toy language"
+    return reduce(deep_merge, [yaml.safe_load(b) for b in mine], {})
 
 
 def zero_shot_command(guide: Path, encoder: str) -> list[str]:
@@ -54,34 +62,40 @@ def run_guide(workdir: Path, words: list[str], zygote: dict) -> None:
 def walked(tmp_path_factory, zygote):
     workdir = tmp_path_factory.mktemp("zero_shot")
     (workdir / "shrink.yaml").write_text(yaml.safe_dump(SHRINK_ZS))
-    # adding a language: the guide's config file, then its command
-    (workdir / "my.yaml").write_text(blocks(DOCS / "adding-a-language.md", "yaml")[0])
+    # adding a language: the guide's config (its blocks in order, the later keys winning), then its command
+    (workdir / "my.yaml").write_text(yaml.safe_dump(guide_config()))
     run_guide(workdir, zero_shot_command(DOCS / "adding-a-language.md", "tiny"), zygote)
-    # adding an encoder: its snippet saves the built tiny encoder as a directory; its command uses it
-    encoder = workdir / "my-encoder"
+    # adding an encoder: its snippet saves the tiny encoder built above as a directory; its command
+    # uses it, in a folder of its own (without my.yaml, the world there has no bg)
+    elsewhere = tmp_path_factory.mktemp("zero_shot_encoder")
+    (elsewhere / "shrink.yaml").write_text(yaml.safe_dump(SHRINK_ZS))
+    encoder = elsewhere / "my-encoder"
     code = blocks(DOCS / "adding-an-encoder.md", "python")[0].replace("/data/my-encoder", str(encoder))
     subprocess.run([sys.executable, "-c", code], check=True, cwd=workdir, capture_output=True, timeout=300)
     words = [w.replace("/data/my-encoder", str(encoder)) for w in zero_shot_command(DOCS / "adding-an-encoder.md", "/data/my-encoder")]
-    run_guide(workdir, words, zygote)
-    return workdir, encoder
+    run_guide(elsewhere, words, zygote)
+    return workdir, elsewhere, encoder
 
 
 @pytest.mark.slow
 def test_adding_a_language_walkthrough_scores_the_new_set(walked):
-    workdir, _ = walked
-    langs = yaml.safe_load(blocks(DOCS / "adding-a-language.md", "yaml")[0])["language_sets"]["my_langs"]
+    workdir, _, _ = walked
+    langs = guide_config()["language_sets"]["my_langs"]
+    assert "bg" in langs  # a toy language the tiny preset does not have
     table = pd.read_csv(workdir / "results/tables/zero_shot/tiny.ner.my_langs.csv")
     assert list(dict.fromkeys(table["lang"])) == [*langs, "avg", "avg_targets"]
     assert set(table["metric"]) == {"span_f1", "span_f1_macro", "accuracy"} and (table["n_seeds"] == 2).all()
+    assert table["ours_mean"].notna().all()
     md = (workdir / "results/tables/zero_shot/tiny.ner.my_langs.md").read_text()
-    assert "| ru | " in md and "| fr | " not in md
+    assert "| bg | " in md and "| fr | " not in md
+    assert (workdir / "results/data/ner/bg/test.jsonl").is_file()  # zero_shot.languages: prepared for it
     for seed in (1, 2):  # underspec's and adjust's English NER models on the tiny preset
         assert (workdir / f"results/models/tiny/pretrained/ner/en.underspec/seed{seed}/xlt_model.json").is_file()
 
 
 @pytest.mark.slow
 def test_adding_an_encoder_walkthrough_fine_tunes_the_local_directory(walked):
-    workdir, encoder = walked
+    _, workdir, encoder = walked
     cfg = load_configs([REPO / "presets/tiny.yaml"])
     name, spec = Z.resolve_encoder(cfg, str(encoder))
     assert spec == {"path": str(encoder.resolve())}
