@@ -25,7 +25,16 @@ rule zero_shot_table:
         "zero_shot_table.py --spec {params.spec:q} --inputs {input} --out-prefix {params.prefix} 2> {log}"
 
 
-# The table the --config keys ask for.
+# The table the --config keys ask for. Without them, one line saying which and exit 1, as for a
+# bad config (an exception here would come with Snakemake's traceback); run only when asked for.
+def zero_shot_files(wildcards):
+    try:
+        return Z.table_files(config)
+    except XltError as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(1)
+
+
 rule zero_shot:
     input:
-        lambda w: Z.table_files(config),
+        zero_shot_files,

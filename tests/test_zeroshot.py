@@ -165,3 +165,6 @@ def test_an_evaluation_without_a_language_of_the_set_is_refused(tmp_path):
     spec = {"languages": ["en", "de"], "source": "en"}
     with pytest.raises(XltError, match=r"1\.json: no scores for language 'de'; has en"):
         Z.scores(spec, [_eval(tmp_path / "1.json", 1, {"en": 90})])
+    (tmp_path / "2.json").write_text(json.dumps({"task": "pawsx", "seed": 1, "metrics": {"en": {"accuracy": 1}, "de": {"accuracy": 1}}}))
+    with pytest.raises(XltError, match=r"2\.json: no metric 'f1_macro' for language 'en'; has accuracy"):
+        Z.scores(spec, [str(tmp_path / "2.json")])

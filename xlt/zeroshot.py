@@ -184,10 +184,14 @@ def scores(spec: dict, inputs: list[str]) -> pd.DataFrame:
     rows = []
     for path in inputs:
         report = read_json(path)
+        missing = [lang for lang in spec["languages"] if lang not in report["metrics"]]
+        if missing:
+            raise XltError(f"{path}: no scores for language {missing[0]!r}; has {', '.join(report['metrics'])}")
         for lang in spec["languages"]:
-            if lang not in report["metrics"]:
-                raise XltError(f"{path}: no scores for language {lang!r}; has {', '.join(report['metrics'])}")
             for metric in get_task(report["task"]).metrics:
+                if metric not in report["metrics"][lang]:
+                    raise XltError(f"{path}: no metric {metric!r} for language {lang!r}; has "
+                                   f"{', '.join(k for k in report['metrics'][lang] if k != 'n')}")
                 rows.append({"lang": lang, "metric": metric, "seed": report["seed"],
                              "value": report["metrics"][lang][metric], "collapsed": bool(report.get("collapsed", False))})
     per_lang = pd.DataFrame(rows, columns=["lang", "metric", "seed", "value", "collapsed"])
