@@ -168,3 +168,12 @@ def test_an_evaluation_without_a_language_of_the_set_is_refused(tmp_path):
     (tmp_path / "2.json").write_text(json.dumps({"task": "pawsx", "seed": 1, "metrics": {"en": {"accuracy": 1}, "de": {"accuracy": 1}}}))
     with pytest.raises(XltError, match=r"2\.json: no metric 'f1_macro' for language 'en'; has accuracy"):
         Z.scores(spec, [str(tmp_path / "2.json")])
+
+
+def test_a_language_set_reference_has_the_one_name_pattern():
+    import yaml
+
+    from xlt.config import NAME_PATTERN
+
+    schema = yaml.safe_load((REPO / "schemas" / "config.schema.yaml").read_text())
+    assert schema["$defs"]["langset_name"]["pattern"] == NAME_PATTERN
