@@ -35,6 +35,7 @@ def zero_shot_files(wildcards):
         sys.exit(1)
 
 
+# zero_shot --config encoder=… task=… langs=…: any encoder fine-tuned on English, one table across a language set
 rule zero_shot:
     input:
         zero_shot_files,
