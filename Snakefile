@@ -28,6 +28,7 @@ include: "rules/dlfa.smk"
 include: "rules/align.smk"
 include: "rules/adjust.smk"
 include: "rules/xmixup.smk"
+include: "rules/zeroshot.smk"
 
 
 localrules:

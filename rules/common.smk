@@ -11,6 +11,7 @@ from snakemake.io import report as report_flag
 from xlt import papers as P
 from xlt import resources as R
 from xlt import targets as T
+from xlt import zeroshot as Z
 from xlt.cli import RERUN, configfile_slip, failed_job_errors
 from xlt.config import check_workflow_config, located, workflow_sources
 from xlt.errors import XltError
@@ -23,6 +24,8 @@ if slip := configfile_slip(sys.argv):
 
 try:
     check_workflow_config(config)
+    # the zero_shot target's encoder given as a directory or a Hub id: an encoders entry from here on
+    config["encoders"].update(Z.declared_encoders(config))
 except XltError as e:
     # One line naming the file that set the key and exit 1, before the DAG exists (a
     # WorkflowError would add Snakemake's frame lines around the message). Merge order:

@@ -176,6 +176,9 @@ CONFIG = [
         {"bad.yaml": "compute: {jobs: {finetune: {threads: 0}}}\n"}),
     Bad("config-pin-digest", config_check("bad.yaml"), r"download\.pins\.wikimatrix\.sha256\.es: 'abc' does not match",
         {"bad.yaml": "download: {pins: {wikimatrix: {sha256: {es: abc}}}}\n"}),
+    Bad("config-languages-not-a-set", config_check("bad.yaml"),
+        r"papers\.crossmulti\.languages: \['en', 'de'\] is not a language set's name: languages go through named language sets",
+        {"bad.yaml": "papers: {crossmulti: {languages: [en, de]}}\n"}),
     Bad("config-duplicate-seeds", config_check("bad.yaml"), r"papers\.crossmulti\.seeds: \[1, 1\] has non-unique elements",
         {"bad.yaml": "papers: {crossmulti: {seeds: [1, 1]}}\n"}),
 ]
@@ -186,8 +189,18 @@ def snakemake_n(*files: str) -> list[str]:
             "--directory", "{tmp}", "--configfile", *files]
 
 
+def zero_shot_n(*config: str) -> list[str]:
+    return [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "-n", "zero_shot",
+            "--directory", "{tmp}", f"--configfile={TINY}", *(["--config", *config] if config else [])]
+
+
 # The same checks through Snakemake itself: the workflow stops before it builds a DAG.
 WORKFLOW = [
+    Bad("snakemake-zero-shot-no-keys", zero_shot_n(), r"the zero_shot target needs --config keys encoder, task and langs: "
+        r"snakemake zero_shot --config encoder=", outputs=["results", "logs"]),
+    Bad("snakemake-zero-shot-language", zero_shot_n("encoder=tiny", "task=ner", "langs=de"),
+        r"config key langs: unknown language set 'de'.* 'de' is a language: languages go through named language sets",
+        outputs=["results", "logs"]),
     Bad("snakemake-nan", snakemake_n(str(TINY), "bad.yaml"), r"hparams\.crossmulti\.lr: nan is not a finite number",
         {"bad.yaml": "hparams: {crossmulti: {lr: .nan}}\n"}, outputs=["results", "logs"]),
     Bad("snakemake-unknown-key", snakemake_n(str(TINY), "bad.yaml"), r"unknown key.*Did you mean 'dropout'\?",
@@ -312,6 +325,12 @@ def finetune(hparams: dict | str, *, encoder: str = "{tmp}/model/encoder", langs
             "--out", "{tmp}/out", "--checkpoint-dir", "{tmp}/ckpt", "--threads", "1"]
 
 
+def zero_shot_table() -> list[str]:
+    spec = {"encoder": "tiny", "loaded_from": "x", "task": "ner", "langset": "s", "languages": ["en", "de"], "source": "en",
+            "recipe": "en.underspec", "hparams": "underspec", "seeds": [1]}
+    return ["zero_shot_table.py", "--spec", json.dumps(spec), "--inputs", "e.json", "--out-prefix", "out/t"]
+
+
 POS_LINE = json.dumps({"id": "s1", "tokens": ["a", "b"], "upos": ["NOUN", "VERB"]})
 XNLI_LINE = json.dumps({"id": "x", "text": "a b", "text_pair": "c", "label": "neutral"}) + "\n"
 POS_DATA = {"data/en/dev.jsonl": POS_LINE + "\n", "data/en/train.jsonl": POS_LINE + "\n"}
@@ -355,6 +374,9 @@ SCRIPTS_CASES = [
     Bad("table-unknown", ["make_table.py", "--paper", "crossmulti", "--table", "table9", "--spec", "{}", "--inputs", "x.json",
                           "--out-prefix", "out/t"], r"unknown table of paper crossmulti 'table9'; allowed: table1, table2, table3, table4, table5, table6\. "
                           r"Did you mean 'table\d'\?"),
+    Bad("zero-shot-table-input-json", zero_shot_table(), r"e\.json:1: invalid JSON", {"e.json": "{"}),
+    Bad("zero-shot-table-language", zero_shot_table(), r"e\.json: no scores for language 'de'; has en",
+        {"e.json": json.dumps({"task": "ner", "seed": 1, "metrics": {"en": {"span_f1": 1.0}}})}),
     Bad("table-input-json", ["make_table.py", "--paper", "crossmulti", "--table", "table2",
                              "--spec", json.dumps({"metric": {"pos": "f1_macro"}, "source": "en"}),
                              "--inputs", "e.json", "--out-prefix", "out/t"], r"e\.json:1: invalid JSON", {"e.json": "{"}),

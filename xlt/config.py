@@ -24,10 +24,11 @@ from xlt import targets as T
 from xlt.align.targets import check as check_align
 from xlt.cli import not_a_config_file, run
 from xlt.engine.config import TrainConfig
-from xlt.errors import XltError, check_config_ref
+from xlt.errors import XltError, check_config_ref, langset_hint
 from xlt.io import read_yaml
 from xlt.registry import TASKS
 from xlt.world.config import resolve as resolve_world
+from xlt.zeroshot import check as check_zero_shot
 
 REPO = Path(__file__).resolve().parent.parent
 SCHEMA = REPO / "schemas" / "config.schema.yaml"
@@ -111,6 +112,11 @@ def _named_part(err):
     return None
 
 
+def _names_a_language_set(err) -> bool:
+    return (err.validator in ("type", "oneOf") and isinstance(err.schema, dict)
+            and "language set" in str(err.schema.get("description", "")))
+
+
 def _explain(err) -> XltError:
     key = _key(err.absolute_path)
     v = err.validator
@@ -122,6 +128,11 @@ def _explain(err) -> XltError:
 
 
 def _explain_value(err, key: str, v: str) -> str:
+    for e in [err, *(err.context or [])]:  # a oneOf's own errors: a per-task language set given as a list
+        if _names_a_language_set(e) and (hint := langset_hint(e.instance)):
+            return f"config key {_key(e.absolute_path)}: {hint}"
+    if v == "type" and len(err.absolute_path) == 2 and err.absolute_path[0] == "language_sets":
+        return f"config key {key}: {err.instance!r} should be a list of language codes, e.g. [en, de]"
     if v == "enum":
         return f"config key {key}: {err.instance!r} is not allowed; allowed: {', '.join(map(str, err.validator_value))}"
     if v == "additionalProperties":
@@ -278,7 +289,7 @@ def _check_references(config: dict) -> None:
         for main, datasets in (aux.get("tasks") or {}).items():  # an aligned-pairs set reads no dataset
             check_config_ref("task", f"aux_sets.{name}.tasks", main, TASKS)
             for k, dataset in enumerate(datasets):
-                _check_dataset(config, dataset, f"aux_sets.{name}.tasks.{main}[{k}]")
+                T.check_dataset(config, dataset, f"aux_sets.{name}.tasks.{main}[{k}]")
     for slug, paper in config.get("papers", {}).items():
         if slug in P.PAPERS and P.PAPERS[slug].check:  # a block not of the one-encoder shape (xlt.papers)
             P.PAPERS[slug].check(config, paper)
@@ -317,15 +328,7 @@ def _check_references(config: dict) -> None:
             if TASKS[task].source == "ud":
                 _check_treebanks(config, slug, paper.get("treebanks"), task, langs)
     _check_named_sets(config)  # after the papers: a set may name a paper's language set, reported there first
-
-
-def _check_dataset(config: dict, dataset: str, key: str) -> None:
-    """A dataset name (`<task>[.<set>]`) in the config: a known task and, if named, a known set."""
-    check_config_ref("task", key, T.task_of(dataset), TASKS)
-    try:
-        T.named_set(config, dataset)
-    except XltError as e:
-        raise XltError(f"config key {key}: {e}") from None
+    check_zero_shot(config)  # the zero_shot target's keys, when given
 
 
 def _check_named_sets(config: dict) -> None:

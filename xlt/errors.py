@@ -7,6 +7,7 @@ the file and line (or the config key) and what was expected.
 from __future__ import annotations
 
 import difflib
+import re
 from pathlib import Path
 
 
@@ -27,7 +28,22 @@ def check_config_ref(kind: str, key: str, name: str, allowed) -> None:
     if name not in allowed:
         close = difflib.get_close_matches(name, list(allowed), n=1)
         hint = f" Did you mean {close[0]!r}?" if close else ""
+        if kind == "language set" and isinstance(name, str) and LANGUAGE_CODE.fullmatch(name):
+            hint += f" {name!r} is a language: {LANGSET_HINT}"
         raise XltError(f"config key {key}: unknown {kind} {name!r}; allowed: {', '.join(sorted(allowed))}.{hint}")
+
+
+LANGUAGE_CODE = re.compile(r"[a-z]{2,3}")
+# What a key that names a language set says when given languages (docs/adding-a-language.md)
+LANGSET_HINT = ("languages go through named language sets: declare one under language_sets "
+                "(e.g. language_sets: {my_set: [en, de]}) and give its name (docs/adding-a-language.md)")
+
+
+def langset_hint(value) -> str | None:
+    """The hint for a language-set key given a language or a list of languages, else None."""
+    if isinstance(value, list) or (isinstance(value, str) and LANGUAGE_CODE.fullmatch(value)):
+        return f"{value!r} is not a language set's name: {LANGSET_HINT}"
+    return None
 
 
 class DataFormatError(XltError):

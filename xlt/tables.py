@@ -216,7 +216,8 @@ def render_grid(
     labels: dict[str, str] = TASK_LABELS,
     columns: list | None = None,
 ) -> tuple[str, str]:
-    """Markdown and LaTeX in the paper's layout; each cell shows `cell(row)`: paper / ours / Δ.
+    """Markdown and LaTeX in the paper's layout; each cell shows `cell(row)`: paper / ours / Δ
+    (or one text, for a table without a published value).
     `labels` names row and column keys (default: the tasks' short names; columns upper-cased);
     `columns` orders the columns (default: as they first appear)."""
     present = list(dict.fromkeys(table[col_key]))
@@ -246,9 +247,10 @@ def render_grid(
                 cells_md.append("–")
                 cells_tex.append("--")
                 continue
-            p, o, d = cell(r)
-            cells_md.append(f"{p} · {o} · {d}")
-            cells_tex.append(f"{p} / {o.replace('±', PM_TEX)} / {d}")
+            parts = cell(r)
+            parts = (parts,) if isinstance(parts, str) else parts
+            cells_md.append(" · ".join(parts))
+            cells_tex.append(" / ".join(parts).replace("±", PM_TEX))
         md.append(f"| {label(rk)} | " + " | ".join(cells_md) + " |")
         tex.append(f"{label(rk)} & " + " & ".join(cells_tex) + " \\\\")
     tex += ["\\bottomrule", "\\end{tabular}"]

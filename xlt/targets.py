@@ -38,8 +38,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from xlt.engine.config import TrainConfig
-from xlt.errors import XltError
-from xlt.registry import get_task
+from xlt.errors import XltError, check_config_ref
+from xlt.registry import TASKS, get_task
 
 TABLE_FORMATS = ("csv", "md", "tex")
 FIGURE_FORMATS = ("png", "pdf", "csv")  # the CSV holds the numbers plotted
@@ -439,6 +439,15 @@ def named_set(cfg: dict, dataset: str) -> dict | None:
     return spec
 
 
+def check_dataset(cfg: dict, dataset: str, key: str) -> None:
+    """A dataset name (`<task>[.<set>]`) at config key `key`: a known task and, if named, a known set."""
+    check_config_ref("task", key, task_of(dataset), TASKS)
+    try:
+        named_set(cfg, dataset)
+    except XltError as e:
+        raise XltError(f"config key {key}: {e}") from None
+
+
 def dataset_splits(cfg: dict, dataset: str) -> tuple[str, ...]:
     """The splits a dataset is prepared with: its task's, or those its named set declares."""
     spec = named_set(cfg, dataset)
@@ -462,11 +471,15 @@ def check_languages(cfg: dict, dataset: str, langs: list[str], split: str | None
 
 
 def datasets(cfg: dict) -> dict[str, list[str]]:
-    """Every dataset the configured papers read, with the languages they need, stable order."""
+    """Every dataset the configured papers read, with the languages they need, stable order;
+    and the languages config `zero_shot.languages` adds to a dataset."""
     out: dict[str, list[str]] = {}
     for slug, paper in cfg["papers"].items():
         for task in paper.get("tasks", []):
             out.setdefault(dataset_name(cfg, slug, task), []).extend(paper_languages(cfg, slug, task))
+    # languages only the zero_shot target scores, declared once (xlt.zeroshot; docs/adding-a-language.md)
+    for dataset, langset in ((cfg.get("zero_shot") or {}).get("languages") or {}).items():
+        out.setdefault(dataset, []).extend(cfg["language_sets"][langset])
     return {d: list(dict.fromkeys(langs)) for d, langs in out.items()}
 
 
