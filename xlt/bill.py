@@ -43,7 +43,8 @@ from xlt.throughput import SHAPES, EncoderShape, LengthProfile, length_profile, 
 
 # Public sizes (examples per split, every language) of splits no paper table prints
 # (docs/data.md): MARC 200k / 5k / 5k per language.
-DATASET_SIZES = {("marc", "dev"): 5000}
+# XQuAD: 1,190 questions in each language (qa's test split beyond English SQuAD)
+DATASET_SIZES = {("marc", "dev"): 5000, ("qa", "test"): 1190}
 # Encoder shapes, by the Hub id (or local path) in the config's `encoders` block. XLM-R base is
 # priced as mBERT: the same 12 × 768 transformer (the larger vocabulary is an embedding lookup).
 SHAPE_OF_HUB = {"bert-base-multilingual": "mbert", "xlm-roberta-base": "mbert", "xlm-roberta-large": "xlmr-large"}
@@ -79,6 +80,8 @@ NO_DEVICE_TIME = {
     "all_tables": "a target: no job of its own",
     "data_all": "a target: no job of its own",
     "prefetch": "a target: no job of its own",
+    "zero_shot": "a target: no job of its own (its fine-tunes and evaluations are priced)",
+    "zero_shot_table": "CPU: a table of result files",
     "align_all": "a target: no job of its own",
 }
 ALIAS = "a target (an alias of a paper's tables): no job of its own"
