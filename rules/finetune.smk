@@ -33,10 +33,11 @@ rule finetune:
         # target-dev (oracle) selection beside the model's own, where a paper's table shows it
         oracle=lambda w, output: " ".join(P.oracle_languages(config, output[0])),
         checkpoints=f"{RESULTS}/checkpoints/models/{{encoder}}/{{init}}/{{task}}/{{recipe}}/seed{{seed}}",
+        tensorboard=f"{RESULTS}/logs/tensorboard/models/{{encoder}}/{{init}}/{{task}}/{{recipe}}/seed{{seed}}",
     shell:
         "{params.launcher} $(command -v finetune.py) --task {params.task} --encoder {params.encoder}"
         " --data {input.data} --train-langs {params.train_langs}"
         " --hparams {params.hparams:q} --aux {params.aux:q} --seed {wildcards.seed} --out {output}"
         " --checkpoint-dir {params.checkpoints} --threads {params.threads}"
         " --collapse-retries {params.collapse_retries} --collapse-rule {params.collapse_rule:q}"
-        " --oracle-langs {params.oracle} 2> {log}"
+        " --oracle-langs {params.oracle} --tensorboard-dir {params.tensorboard} 2> {log}"

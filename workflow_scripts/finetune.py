@@ -24,13 +24,14 @@ def main():
                     help='what calls a run collapsed: {"max_share", "min_gain"} (config collapse:; xlt.metrics.COLLAPSE_RULE)')
     ap.add_argument("--oracle-langs", nargs="*", default=[],
                     help="also select per target language on its own dev set (oracle.json beside the model)")
+    ap.add_argument("--tensorboard-dir", default=None, help="each epoch's scalars as TensorBoard events here")
     ap.add_argument("--kill-after-steps", type=int, default=None, help="testing aid: SIGKILL itself after N steps")
     a = ap.parse_args()
     set_threads(a.threads)
     from xlt.finetune import finetune
 
     finetune(a.task, a.encoder, a.revision, a.data, a.train_langs, a.hparams, a.seed, a.out, a.checkpoint_dir, a.kill_after_steps,
-             a.collapse_retries, a.aux, a.collapse_rule, a.oracle_langs)
+             a.collapse_retries, a.aux, a.collapse_rule, a.oracle_langs, a.tensorboard_dir)
 
 
 run(main)

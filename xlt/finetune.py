@@ -42,7 +42,7 @@ RETRY_SEED_STRIDE = 1000
 def finetune(task: str, encoder: str, revision: str | None, data_dir: str, train_langs: list[str],
              hparams: dict, seed: int, out: str, checkpoint_dir: str, kill_after_steps: int | None = None,
              collapse_retries: int = 0, aux: list[dict] | None = None, collapse_rule: dict | None = None,
-             oracle_langs: list[str] | None = None) -> dict:
+             oracle_langs: list[str] | None = None, tensorboard_dir: str | None = None) -> dict:
     """Fine-tune, then judge whether the selected model collapsed (xlt.metrics.collapse_verdict
     by `collapse_rule`, the config's `collapse:` thresholds; default xlt.metrics.COLLAPSE_RULE):
     its dev predictions nearly all one class / tag / relation, or its dev score not above the
@@ -57,7 +57,9 @@ def finetune(task: str, encoder: str, revision: str | None, data_dir: str, train
 
     `oracle_langs`: target-dev ("oracle") selection beside the model's own, for these languages'
     dev and test sets (xlt.engine.recipes.finetune.train's `oracle`: oracle.json beside the
-    model; not part of its training config, so the model and its provenance are as without)."""
+    model; not part of its training config, so the model and its provenance are as without).
+
+    `tensorboard_dir`: each epoch's loss, dev scores and seconds as TensorBoard scalars there."""
     import shutil
 
     from xlt.engine.recipes.finetune import train  # torch: only in the job
@@ -88,7 +90,7 @@ def finetune(task: str, encoder: str, revision: str | None, data_dir: str, train
         # checkpoint was cleared when it finished) and must not resume the retry's state.
         ckpt_dir = checkpoint_dir if attempt == 0 else f"{checkpoint_dir}.retry{attempt}"
         summary = train(cfg, train_files, dev_files, out, ckpt_dir, resolved_config=resolved, aux=aux_train,
-                        kill_after_steps=kill_after_steps, oracle=oracle or None)
+                        kill_after_steps=kill_after_steps, oracle=oracle or None, tensorboard_dir=tensorboard_dir)
         if int(os.environ.get("RANK", "0")) != 0:  # under torchrun the main rank checks and writes
             return summary
         measure = summary["dev_collapse"]  # of the selected epoch's dev predictions, made in training

@@ -82,11 +82,22 @@ def test_tables_read_one_adjustment_per_target_and_seed(tiny_cfg):
     assert any("/adjust-hi-n300-seed1-start/" in f for f in t6) and not any("-avg" in f for f in t6)
 
 
+def test_a_variant_table_runs_its_own_seeds_when_given(tiny_cfg):
+    cfg = copy.deepcopy(tiny_cfg)
+    for seeds in ([1], [1, 2]):
+        cfg["papers"]["adjust"]["table7"]["seeds"] = seeds
+        files = table_inputs(cfg, "adjust", "table7")
+        assert {int(f.split("/seed")[-1].split("/")[0]) for f in files} == set(seeds)
+    del cfg["papers"]["adjust"]["table7"]["seeds"]  # default: the paper's seeds
+    assert {int(f.split("/seed")[-1].split("/")[0]) for f in table_inputs(cfg, "adjust", "table7")} == {1, 2}
+
+
 @pytest.mark.parametrize("edit, message", [
     (lambda c: c["papers"]["adjust"].update(size=123), r"papers.adjust.size: 123 is not a sample size"),
     (lambda c: c["papers"]["adjust"].update(continual="crossmulti_fa"), "is not of kind aligned_pairs"),
     (lambda c: c["papers"]["adjust"].update(seeds=[1, 9]), r"papers.adjust.seeds: \[9\] have no aligned-pairs sample"),
     (lambda c: c["papers"]["adjust"]["table5"].update(sizes=[700]), r"table5.sizes: \[700\] are not sampled for ru"),
+    (lambda c: c["papers"]["adjust"]["table6"].update(seeds=[3]), r"table6.seeds: \[3\] are not among papers.adjust.seeds"),
     (lambda c: c["papers"]["adjust"].update(targets=["de"]), "'de' is not aligned with English"),
     (lambda c: c["papers"]["adjust"].update(targets=["ru"]), r"align.l2.fig1_pair: 'hi' is not a target"),
     (lambda c: c["papers"]["adjust"].update(figures={"seed": 7}), r"papers.adjust.figures.seed"),

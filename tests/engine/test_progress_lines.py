@@ -62,3 +62,22 @@ def test_a_heartbeat_goes_to_the_console(tmp_path, capsys):
     _loop(tmp_path, progress=False, heartbeat_s=1e-9).run()
     out = capsys.readouterr().out.splitlines()
     assert out and all(re.fullmatch(r"toy seed1: step \d+/8 \(\d+%\), loss \d+\.\d{4}, \d+ s", x) for x in out)
+
+
+def test_each_epoch_gives_its_line_s_values_as_scalars_and_they_reach_an_event_file(tmp_path):
+    from xlt.engine.tensorboard import scalar_writer
+
+    seen = []
+    _loop(tmp_path, progress=False, scalars=lambda step, values: seen.append((step, values))).run()
+    assert [step for step, _ in seen] == [4, 8]
+    assert [v["dev/accuracy"] for _, v in seen] == [50.0, 51.0]
+    assert all(set(v) == {"train/loss", "dev/accuracy", "train/seconds"} for _, v in seen)
+
+    write = scalar_writer(tmp_path / "tb")
+    for step, values in seen:
+        write(step, values)
+    events = list((tmp_path / "tb").glob("events.out.tfevents.*"))
+    assert len(events) == 1
+    data = events[0].read_bytes()
+    assert b"dev/accuracy" in data and b"train/loss" in data
+    assert scalar_writer(None) is None

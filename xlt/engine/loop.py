@@ -63,6 +63,7 @@ class Loop:
         compile: str = "auto",  # the lean layer stack through torch.compile: "auto" (on CUDA), "on", "off"
         pad_multiple: int | None = None,  # batch widths rounded up to a multiple (None: 16 on CUDA, else 1)
         defer_finite_check: bool | None = None,  # None: on CUDA (see `run`)
+        scalars: Callable[[int, dict], None] | None = None,  # each epoch's line as scalars (xlt.engine.tensorboard)
     ):
         if (epochs is None) == (max_steps is None):
             raise XltError("a training loop needs exactly one of epochs / max_steps")
@@ -147,17 +148,22 @@ class Loop:
         else:
             print(line, file=sys.stderr, flush=True)
 
-    def _epoch_line(self, state: dict, epoch: int, loss_sum: float, n: int, seconds: float) -> str:
-        """`<desc>: epoch 2/5, step 128, loss 0.6931, dev accuracy 71.20, 8.4 s`: the dev score is
-        the one model selection read (on_epoch_end's history entry of this epoch)."""
-        parts = [f"{self.desc}: epoch {epoch + 1}/{self.epochs}", f"step {state['global_step']}"]
-        if n:
-            parts.append(f"loss {loss_sum / n:.4f}")
+    def _epoch_values(self, state: dict, epoch: int, loss_sum: float, n: int, seconds: float) -> dict:
+        """What an epoch's line says, as {"train/loss", "dev/<metric>", "train/seconds"}: the dev
+        scores are those model selection read (on_epoch_end's history entry of this epoch)."""
+        values = {"train/loss": loss_sum / n} if n else {}
         last = state["history"][-1] if state["history"] else {}
         if last.get("epoch") == epoch + 1:
-            parts += [f"dev {k} {v:.4g}" for k, v in last.items()
-                      if k not in ("epoch", "step") and isinstance(v, (int, float))]
-        return ", ".join(parts) + f", {seconds:.1f} s"
+            values |= {f"dev/{k}": v for k, v in last.items() if k not in ("epoch", "step") and isinstance(v, (int, float))}
+        return values | {"train/seconds": seconds}
+
+    def _epoch_line(self, state: dict, epoch: int, values: dict) -> str:
+        """`<desc>: epoch 2/5, step 128, loss 0.6931, dev accuracy 71.20, 8.4 s`."""
+        parts = [f"{self.desc}: epoch {epoch + 1}/{self.epochs}", f"step {state['global_step']}"]
+        if "train/loss" in values:
+            parts.append(f"loss {values['train/loss']:.4f}")
+        parts += [f"dev {k[4:]} {v:.4g}" for k, v in values.items() if k.startswith("dev/")]
+        return ", ".join(parts) + f", {values['train/seconds']:.1f} s"
 
     def run(self) -> dict:
         state = self.resume_or_start()
@@ -245,8 +251,10 @@ class Loop:
                         self.on_epoch_end(state, epoch)
                         self.timers["evaluating"] += time.perf_counter() - t
                         self.model.train()
-                    self._say(self._epoch_line(state, epoch, float(epoch_loss), epoch_steps,
-                                               time.perf_counter() - epoch_t0), bar)
+                    values = self._epoch_values(state, epoch, float(epoch_loss), epoch_steps, time.perf_counter() - epoch_t0)
+                    self._say(self._epoch_line(state, epoch, values), bar)
+                    if self.scalars is not None and self.dist.main:
+                        self.scalars(state["global_step"], values)
                     epoch_loss, epoch_steps, epoch_t0 = 0.0, 0, time.perf_counter()
                     primary.next_epoch()
                     self._save(state)

@@ -21,6 +21,7 @@ from xlt.engine.recipes import xmixup
 from xlt.engine.reference import FrozenReference
 from xlt.engine.runtime import Checkpointer, Dist, build_optimizer, build_scheduler, resolve_precision, seed_everything
 from xlt.engine.streams import Stream
+from xlt.engine.tensorboard import scalar_writer
 from xlt.errors import XltError
 from xlt.io import write_json
 from xlt.provenance import provenance
@@ -78,6 +79,7 @@ def train(
     stop_after_steps: int | None = None,
     kill_after_steps: int | None = None,
     oracle: dict[str, dict[str, str]] | None = None,
+    tensorboard_dir: str | Path | None = None,
 ) -> dict:
     """Fine-tune and save the selected model to `out_dir`; return its summary.
 
@@ -208,7 +210,8 @@ def train(
                 primary=task.name, objective=Objective(terms), device=device, dist=dist, checkpointer=ckpt,
                 epochs=cfg.epochs, max_grad_norm=cfg.max_grad_norm, checkpoint_every=cfg.checkpoint_every,
                 checkpoint_minutes=cfg.checkpoint_minutes, on_epoch_end=select, desc=f"{task.name} seed{cfg.seed}", progress=cfg.progress,
-                stop_after_steps=stop_after_steps, kill_after_steps=kill_after_steps, precision=precision)
+                stop_after_steps=stop_after_steps, kill_after_steps=kill_after_steps, precision=precision,
+                scalars=scalar_writer(tensorboard_dir) if dist.main else None)
     state = loop.run()
 
     dist.barrier()

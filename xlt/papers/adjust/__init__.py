@@ -384,7 +384,7 @@ def _variant_inputs(cfg: dict, table: str) -> list[str]:
         return []
     out = []
     for task in t["tasks"]:
-        for seed in p["seeds"]:
+        for seed in t.get("seeds") or p["seeds"]:  # a table may run fewer of the paper's seeds
             out.append(_eval(cfg, p, task, "original", None, seed))
             for variant in _variants(cfg, table):
                 out.append(_eval(cfg, p, task, "adjusted", t["pair"], seed, **variant))
@@ -632,6 +632,9 @@ def check(cfg: dict, p: dict) -> None:
         raise XltError(f"config key align.l2.fig1_pair: {fig1['fig1_pair']!r} is not a target of papers.{SLUG} "
                        f"(its Figure 1 shows that pair's models; targets: {targets(cfg)})")
     check_config_ref("task", f"papers.{SLUG}.figures.fig1_task", fig1["fig1_task"], p["tasks"])
+    for table in ("table5", "table6", "table7"):
+        if extra := sorted(set((p.get(table) or {}).get("seeds") or []) - set(p["seeds"])):
+            raise XltError(f"config key papers.{SLUG}.{table}.seeds: {extra} are not among papers.{SLUG}.seeds ({p['seeds']})")
     if figure_seed(cfg) not in p["seeds"]:
         raise XltError(f"config key papers.{SLUG}.figures.seed: {figure_seed(cfg)} is not one of papers.{SLUG}.seeds "
                        f"({p['seeds']})")
