@@ -211,6 +211,9 @@ def test_table2_shows_the_oracle_beside_the_papers_selection(tmp_path):
     assert "| d2 | 66.15 · – · – · oracle – | 83.04 · 72.40 ± 0.50 · -10.64 · oracle 83.20 ± 0.00 |" in md
     assert "oracle: target-dev selection" in md
 
+    make_table("dlfa", "table2", {**spec, "oracle": False}, _evals(tmp_path, spec), str(tmp_path / "t2off"))
+    assert "oracle (target-dev) selection: not run here (papers.dlfa.oracle: false)" in (tmp_path / "t2off.md").read_text()
+
 
 def test_a_one_layer_sweep_says_why_the_second_best_is_missing(tmp_path):
     spec = {**_spec(), "layers": [2]}

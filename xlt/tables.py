@@ -306,6 +306,13 @@ ORACLE_NOTE = ("oracle: target-dev selection (Keung et al., 2020: English-dev se
                "dev data, so it is a reference beside the paper's setting, not a zero-shot result.")
 
 
+def oracle_off_note(slug: str) -> str:
+    """What a table that can show the oracle says when its paper's `oracle` option is off."""
+    return (f"oracle (target-dev) selection: not run here (papers.{slug}.oracle: false); with it on, each of the "
+            "table's fine-tunes also scores every target's dev set each epoch and the table shows the oracle beside "
+            "the paper's column (config.yaml has it on).")
+
+
 def oracle_rows(models: list[str], metric_of: dict[str, str], setting_of) -> pd.DataFrame:
     """Per-seed rows (task, setting, lang, seed, value) of the oracle selection beside models
     (their oracle.json, xlt.engine.recipes.finetune.oracle_step): the test `metric_of[task]` of

@@ -26,7 +26,7 @@ from xlt.papers import datasize
 from xlt.papers.base import Figure, Paper, Table
 from xlt.papers.published import load_published
 from xlt.tables import (COLLAPSE_NOTE, ORACLE_LEGEND, ORACLE_NOTE, SEEDS_LEGEND, TASK_LABELS, account, add_oracle, cell_text,
-                        eval_rows, oracle_cell, oracle_rows, paper_vs_ours, render_grid)
+                        eval_rows, oracle_cell, oracle_off_note, oracle_rows, paper_vs_ours, render_grid)
 from xlt.targets import Init, Recipe, aux_streams, data_dir, dataset_name, eval_file, model_dir, task_of
 
 SLUG = "crossmulti"
@@ -90,7 +90,7 @@ def table2(spec: dict, inputs: list[str]) -> tuple[pd.DataFrame, str, str]:
         + f". Encoder: {spec['encoder']}. Seeds: {seeds}.",
         "cross = fine-tuned on the source language only; multi = on all four languages.",
         select_note(spec),
-        *([ORACLE_NOTE] if spec.get("oracle") else []),
+        (ORACLE_NOTE if spec.get("oracle") else oracle_off_note(SLUG)),
         COLLAPSE_NOTE,
     ]
     md, tex = render_grid(table, ["task", "setting"], "lang", "crossmulti Table 2: cross- vs multi-lingual fine-tuning", notes,

@@ -20,7 +20,7 @@ from xlt.papers.base import DataSize, Paper, RecipeTags, Table
 from xlt.papers.published import load_published
 from xlt.stats import mean_std, paired_ttest
 from xlt.tables import (COLLAPSE_NOTE, ORACLE_LEGEND, ORACLE_NOTE, SEEDS_LEGEND, TASK_LABELS, account, add_oracle, cell_text,
-                        collapse_mark, eval_rows, oracle_cell, oracle_rows, paper_vs_ours, render_grid)
+                        collapse_mark, eval_rows, oracle_cell, oracle_off_note, oracle_rows, paper_vs_ours, render_grid)
 from xlt.targets import Recipe, dataset_name, eval_file, model_dir, paper_language_set
 
 SLUG = "dlfa"
@@ -275,7 +275,7 @@ def table2(spec: dict, inputs: list[str]) -> tuple[pd.DataFrame, str, str]:
         "D_12 (given in the prose of Sect. V-A; XNLI not reported).",
         CONTROL_NOTE,
         RECIPE_NOTE.format(hparams=spec["hparams"]),
-        *([ORACLE_NOTE + " Here per language, then averaged as the headline."] if spec.get("oracle") else []),
+        (ORACLE_NOTE + " Here per language, then averaged as the headline." if spec.get("oracle") else oracle_off_note(SLUG)),
         "Best DLFA layer vs baseline, paired over seeds: " + "; ".join(tests) + ".",
     ])
     md, tex = render_grid(table, ["model"], "task", "dlfa Table II: the layer sweep (language averages)", notes,
