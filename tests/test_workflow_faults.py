@@ -129,8 +129,10 @@ def _without_timings(value):
 
 def differing_results(first: Path, second: Path) -> list[str]:
     """The files under results/ that differ between two run directories (a JSON only where it
-    differs beyond its timings), and those that only one of them has."""
-    files = {str(p.relative_to(root)) for root in (first, second) for p in (root / "results").rglob("*") if p.is_file()}
+    differs beyond its timings), and those that only one of them has; results/logs/ (TensorBoard
+    event files, named and stamped by the clock) left out."""
+    files = {str(p.relative_to(root)) for root in (first, second) for p in (root / "results").rglob("*")
+             if p.is_file() and not p.relative_to(root).is_relative_to("results/logs")}
     differ = []
     for name in sorted(files):
         a, b = first / name, second / name

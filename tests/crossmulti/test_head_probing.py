@@ -112,7 +112,7 @@ def test_table4_marks_significant_rho_with_its_p(tmp_path):
 
 
 def test_table4_shows_the_papers_marks():
-    published = A._published("table4", ["pos", "ner", "pawsx", "marc"])
+    published = A._published("table4")
     assert published["significant"].any()  # the CSV has marks to show
 
 

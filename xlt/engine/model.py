@@ -56,6 +56,8 @@ def require_local(name_or_path: str) -> None:
     looks_local = name_or_path.startswith((".", "/", "~")) or name_or_path.count("/") > 1
     if not (looks_local or hub_offline()):
         return
+    if looks_local and "/encoders/" not in f"/{name_or_path}":  # a model's or a user's directory: no download makes it
+        raise XltError(f"cannot load encoder '{name_or_path}': no such directory (not made yet, or moved)")
     why = ("no such directory" if looks_local else
            "not a local directory, and the Hub is offline here (HF_HUB_OFFLINE=1: jobs read local snapshots only)")
     raise XltError(f"encoder {name_or_path}: {why}; fetch its snapshot first where there is network "

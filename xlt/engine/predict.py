@@ -12,7 +12,7 @@ def to_device(batch: dict, device: torch.device) -> dict:
     """A batch's tensors on `device`; a paired batch's sides too. To CUDA through pinned
     memory: a copy from pageable memory waits for the device to finish its queue, so a
     host-bound step could not run ahead of the device."""
-    pin = device.type == "cuda"
+    pin = torch.device(device).type == "cuda"  # a name ("cpu") or a device
     return {k: to_device(v, device) if isinstance(v, dict) else
             (v.pin_memory() if pin and v.device.type == "cpu" else v).to(device, non_blocking=True)
             for k, v in batch.items()}

@@ -215,6 +215,8 @@ def _main_table(spec: dict, inputs: list[str], task: str, table_id: str, title: 
     table = paper_vs_ours(ours[[*keys, "seed", "value", "collapsed"]], published, keys)
     tests = significance(ours, keys)
     table = add_marks(table, keys, MARKS, "model", published=published, tests=tests)
+    not_run = (f"Languages not among papers.{SLUG}.targets ({', '.join(spec['targets'])}): the paper's values only.")
+    table = account(table, lambda r: not_run if r["lang"] not in spec["targets"] else None)
     test = tests["test"].iloc[0] if len(tests) else "none (fewer than two models per cell)"
     notes = _notes(spec, ours, [f"{LABELS[task]} {spec['metric'][task]} on the test sets, x100.",
                                 f"Marks: * adjusted vs original, ** adjusted + continual vs adjusted, p < 0.05 "
@@ -424,6 +426,12 @@ def _variant_table(spec: dict, inputs: list[str], table_id: str, notes: list[str
     published = load_published(SLUG, table_id)
     published = published.assign(**{pub_column: published[pub_column].astype(str)})
     table = paper_vs_ours(gains, published, [pub_column, "task", "dataset", "lang"])
+    # the paper's cells of another language pair: kept in the CSV with the reason, not in the grid
+    elsewhere = table[(table["lang"] != t["pair"]) & table["paper"].notna()]
+    if len(elsewhere):
+        why = (f"The paper's pair is en–{', en–'.join(sorted(set(elsewhere['lang'])))}; this run's is en–{t['pair']} "
+               f"(papers.{SLUG}.{table_id}.pair): the paper's values are in the CSV only.")
+        elsewhere, notes = account_all(elsewhere, why), [*notes, why]
     table = table[table["lang"] == t["pair"]]
     reasons = {}  # why a published cell has no ours: its task not run, or its size / mode / tokens not run
     if not_run := [task for task in dict.fromkeys(published["task"]) if task not in t["tasks"]]:
@@ -444,7 +452,7 @@ def _variant_table(spec: dict, inputs: list[str], table_id: str, notes: list[str
     md, tex = render_grid(table, [pub_column], "column", VARIANT_TITLE[table_id].format(pair=t["pair"]),
                           _notes(spec, ours, ["Each cell: the adjusted model's score minus the original's, per seed, "
                                               "then mean ± std over seeds (points)."] + notes), labels=LABELS)
-    return table, md, tex
+    return pd.concat([table, elsewhere], ignore_index=True) if len(elsewhere) else table, md, tex
 
 
 VARIANT_NOTES = {
