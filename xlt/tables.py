@@ -170,6 +170,14 @@ def account_all(table: pd.DataFrame, reason: str) -> pd.DataFrame:
     return account(table, lambda _row: reason)
 
 
+def account_tasks(table: pd.DataFrame, tasks: list[str], key: str) -> pd.DataFrame:
+    """`account` of the published cells of tasks the config key `key` (its value `tasks`) does
+    not run: their task, or their probing task where the table has one, is not in `tasks`."""
+    run = set(tasks)
+    reason = f"Tasks not in {key} ({', '.join(tasks)}): the paper's values only."
+    return account(table, lambda r: reason if r["task"] not in run or r.get("probe_task", r["task"]) not in run else None)
+
+
 def unexplained(table: pd.DataFrame) -> pd.DataFrame:
     """The published cells of a built table that have neither ours nor a reason (`account`)."""
     ours = table[_ours_column(table)]

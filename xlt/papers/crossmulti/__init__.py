@@ -25,7 +25,7 @@ from xlt.errors import XltError
 from xlt.papers import datasize
 from xlt.papers.base import Figure, Paper, Table
 from xlt.papers.published import load_published
-from xlt.tables import (COLLAPSE_NOTE, ORACLE_LEGEND, ORACLE_NOTE, SEEDS_LEGEND, TASK_LABELS, account, add_oracle, cell_text,
+from xlt.tables import (COLLAPSE_NOTE, ORACLE_LEGEND, ORACLE_NOTE, SEEDS_LEGEND, TASK_LABELS, account, account_tasks, add_oracle, cell_text,
                         eval_rows, oracle_cell, oracle_off_note, oracle_rows, paper_vs_ours, render_grid)
 from xlt.targets import Init, Recipe, aux_streams, data_dir, dataset_name, eval_file, model_dir, task_of
 
@@ -80,8 +80,7 @@ def table2(spec: dict, inputs: list[str]) -> tuple[pd.DataFrame, str, str]:
     ours = eval_rows(evals, spec["metric"], setting_of)
     keys = ["task", "setting", "lang"]
     table = paper_vs_ours(ours, load_published(SLUG, "table2"), keys)
-    table = account(table, lambda r: None if r["task"] in spec["tasks"] else (
-        f"Tasks not in papers.{SLUG}.tasks ({', '.join(spec['tasks'])}): the paper's values only."))
+    table = account_tasks(table, spec["tasks"], f"papers.{SLUG}.tasks")
     if spec.get("oracle"):  # the inputs beside the evaluation files: the models, with their oracle.json
         table = add_oracle(table, oracle_rows([f for f in inputs if f not in evals], spec["metric"], setting_of), keys)
     seeds = sorted(ours["seed"].unique().tolist())

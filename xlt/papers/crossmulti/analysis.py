@@ -12,7 +12,7 @@ from scipy.stats import spearmanr
 from xlt.errors import XltError
 from xlt.papers.crossmulti import SLUG
 from xlt.papers.published import load_published
-from xlt.tables import TASK_LABELS, account, add_marks, paper_vs_ours, render_grid
+from xlt.tables import TASK_LABELS, account_tasks, add_marks, paper_vs_ours, render_grid
 
 VANILLA = "vanilla"  # the pretrained encoder; the paper's "mBERT" rows
 
@@ -39,14 +39,6 @@ def _published(table: str) -> pd.DataFrame:
     return load_published(SLUG, table)
 
 
-def _account_tasks(table: pd.DataFrame, spec: dict) -> pd.DataFrame:
-    """Every published cell kept: those of a task (or probing task) this run does not train
-    show the paper's value with the reason."""
-    run = set(spec["tasks"])
-    reason = f"Tasks not in papers.{SLUG}.tasks ({', '.join(spec['tasks'])}): the paper's values only."
-    return account(table, lambda r: reason if r["task"] not in run or r.get("probe_task", r["task"]) not in run else None)
-
-
 # ---- Table 3: model probing -------------------------------------------------------------------
 
 
@@ -66,7 +58,8 @@ def table3_rows(probes: pd.DataFrame) -> pd.DataFrame:
 
 def table3(spec: dict, inputs: list[str]):
     ours = table3_rows(read_csvs(inputs))
-    table = _account_tasks(paper_vs_ours(ours, _published("table3"), ["task", "setting", "probe_task"]), spec)
+    table = paper_vs_ours(ours, _published("table3"), ["task", "setting", "probe_task"])
+    table = account_tasks(table, spec["tasks"], f"papers.{SLUG}.tasks")
     table = in_paper_order(table, spec["tasks"], ["task", "probe_task"])
     notes = [f"Ceiling − probe ({', '.join(f'{t} {m}' for t, m in spec['metric'].items() if t in spec['tasks'])}, ×100) "
              "on the four test sets concatenated; probe = linear layer on the frozen pretrained encoder's last layer, "
@@ -154,7 +147,7 @@ def table4(spec: dict, inputs: list[str]):
     # a seed whose top-K share under three heads has no ρ: the cell averages the seeds that have one
     ours = ours.dropna(subset=["value"])
     published = _published("table4")
-    table = _account_tasks(paper_vs_ours(ours.drop(columns="p"), published, keys), spec)
+    table = account_tasks(paper_vs_ours(ours.drop(columns="p"), published, keys), spec["tasks"], f"papers.{SLUG}.tasks")
     tests = rho_tests(ours, keys)
     table = add_marks(table, keys, {"spearman": "*"}, by="metric", published=published, tests=tests, alpha=TABLE4_ALPHA)
     table = table.merge(tests.drop(columns="pvalue"), on=keys, how="left")
@@ -190,7 +183,7 @@ def table5(spec: dict, inputs: list[str]):
     cols = ["task", "setting", "lang", "seed", "value"] + (["collapsed"] if "collapsed" in df else [])
     ours = df.rename(columns={"pppl": "value"})[cols].fillna({"seed": 0})
     pub = _published("table5").replace({"setting": {"mbert": VANILLA}})
-    table = _account_tasks(paper_vs_ours(ours, pub, ["task", "setting", "lang"]), spec)
+    table = account_tasks(paper_vs_ours(ours, pub, ["task", "setting", "lang"]), spec["tasks"], f"papers.{SLUG}.tasks")
     notes = ["PPPL = exp(−ΣPLL/Σtokens) over each language's test text; every token but [CLS]/[SEP] masked once.",
              f"vanilla = the pretrained encoder ({spec['encoder']}; mBERT in the paper). A fine-tuned model has "
              "no MLM head: its encoder is scored with the pretrained encoder's MLM head.",

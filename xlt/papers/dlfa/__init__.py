@@ -19,7 +19,7 @@ from xlt.papers import datasize
 from xlt.papers.base import DataSize, Paper, RecipeTags, Table
 from xlt.papers.published import load_published
 from xlt.stats import mean_std, paired_ttest
-from xlt.tables import (COLLAPSE_NOTE, ORACLE_LEGEND, ORACLE_NOTE, SEEDS_LEGEND, TASK_LABELS, account, add_oracle, cell_text,
+from xlt.tables import (COLLAPSE_NOTE, ORACLE_LEGEND, ORACLE_NOTE, SEEDS_LEGEND, TASK_LABELS, account, account_tasks, add_oracle, cell_text,
                         collapse_mark, eval_rows, oracle_cell, oracle_off_note, oracle_rows, paper_vs_ours, render_grid)
 from xlt.targets import Recipe, dataset_name, eval_file, model_dir, paper_language_set
 
@@ -558,8 +558,7 @@ def table7(spec: dict, inputs: list[str]) -> tuple[pd.DataFrame, str, str]:
     published = load_published(SLUG, "table7").drop(columns="encoder")
     table = paper_vs_ours(ours, published, ["task", "model", "metric"])
     table.loc[table["metric"] == "best_layer", "delta"] = float("nan")  # an index: no difference to print
-    table = account(table, lambda r: None if r["task"] in t7["tasks"] else (
-        f"Tasks not in papers.{SLUG}.table7.tasks ({', '.join(t7['tasks'])}): the paper's values only."))
+    table = account_tasks(table, t7["tasks"], f"papers.{SLUG}.table7.tasks")
     table.insert(0, "encoder", t7["encoder"])
     stands_in = ("" if t7["encoder"] == "xlmr_base" else
                  f" Here encoder {t7['encoder']} stands in for XLM-R base (not available in this run): "
