@@ -60,7 +60,7 @@ from xlt.engine.batching import collate  # noqa: E402
 from xlt.engine.fastpath import compile_status  # noqa: E402
 from xlt.engine.features import Encoded  # noqa: E402
 from xlt.engine.kinds import IGNORE, kind_of  # noqa: E402
-from xlt.engine.loop import Loop  # noqa: E402
+from xlt.engine.loop import CUDA_PAD_MULTIPLE, Loop  # noqa: E402
 from xlt.engine.model import ModelSpec, build_model  # noqa: E402
 from xlt.engine.objectives import Objective, task_term  # noqa: E402
 from xlt.engine.predict import eval_batches, run_batches  # noqa: E402
@@ -71,6 +71,9 @@ from xlt.throughput import SHAPES, EncoderShape, eval_flops, length_profile, mfu
 
 WORKLOADS = {"tagging": "ner", "pair": "xnli", "qa": "qa"}  # workload -> the registry task whose head it trains
 SIDES = ("ours", "hf_default", "hf_best")
+# ours_graphs: ours with compile "graphs" (the whole layer stack compiled once and replayed as a
+# CUDA graph per batch width); run only when --sides names it
+ALL_SIDES = (*SIDES, "ours_graphs")
 COLUMNS = ("samples_per_s", "tokens_per_s", "mfu", "peak_mem_gib", "eval_tokens_per_s", "dev_accuracy")
 PAD, CLS, SEP, FIRST_ID = 0, 1, 2, 5  # synthetic vocabulary: ids below FIRST_ID are special
 ANSWER_START, ANSWER_END = 3, 4  # QA: the markers of the answer span in the context
@@ -317,8 +320,11 @@ def run_ours(model, task, train, dev, args, device, tmp: Path) -> dict:
                       "padding": "dynamic" + (f" to a multiple of {stream.pad_multiple}" if stream.pad_multiple > 1 else ""),
                       "sampler": "length-grouped", "optimizer": "AdamW fused" if device.type == "cuda" else "AdamW",
                       "eval": "fp32", "compile": compile_status() == "on",
-                      "compile_detail": (f"{compile_status()}: each encoder layer (torch.compile, one graph, length dynamic), "
-                                         f"{late_graphs} graph(s) compiled after the clock started"
+                      "compile_detail": (f"{compile_status()}: "
+                                         + ("the layer stack, one graph, CUDA graphs per width (torch.compile "
+                                            "reduce-overhead), " if loop.compile_graphs else
+                                            "each encoder layer (torch.compile, one graph, length dynamic), ")
+                                         + f"{late_graphs} graph(s) compiled after the clock started"
                                          if loop.compile_on else "off")}}
 
 
@@ -355,12 +361,13 @@ class TrainerModel(torch.nn.Module):
         return {"loss": self.kind.loss({"logits": logits}, {**batch, **gold}), **out}
 
 
-def trainer_collator(kind, pad_to: int | None, seen: list):
-    """Dynamic padding (xlt's collate, as DataCollatorWithPadding does), or every batch padded
-    to `pad_to` (the examples' pad_to_max_length); records each batch's real lengths."""
+def trainer_collator(kind, pad_to: int | None, seen: list, pad_multiple: int = 1):
+    """Dynamic padding (xlt's collate, as DataCollatorWithPadding does, widths rounded up to
+    `pad_multiple` as its pad_to_multiple_of does), or every batch padded to `pad_to` (the
+    examples' pad_to_max_length); records each batch's real lengths."""
 
     def fn(features):
-        batch = collate(features, PAD, kind.pad_values, (*kind.scalars, "example_index"))
+        batch = collate(features, PAD, kind.pad_values, (*kind.scalars, "example_index"), pad_multiple)
         seen.append(batch["attention_mask"].sum(1).tolist())
         if pad_to:
             width = batch["input_ids"].shape[1]
@@ -388,6 +395,7 @@ def run_hf(model, task, train, dev, args, device, tmp: Path, best: bool, compile
                 sync(device)
                 marks["start"] = time.perf_counter()
 
+    pad_multiple = (args.hf_pad_multiple or (CUDA_PAD_MULTIPLE if cuda else 1)) if best else 1
     flags = dict(bf16=best and cuda, tf32=best and cuda, train_sampling_strategy="group_by_length" if best else "random",
                  torch_compile=compile_, **({"optim": "adamw_torch_fused"} if best else {}))
     targs = TrainingArguments(
@@ -400,7 +408,7 @@ def run_hf(model, task, train, dev, args, device, tmp: Path, best: bool, compile
     )
     seen: list = []
     trainer = Trainer(model=TrainerModel(model), args=targs, train_dataset=train, callbacks=[Clock()],
-                      data_collator=trainer_collator(kind, None if best else args.max_length, seen))
+                      data_collator=trainer_collator(kind, None if best else args.max_length, seen, pad_multiple))
     with tf32(bool(flags["tf32"])), contextlib.redirect_stdout(sys.stderr):
         trainer.train()
         sync(device)
@@ -418,8 +426,8 @@ def run_hf(model, task, train, dev, args, device, tmp: Path, best: bool, compile
         logits[int(i)] = torch.as_tensor(row)
     return {"seconds": seconds, "lengths": timed_lengths, "eval_seconds": eval_seconds,
             "dev_accuracy": accuracy(task, dev, logits),
-            "flags": {"precision": "bf16" if flags["bf16"] else "fp32", "padding": "dynamic" if best else
-                      f"max_length={args.max_length}", "sampler": flags["train_sampling_strategy"],
+            "flags": {"precision": "bf16" if flags["bf16"] else "fp32", "padding": ("dynamic" + (f" to a multiple of {pad_multiple}" if pad_multiple > 1 else ""))
+                      if best else f"max_length={args.max_length}", "sampler": flags["train_sampling_strategy"],
                       "optimizer": str(targs.optim.value if hasattr(targs.optim, "value") else targs.optim),
                       "eval": "bf16 autocast" if flags["bf16"] else "fp32", "compile": compile_}}
 
@@ -430,9 +438,9 @@ def run_side(side: str, initial, task, train, dev, args, device, tmp: Path) -> d
         model = copy.deepcopy(initial).to(device)
         reset_memory(device)
         seed_everything(args.seed)
-        if side == "ours":
-            return run_ours(model, task, train, dev, args if compiled else argparse.Namespace(**{**vars(args), "compile": "off"}),
-                            device, tmp)
+        if side in ("ours", "ours_graphs"):
+            mode = ("graphs" if side == "ours_graphs" else args.compile) if compiled else "off"
+            return run_ours(model, task, train, dev, argparse.Namespace(**{**vars(args), "compile": mode}), device, tmp)
         return run_hf(model, task, train, dev, args, device, tmp, best=side == "hf_best", compile_=None if compiled else False)
 
     try:
@@ -452,7 +460,7 @@ def run_workload(shape_name: str, workload: str, args, device: torch.device, pea
     """The three sides' rows into `results`, saved after each side; a side that fails is logged,
     recorded under errors and skipped, as is one not started within --budget-minutes."""
     if out_of_time(args):
-        results.skipped += [f"{shape_name} / {workload} / {side}" for side in SIDES]
+        results.skipped += [f"{shape_name} / {workload} / {side}" for side in args.sides]
         log(f"{shape_name} / {workload}: skipped, past --budget-minutes {args.budget_minutes}")
         return
     shape = SHAPES[shape_name]
@@ -467,7 +475,7 @@ def run_workload(shape_name: str, workload: str, args, device: torch.device, pea
     dev_tokens = sum(len(f["input_ids"]) for f in dev)
     rows = results.rows
     with tempfile.TemporaryDirectory() as tmp:
-        for side in SIDES:
+        for side in args.sides:
             where = f"{shape_name} / {workload} / {side}"
             if out_of_time(args):
                 results.skipped.append(where)
@@ -539,6 +547,12 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--compile", choices=("auto", "on", "off"), default="auto",
                     help="torch_compile for hf_best and ours' compiled layer stack (xlt.engine.fastpath.compiling): "
                     "auto = on CUDA only")
+    ap.add_argument("--sides", nargs="+", choices=ALL_SIDES, default=list(SIDES),
+                    help=f"the sides to run, in this order (default: {' '.join(SIDES)})")
+    ap.add_argument("--hf-pad-multiple", type=int, default=None,
+                    help="hf_best pads batch widths to a multiple of this (DataCollatorWithPadding's "
+                    "pad_to_multiple_of; default: ours' own, 16 on CUDA, 1 on a CPU) so that its torch_compile "
+                    "sees as few shapes as ours")
     ap.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     ap.add_argument("--threads", type=int, default=2, help="CPU threads")
     ap.add_argument("--peak-tflops", type=float, default=None, help="bf16 dense peak, for a GPU not in the table")
@@ -586,7 +600,7 @@ def main(argv=None):
     if device.type != "cuda":
         print("CPU run: these are not GPU figures (MFU and GPU memory n/a)")
     print(table(rows))
-    for side in SIDES:
+    for side in args.sides:
         flags = next((r["flags"] for r in rows if r["side"] == side), None)
         if flags:
             print(f"  {side}: " + ", ".join(f"{k} {v}" for k, v in flags.items()))

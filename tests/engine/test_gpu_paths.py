@@ -60,27 +60,32 @@ def test_collate_rounds_widths_up_to_the_multiple_and_masks_the_padding():
 
 
 def test_the_loop_turns_the_gpu_paths_on_for_cuda_only():
-    def loop(device):
+    def loop(device, **kw):
         streams = {"s": Stream("s", [{"input_ids": [1, 2]}], 1, 0, 0, {"input_ids": None})}
         term = Term("s", "s", 1.0, lambda m, b, s: torch.zeros(()))
         opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.1)
         return Loop(model=torch.nn.Linear(1, 1), raw_model=None, optimizer=opt, scheduler=build_scheduler(opt, 1, 0.0),
                     streams=streams, primary="s", objective=Objective([term]), device=torch.device(device), dist=Dist(),
-                    checkpointer=None, max_steps=1), streams["s"]
+                    checkpointer=None, max_steps=1, **kw), streams["s"]
 
     cpu, s = loop("cpu")
     assert (cpu.compile_on, cpu.defer_finite_check, s.pad_multiple) == (False, False, 1)
     cuda, s = loop("cuda")  # nothing touches the device before `run`
     assert (cuda.compile_on, cuda.defer_finite_check, s.pad_multiple) == (True, True, 16)
+    assert not cuda.compile_graphs  # CUDA graphs only when asked for
+    graphs, _ = loop("cuda", compile="graphs")
+    assert (graphs.compile_on, graphs.compile_graphs) == (True, True)
 
 
-def test_the_compiled_layer_stack_gives_the_eager_outputs_and_gradients(fresh_compile):
+@pytest.mark.parametrize("graphs", [False, True], ids=["each-layer", "whole-stack"])
+def test_the_compiled_layer_stack_gives_the_eager_outputs_and_gradients(fresh_compile, graphs):
     encoder = tiny_bert()
-    with fastpath.compiling(True, backend="eager"):
+    torch._dynamo.utils.counters.clear()
+    with fastpath.compiling(True, backend="eager", graphs=graphs):
         fastpath.lean_forward(encoder, *batch(16))
     ids, mask = batch(32, 1)  # a second length, the same graph (the length dimension is dynamic)
     eager = forward_and_grads(encoder, ids, mask)
-    with fastpath.compiling(True, backend="eager"):
+    with fastpath.compiling(True, backend="eager", graphs=graphs):
         compiled = forward_and_grads(encoder, ids, mask)
     torch.testing.assert_close(compiled[0], eager[0])
     assert compiled[1].keys() == eager[1].keys()

@@ -215,28 +215,35 @@ class _Compile:
     layer's weights are its inputs) and every length (dynamic)."""
 
     on = False
-    fn = None  # (backend, compiled `_layer`)
+    graphs = False  # CUDA graphs: the whole stack compiled as one graph, replayed per length bucket
+    fn = None  # ((backend, graphs), the compiled `_layer`, or `layer_stack` with graphs)
     failed: str | None = None
     backend = "inductor"  # tests trace with "eager" (seconds, no C++ compiler)
     shapes: set = set()  # the (batch, length) shapes the compiled layer has run
 
 
 @contextlib.contextmanager
-def compiling(on: bool, backend=None):
+def compiling(on: bool, backend=None, graphs: bool = False):
     """Within: the lean forward runs each layer (no hooks) through `torch.compile` (length
     dimension dynamic). The loop sets this on CUDA, where an eager step was host-bound
     (profile: 41-79 ms of host time against 6-12 ms of kernels for mBERT at batch 32): the
     eager layer launches ~30 ops, the compiled one a few fused kernels. One layer, not the
     stack, is the unit: twelve times less to compile, the same graph for every layer. A
-    compile failure logs one line and the eager layers run from then on."""
-    old = (_Compile.on, _Compile.backend)
-    _Compile.on = on
+    compile failure logs one line and the eager layers run from then on.
+
+    `graphs`: the whole stack is one compiled function in inductor's "reduce-overhead" mode,
+    which replays a recorded CUDA graph per batch width (the loop pads widths to buckets of 16,
+    so few are recorded): the layers' host time per step becomes one replay. The caller marks
+    each training step's start (torch.compiler.cudagraph_mark_step_begin). Off a GPU inductor
+    skips the graphs and this is a plain compiled stack."""
+    old = (_Compile.on, _Compile.backend, _Compile.graphs)
+    _Compile.on, _Compile.graphs = on, graphs
     if backend:
         _Compile.backend = backend
     try:
         yield
     finally:
-        _Compile.on, _Compile.backend = old
+        _Compile.on, _Compile.backend, _Compile.graphs = old
 
 
 def compile_status() -> str:
@@ -264,11 +271,27 @@ def _compiled_layer(layer, h, keep_key, attn_bias, training: bool) -> torch.Tens
         return _Compile.fn[1](layer, h, keep_key, attn_bias, training)
 
 
+def _graphed_stack(layers, h, keep_key, attn_bias, training: bool) -> torch.Tensor:
+    torch._dynamo.maybe_mark_dynamic(h, 1)
+    if keep_key is not None:
+        torch._dynamo.maybe_mark_dynamic(keep_key, 3)
+    with _eager_backward_compile():
+        return _Compile.fn[1](layers, h, keep_key, attn_bias, training)
+
+
 def _compiled_stack(layers, h, keep_key, attn_bias, training: bool) -> torch.Tensor:
-    if _Compile.fn is None or _Compile.fn[0] != _Compile.backend:
-        _Compile.fn = (_Compile.backend, torch.compile(_layer, backend=_Compile.backend))
+    key = (_Compile.backend, _Compile.graphs)
+    if _Compile.fn is None or _Compile.fn[0] != key:
+        if _Compile.graphs:  # the mode is inductor's; another backend (tests: "eager") takes none
+            mode = {"mode": "reduce-overhead"} if _Compile.backend == "inductor" else {}
+            _Compile.fn = (key, torch.compile(layer_stack, backend=_Compile.backend, **mode))
+        else:
+            _Compile.fn = (key, torch.compile(_layer, backend=_Compile.backend))
     try:
-        out = layer_stack(layers, h, keep_key, attn_bias, training, _compiled_layer)
+        if _Compile.graphs:
+            out = _graphed_stack(layers, h, keep_key, attn_bias, training)
+        else:
+            out = layer_stack(layers, h, keep_key, attn_bias, training, _compiled_layer)
     except Exception as e:  # noqa: BLE001 - any compiler failure: run eager from now on
         _Compile.failed = f"{e.__class__.__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
         print(f"xlt: torch.compile of the lean forward failed ({_Compile.failed}); running eager", file=sys.stderr)

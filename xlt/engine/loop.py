@@ -29,7 +29,7 @@ from xlt.engine.streams import Stream
 from xlt.errors import XltError
 
 
-COMPILE = ("auto", "on", "off")
+COMPILE = ("auto", "on", "off", "graphs")  # graphs: "on" plus CUDA graphs (xlt.engine.fastpath.compiling)
 CUDA_PAD_MULTIPLE = 16
 
 
@@ -60,7 +60,7 @@ class Loop:
         stop_after_steps: int | None = None,
         kill_after_steps: int | None = None,
         heartbeat_s: float | None = None,  # a plain progress line on stdout (the console) this often
-        compile: str = "auto",  # the lean layer stack through torch.compile: "auto" (on CUDA), "on", "off"
+        compile: str = "auto",  # the lean layer stack through torch.compile: "auto" (on CUDA), "on", "off", "graphs"
         pad_multiple: int | None = None,  # batch widths rounded up to a multiple (None: 16 on CUDA, else 1)
         defer_finite_check: bool | None = None,  # None: on CUDA (see `run`)
         scalars: Callable[[int, dict], None] | None = None,  # each epoch's line as scalars (xlt.engine.tensorboard)
@@ -75,7 +75,8 @@ class Loop:
         self.__dict__.update(locals())
         del self.__dict__["self"]
         cuda = device.type == "cuda"
-        self.compile_on = compile == "on" or (compile == "auto" and cuda)
+        self.compile_on = compile in ("on", "graphs") or (compile == "auto" and cuda)
+        self.compile_graphs = compile == "graphs"
         self.defer_finite_check = cuda if defer_finite_check is None else defer_finite_check
         for s in streams.values():  # few shapes: cuDNN's attention plans and compiled graphs are reused
             s.pad_multiple = pad_multiple or (CUDA_PAD_MULTIPLE if cuda else 1)
@@ -194,7 +195,7 @@ class Loop:
         # and all are checked before anything is saved, evaluated or logged, so nothing is
         # ever saved from a non-finite step; the error names the first such step, as on a CPU
         pending: list = []
-        with GraceSignal() as grace, compiling(self.compile_on):
+        with GraceSignal() as grace, compiling(self.compile_on, graphs=self.compile_graphs):
             while not self._done(state):
                 if self.max_steps is not None and primary.epoch_done():
                     primary.next_epoch()  # a step budget: the primary stream cycles too
@@ -209,6 +210,8 @@ class Loop:
                     with record_function("xlt/collate"):
                         batches = {n: to_device(self.streams[n].collate(self.dist.share(i)), self.device)
                                    for n, i in idx.items()}
+                    if self.compile_graphs:  # the last step's graph outputs may be overwritten now
+                        torch.compiler.cudagraph_mark_step_begin()
                     with record_function("xlt/forward"), autocast(self.device, self.precision):
                         loss, parts = self.objective(self.model, batches, state["global_step"])
                     where = (state["global_step"], epoch, bi, len(primary.batches(epoch)), self.scheduler.get_last_lr()[0])
