@@ -263,20 +263,13 @@ def _eager_backward_compile():
     return contextlib.nullcontext()
 
 
-def _compiled_layer(layer, h, keep_key, attn_bias, training: bool) -> torch.Tensor:
+def _run_compiled(unit, h, keep_key, attn_bias, training: bool) -> torch.Tensor:
+    """The compiled function on `unit`: one layer (each in turn), or with graphs the layer list."""
     torch._dynamo.maybe_mark_dynamic(h, 1)
     if keep_key is not None:
         torch._dynamo.maybe_mark_dynamic(keep_key, 3)
     with _eager_backward_compile():
-        return _Compile.fn[1](layer, h, keep_key, attn_bias, training)
-
-
-def _graphed_stack(layers, h, keep_key, attn_bias, training: bool) -> torch.Tensor:
-    torch._dynamo.maybe_mark_dynamic(h, 1)
-    if keep_key is not None:
-        torch._dynamo.maybe_mark_dynamic(keep_key, 3)
-    with _eager_backward_compile():
-        return _Compile.fn[1](layers, h, keep_key, attn_bias, training)
+        return _Compile.fn[1](unit, h, keep_key, attn_bias, training)
 
 
 def _compiled_stack(layers, h, keep_key, attn_bias, training: bool) -> torch.Tensor:
@@ -289,9 +282,9 @@ def _compiled_stack(layers, h, keep_key, attn_bias, training: bool) -> torch.Ten
             _Compile.fn = (key, torch.compile(_layer, backend=_Compile.backend))
     try:
         if _Compile.graphs:
-            out = _graphed_stack(layers, h, keep_key, attn_bias, training)
+            out = _run_compiled(layers, h, keep_key, attn_bias, training)
         else:
-            out = layer_stack(layers, h, keep_key, attn_bias, training, _compiled_layer)
+            out = layer_stack(layers, h, keep_key, attn_bias, training, _run_compiled)
     except Exception as e:  # noqa: BLE001 - any compiler failure: run eager from now on
         _Compile.failed = f"{e.__class__.__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
         print(f"xlt: torch.compile of the lean forward failed ({_Compile.failed}); running eager", file=sys.stderr)
