@@ -72,9 +72,9 @@ def test_the_loop_turns_the_gpu_paths_on_for_cuda_only():
     assert (cpu.compile_on, cpu.defer_finite_check, s.pad_multiple) == (False, False, 1)
     cuda, s = loop("cuda")  # nothing touches the device before `run`
     assert (cuda.compile_on, cuda.defer_finite_check, s.pad_multiple) == (True, True, 16)
-    assert not cuda.compile_graphs  # CUDA graphs only when asked for
-    graphs, _ = loop("cuda", compile="graphs")
-    assert (graphs.compile_on, graphs.compile_graphs) == (True, True)
+    assert cuda.compile_graphs and not cpu.compile_graphs  # CUDA graphs by default on a GPU
+    layers, _ = loop("cuda", compile="on")
+    assert (layers.compile_on, layers.compile_graphs) == (True, False)
 
 
 @pytest.mark.parametrize("graphs", [False, True], ids=["each-layer", "whole-stack"])

@@ -60,7 +60,8 @@ class Loop:
         stop_after_steps: int | None = None,
         kill_after_steps: int | None = None,
         heartbeat_s: float | None = None,  # a plain progress line on stdout (the console) this often
-        compile: str = "auto",  # the lean layer stack through torch.compile: "auto" (on CUDA), "on", "off", "graphs"
+        compile: str = "auto",  # the lean layer stack through torch.compile: "auto" (= "graphs" on CUDA, else off),
+        #                        "on" (each layer compiled, no CUDA graphs), "off", "graphs"
         pad_multiple: int | None = None,  # batch widths rounded up to a multiple (None: 16 on CUDA, else 1)
         defer_finite_check: bool | None = None,  # None: on CUDA (see `run`)
         scalars: Callable[[int, dict], None] | None = None,  # each epoch's line as scalars (xlt.engine.tensorboard)
@@ -76,7 +77,9 @@ class Loop:
         del self.__dict__["self"]
         cuda = device.type == "cuda"
         self.compile_on = compile in ("on", "graphs") or (compile == "auto" and cuda)
-        self.compile_graphs = compile == "graphs"
+        # CUDA graphs by default on a GPU: on an H200 at mBERT size they took ours from 0.7-1.0x the
+        # Trainer's best flags to 2.5-2.8x (benchmarks/README.md), the step no longer host-bound
+        self.compile_graphs = compile == "graphs" or (compile == "auto" and cuda)
         self.defer_finite_check = cuda if defer_finite_check is None else defer_finite_check
         for s in streams.values():  # few shapes: cuDNN's attention plans and compiled graphs are reused
             s.pad_multiple = pad_multiple or (CUDA_PAD_MULTIPLE if cuda else 1)
