@@ -208,6 +208,7 @@ def test_tiny_all_tables_dag_has_the_data_size_tables_and_no_download(tmp_path):
     # (the paper's values and why: tagging has no public translate-train, QA is config.yaml's)
     assert counts["paper_table"] == 3 + 5 + 6 + 8 + 8 + 6 and "download" not in counts
     assert counts["xmixup_cka"] == 3 * len(yaml.safe_load((REPO / "presets" / "tiny.yaml").read_text())["papers"]["xmixup"]["seeds"])
+    assert counts["xmixup_centroids"] == 3  # Figure 4: the three models of the first seed
     seeds = yaml.safe_load((REPO / "presets" / "tiny.yaml").read_text())["papers"]["crossmulti"]["analysis"]["seeds"]
     # one probe job per fine-tuned model: 4 tasks × cross / multi × the analysed seeds
     assert counts["crossmulti_probe_model"] == 8 * len(seeds) and counts["crossmulti_pppl"] == 4 and counts["adapt_mlm"] == 1
