@@ -130,6 +130,27 @@ def test_figure5_is_made_only_with_its_config_and_averages_languages_then_seeds(
     assert set(csv["n_seeds"]) == {2}
 
 
+def test_figure5_sweeps_the_seeds_it_names_among_the_papers(made):
+    cfg, _ = made
+    cfg["papers"]["xmixup"]["figure5"] = {"task": "xnli", "layers": [1, 2, 3], "seeds": [2]}
+    validate(cfg)
+    fig5 = F.figure5_files(cfg)
+    assert len(fig5) == 3 + 1 and all("/seed2/" in f for f in fig5)  # X-Mixup at 3 layers, translate-train
+    cfg["papers"]["xmixup"]["figure5"]["seeds"] = [3]
+    with pytest.raises(XltError, match=r"papers.xmixup.figure5.seeds: 3 not among papers.xmixup.seeds \(1, 2\)"):
+        X.PAPER.check(cfg, cfg["papers"]["xmixup"])
+
+
+def test_config_yaml_plans_figures_4_and_5_and_the_tiny_preset_figure_4_only():
+    full, tiny = load_configs(["config.yaml"]), load_configs(["presets/tiny.yaml"])
+    assert figure_names(full, "xmixup") == ["fig1", "fig3", "fig4", "fig5"]
+    assert figure_names(tiny, "xmixup") == ["fig1", "fig3", "fig4"]
+    # the sweep's own models: layers other than the main one, on the swept seeds
+    sweep = [f for f in F.figure5_files(full) if f not in {X.scores_file(full, "xnli", m, s) for m in X.MODELS
+                                                            for s in full["papers"]["xmixup"]["seeds"]}]
+    assert len(sweep) == len(full["papers"]["xmixup"]["figure5"]["layers"]) - 1
+
+
 def test_figure5s_task_must_be_run(made):
     cfg, _ = made
     cfg["papers"]["xmixup"]["figure5"] = {"task": "pawsx", "layers": [1]}

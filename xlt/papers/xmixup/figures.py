@@ -62,7 +62,7 @@ def figure5_files(cfg: dict) -> list[str]:
     fig5 = _p(cfg).get("figure5")
     if not fig5:
         return []
-    task, seeds = fig5["task"], _p(cfg)["seeds"]
+    task, seeds = fig5["task"], fig5.get("seeds") or _p(cfg)["seeds"]
     return ([X.scores_file(with_layer(cfg, task, layer), task, "xmixup", seed) for layer in fig5["layers"] for seed in seeds]
             + [X.scores_file(cfg, task, "trans_train", seed) for seed in seeds])
 
@@ -122,6 +122,11 @@ def check(cfg: dict, p: dict) -> None:
         if spec and spec["task"] not in p["tasks"]:
             raise XltError(f"config key papers.{X.SLUG}.{fig}.task: {spec['task']!r} is not one of papers.{X.SLUG}.tasks "
                            f"({', '.join(p['tasks'])})")
+    fig5 = p.get("figure5") or {}
+    extra = [s for s in fig5.get("seeds") or [] if s not in p["seeds"]]
+    if extra:
+        raise XltError(f"config key papers.{X.SLUG}.figure5.seeds: {', '.join(map(str, extra))} not among "
+                       f"papers.{X.SLUG}.seeds ({', '.join(map(str, p['seeds']))})")
     fig4 = p.get("figure4")
     if not fig4:
         return
