@@ -55,7 +55,8 @@ NOT_BUILT = ("no public translate-train data for tagging (XTREME ships none; the
              "their soft labels were not released), so X-Mixup for POS / NER (built in the engine) is not run: "
              "the paper's values only.")
 NOT_RUN_QA = ("MLQA, TyDiQA: not run (the qa models are scored on XQuAD; MLQA's seven-language test and translate-test "
-              "sets and TyDiQA-GoldP's translate-train are not configured / not in the catalog): the paper's values only.")
+              "sets are not configured, and no qa named set reads TyDiQA-GoldP's translate-train, which the catalog "
+              "holds): the paper's values only.")
 
 
 # ---- the X-Mixup extra, spelt in a recipe -----------------------------------------------------
