@@ -24,3 +24,27 @@ rule xmixup_cka:
         "xmixup_cka.py --model {input.model} --data {input.data} --langs {params.langs}"
         " --split {wildcards.split} --source en --out {output.cka} --pca-out {output.pca}"
         " --threads {threads} 2> {log}"
+
+
+# Figure 4: one fine-tuned model's language centroids (the mean of each language's mean-pooled
+# last-layer sentence representations) on the test split of another task's dataset (a POS
+# set); figures.centroids_file names it. Library: xlt/papers/xmixup/centroids.py.
+rule xmixup_centroids:
+    input:
+        model=lambda w: T.model_dir(config, w.encoder, w.init, w.task, w.recipe, int(w.seed)),
+        data=lambda w: T.data_dir(config, w.testset),
+    output:
+        f"{RESULTS}/xmixup/centroids/{{encoder}}/{{init}}/{{task}}/{{recipe}}/seed{{seed}}/on-{{testset}}/{{split}}.{{langset}}.json",
+    log:
+        "logs/xmixup/centroids/{encoder}/{init}/{task}/{recipe}/seed{seed}/on-{testset}/{split}.{langset}.log",
+    conda:
+        ENV
+    threads: R.job_threads(config, "evaluate")
+    resources:
+        **R.job_resources(config, "evaluate"),
+    params:
+        langs=lambda w: " ".join(T.langset_languages(config, w.langset)),
+        max_sentences=lambda w: P.xmixup.figures.max_sentences_arg(config),
+    shell:
+        "xmixup_centroids.py --model {input.model} --data {input.data} --langs {params.langs}"
+        " --split {wildcards.split} --source en {params.max_sentences} --out {output} --threads {threads} 2> {log}"

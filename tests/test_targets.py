@@ -129,7 +129,8 @@ def test_download_plan_of_the_default_config():
     # data_all: every real source once (second routes to the same data left out), and the data
     everything = {"ud-2.5", "ud-2.7", "wikiann", "paws-x", "marc", "xnli", "mnli", "xnli-mt", "squad-json",
                   "xquad-json", "mlqa", "mlqa-zip", "tydiqa", "wikimatrix", "xtreme-xnli-translate-train",
-                  "xtreme-pawsx-translate-train", "xtreme-squad-translate-train", "xtreme-xquad-translate-test"}
+                  "xtreme-pawsx-translate-train", "xtreme-squad-translate-train", "xtreme-xquad-translate-test",
+                  "xtreme-tydiqa-translate-train"}
     manifests = [f"resources/raw/manifests/{s}.json" for s in sorted(everything)]
     assert T.data_all(cfg)[: len(everything)] == manifests
     assert T.data_all(cfg)[len(everything):] == [f"results/data/{d}" for d in T.datasets(cfg)]

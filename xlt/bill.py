@@ -103,11 +103,15 @@ PATTERNS = {
     "align_l2": re.compile(r"align/en-(?P<pair>[a-z]+)/[^/]+/l2/(?P<encoder>[^/]+)\.csv$"),
     "adjust_l2": re.compile(r"adjust/l2/en-(?P<pair>[a-z]+)/[^/]+\.csv$"),
     "xmixup_cka": re.compile(rf"xmixup/cka/{_RUN}/(?P<split>[a-z]+)\.(?P<langset>[A-Za-z0-9_]+)\.json$"),
+    # a model of `dataset` encoding another task's test set (Figure 4's centroids of POS)
+    "xmixup_centroids": re.compile(rf"xmixup/centroids/{_RUN}/on-(?P<testset>[^/]+)/(?P<split>[a-z]+)\."
+                                   r"(?P<langset>[A-Za-z0-9_]+)\.json$"),
 }
 # The paper a rule outside the recipes' grammar is billed to
 RULE_PAPER = {"adapt_mlm": "crossmulti", "adjust_encoder": "adjust", "crossmulti_probe_model": "crossmulti",
               "crossmulti_probe_vanilla": "crossmulti", "crossmulti_pppl": "crossmulti", "dlfa_similarity": "dlfa",
-              "align_l2": "adjust", "adjust_l2": "adjust", "xmixup_cka": "xmixup", "build_encoder": "(tiny encoder)"}
+              "align_l2": "adjust", "adjust_l2": "adjust", "xmixup_cka": "xmixup", "xmixup_centroids": "xmixup",
+              "build_encoder": "(tiny encoder)"}
 # rule -> (paper, its BillRule): the rules of the papers' own that run an encoder
 PAPER_RULES = {r.rule: (slug, r) for slug, paper in P.PAPERS.items() for r in paper.bill_rules}
 PRICED = set(PATTERNS) | set(PAPER_RULES)
@@ -340,12 +344,19 @@ def _cka(cfg: dict, w: dict, ex: Examples) -> list[Work]:
     return [Work(workload_of(w["dataset"]), infer=ex.tokens(w["dataset"], langs, w["split"]))]
 
 
+def _centroids(cfg: dict, w: dict, ex: Examples) -> list[Work]:
+    """One forward pass over the test set of `testset` (e.g. POS sentences), priced as that input."""
+    langs = sorted({"en", *T.langset_languages(cfg, w["langset"])})
+    return [Work(workload_of(w["testset"]), infer=ex.tokens(w["testset"], langs, w["split"]))]
+
+
 COST_MODELS = {
     "finetune": _finetune, "evaluate": _evaluate, "evaluate_on": _evaluate, "build_encoder": _build_encoder,
     "adapt_mlm": _adapt_mlm, "adjust_encoder": _adjust_encoder,
     "crossmulti_probe_model": lambda cfg, w, ex: _probe_data(cfg, ex),
     "crossmulti_probe_vanilla": lambda cfg, w, ex: _probe_data(cfg, ex),
     "crossmulti_pppl": _pppl, "dlfa_similarity": _similarity, "align_l2": _l2, "adjust_l2": _l2, "xmixup_cka": _cka,
+    "xmixup_centroids": _centroids,
 }  # fmt: skip
 
 

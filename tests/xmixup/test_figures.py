@@ -7,6 +7,7 @@ import copy
 import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -73,13 +74,15 @@ def _draw(cfg: dict, figure: str, out: Path) -> pd.DataFrame:
 def test_the_tiny_preset_makes_figures_1_and_3_from_files_the_tables_already_read(tiny_cfg):
     from xlt.papers import table_inputs
 
-    assert figure_names(tiny_cfg, "xmixup") == ["fig1", "fig3"]
+    assert figure_names(tiny_cfg, "xmixup") == ["fig1", "fig3", "fig4"]
     files = figure_inputs(tiny_cfg, "xmixup", "fig3")
     tables = {f for t in ("table2", "table3", "table7") for f in table_inputs(tiny_cfg, "xmixup", t)}
     pca = [f for f in files if f.endswith(".pca.json")]
+    centroids = [f for f in files if "/xmixup/centroids/" in f]  # Figure 4's own jobs: seed 1's three models
     # the PCA files: the sidecars of CKA files Table 7 reads (the same jobs), seed 1
     assert len(pca) == 2 and {f.replace(".pca.json", ".json") for f in pca} <= tables
-    assert set(files) - set(pca) <= tables and len(files) == len(set(files)) == 2 + 2 * 3 * 2
+    assert centroids == F.figure4_files(tiny_cfg) and len(centroids) == 3
+    assert set(files) - set(pca) - set(centroids) <= tables and len(files) == len(set(files)) == 3 + 2 + 2 * 3 * 2
     assert figure_spec(tiny_cfg, "xmixup")["fig1_langs"] == ["en", "ar"]  # of en es ar sw, the set holds two
 
 
@@ -113,7 +116,7 @@ def test_figure5_is_made_only_with_its_config_and_averages_languages_then_seeds(
         figure_inputs(cfg, "xmixup", "fig5")
     cfg["papers"]["xmixup"]["figure5"] = {"task": "xnli", "layers": [1, 3]}
     validate(cfg)
-    assert figure_names(cfg, "xmixup") == ["fig1", "fig3", "fig5"]
+    assert figure_names(cfg, "xmixup") == ["fig1", "fig3", "fig4", "fig5"]
     fig5 = F.figure5_files(cfg)
     assert len(fig5) == 2 * 2 + 2 and any("/ar+de+hi+ru+zh.xmixup-xmixup3/seed2/" in f for f in fig5)
     for seed in (1, 2):  # layer 3: 10 points below layer 1 in every language
@@ -127,6 +130,27 @@ def test_figure5_is_made_only_with_its_config_and_averages_languages_then_seeds(
     assert set(csv["n_seeds"]) == {2}
 
 
+def test_figure5_sweeps_the_seeds_it_names_among_the_papers(made):
+    cfg, _ = made
+    cfg["papers"]["xmixup"]["figure5"] = {"task": "xnli", "layers": [1, 2, 3], "seeds": [2]}
+    validate(cfg)
+    fig5 = F.figure5_files(cfg)
+    assert len(fig5) == 3 + 1 and all("/seed2/" in f for f in fig5)  # X-Mixup at 3 layers, translate-train
+    cfg["papers"]["xmixup"]["figure5"]["seeds"] = [3]
+    with pytest.raises(XltError, match=r"papers.xmixup.figure5.seeds: 3 not among papers.xmixup.seeds \(1, 2\)"):
+        X.PAPER.check(cfg, cfg["papers"]["xmixup"])
+
+
+def test_config_yaml_plans_figures_4_and_5_and_the_tiny_preset_figure_4_only():
+    full, tiny = load_configs(["config.yaml"]), load_configs(["presets/tiny.yaml"])
+    assert figure_names(full, "xmixup") == ["fig1", "fig3", "fig4", "fig5"]
+    assert figure_names(tiny, "xmixup") == ["fig1", "fig3", "fig4"]
+    # the sweep's own models: layers other than the main one, on the swept seeds
+    sweep = [f for f in F.figure5_files(full) if f not in {X.scores_file(full, "xnli", m, s) for m in X.MODELS
+                                                            for s in full["papers"]["xmixup"]["seeds"]}]
+    assert len(sweep) == len(full["papers"]["xmixup"]["figure5"]["layers"]) - 1
+
+
 def test_figure5s_task_must_be_run(made):
     cfg, _ = made
     cfg["papers"]["xmixup"]["figure5"] = {"task": "pawsx", "layers": [1]}
@@ -135,6 +159,55 @@ def test_figure5s_task_must_be_run(made):
     cfg["papers"]["xmixup"]["figure5"] = {"task": "xnli", "layers": [0]}
     with pytest.raises(XltError, match="figure5"):
         validate(cfg)
+
+
+def _centroids(cfg: dict, model: str, centroids: dict, radius: float) -> None:
+    dist = {x: float(np.linalg.norm(np.subtract(c, centroids["en"]))) for x, c in centroids.items() if x != "en"}
+    _write(F.centroids_file(cfg, model, 1), {"centroids": centroids, "n": {x: 150 for x in centroids},
+                                             "radius": {x: radius for x in centroids}, "distance_to_source": dist})
+
+
+def test_figure4_projects_each_models_centroids_and_reports_their_distances_to_english(made, tmp_path):
+    """Centroids on a line through English's, 1, 2, 3 … apart per step (X-Mixup: half the step):
+    a PCA of points on a line keeps their distances on PC1, PC2 is zero."""
+    cfg, langs = made
+    assert F.centroids_file(cfg, "xmixup", 1).endswith(
+        "/xmixup/centroids/tiny/pretrained/xnli.translate_train/ar+de+hi+ru+zh.xmixup-xmixup1/seed1/"
+        "on-pos.xtreme/test.xmixup_xnli.json")
+    assert F.centroids_file(cfg, "zero_shot", 1).endswith("/xnli/en.underspec/seed1/on-pos.xtreme/test.xmixup_xnli.json")
+    step = {"zero_shot": 1.0, "trans_train": 1.0, "xmixup": 0.5}
+    for m in X.MODELS:
+        _centroids(cfg, m, {x: [step[m] * i, 2 * step[m] * i, 5.0] for i, x in enumerate(langs)}, radius=2.0)
+    csv = _draw(cfg, "fig4", tmp_path / "out")
+    assert list(csv["model"]) == [m for m in X.MODELS for _ in langs] and list(csv["lang"]) == langs * 3
+    for m in X.MODELS:
+        g = csv[csv["model"] == m].set_index("lang")
+        pc1 = g["pc1"] - g.loc["en", "pc1"]
+        assert list(pc1.abs()) == pytest.approx([step[m] * 5 ** 0.5 * i for i in range(len(langs))])
+        assert g["pc2"].abs().max() < 1e-9 and g["explained_variance_ratio_pc1"].iloc[0] == pytest.approx(1.0)
+        mean = step[m] * 5 ** 0.5 * sum(range(1, len(langs))) / (len(langs) - 1)
+        assert g["mean_distance_to_source"].iloc[0] == pytest.approx(mean) and g.loc["en", "distance_to_source"] == 0
+    assert set(csv["seed"]) == {1} and set(csv["n_sentences"]) == {150}
+
+
+def test_figure4s_config_is_checked(made):
+    cfg, _ = made
+    p = cfg["papers"]["xmixup"]
+    p["figure4"] = {"task": "pawsx", "dataset": "pos.xtreme", "languages": "xmixup_xnli"}
+    with pytest.raises(XltError, match="papers.xmixup.figure4.task: 'pawsx' is not one of papers.xmixup.tasks"):
+        X.PAPER.check(cfg, p)
+    p["figure4"] = {"task": "xnli", "dataset": "pos.xtreme", "languages": "nope"}
+    with pytest.raises(XltError, match="figure4.languages: unknown language set 'nope'"):
+        X.PAPER.check(cfg, p)
+    cfg["language_sets"]["fig4_test"] = ["en", "de", "sw"]
+    p["figure4"] = {"task": "xnli", "dataset": "pos.xtreme", "languages": "fig4_test"}
+    with pytest.raises(XltError, match="dataset 'pos.xtreme' has no sw"):
+        X.PAPER.check(cfg, p)
+    cfg["language_sets"]["fig4_test"] = ["de", "fr", "ru"]
+    with pytest.raises(XltError, match="must hold en and at least two more"):
+        X.PAPER.check(cfg, p)
+    del p["figure4"]
+    assert figure_names(cfg, "xmixup") == ["fig1", "fig3"]
 
 
 def test_the_plugin_imports_no_plotting_or_model_library():

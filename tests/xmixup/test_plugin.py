@@ -262,3 +262,83 @@ def test_tiny_table5_and_per_language_table_from_hand_made_files(in_tmp, tmp_pat
     assert cell[("zero_shot", "en")] == pytest.approx(51.5)
     _, md12, _ = get_table("xmixup", "table12").build(spec, table_inputs(cfg, "xmixup", "table12"))
     assert "Not run: pawsx is not in papers.xmixup.tasks" in md12
+
+
+def test_table6_fills_the_cells_where_our_models_saw_the_language_as_the_paper_did(in_tmp, tmp_path):
+    """The tiny models train on every language they are scored on: en, ru, zh are seen as in the
+    paper (ours); ar, de, hi are unseen in the paper but seen by ours, and the rest are not run
+    (the paper's values, each with its reason); no model of the table's own."""
+    from xlt.papers import published_cells
+    from xlt.tables import check_accounted, unexplained
+
+    cfg, spec, langs = in_tmp
+    inputs = table_inputs(cfg, "xmixup", "table6")
+    assert inputs == [f for f in table_inputs(cfg, "xmixup", "table11") if "/en.underspec/" not in f]
+    for seed, model, base, model_path in _models(cfg, tmp_path):
+        if model != "zero_shot":
+            _eval(Path(X.scores_file(cfg, "xnli", model, seed)), "xnli", model_path, seed,
+                  {x: base + seed - i for i, x in enumerate(langs)})
+    table, md, _ = get_table("xmixup", "table6").build(spec, inputs)
+    check_accounted(table, published_cells("xmixup", "table6"), "xmixup table6")
+    assert unexplained(table).empty and len(table) == 48  # every published cell, nothing of ours beside them
+    cell = table.set_index(["model", "group", "lang"])
+    assert cell.loc[("trans_train", "seen", "en"), "ours_mean"] == pytest.approx(61.5)
+    assert cell.loc[("xmixup", "seen", "ru"), "ours_mean"] == pytest.approx(65.5 - langs.index("ru"))
+    assert cell.loc[("delta", "seen", "zh"), "ours_mean"] == pytest.approx(4.0)
+    assert cell.loc[("delta", "seen", "zh"), "ours_std"] == pytest.approx(0.0)
+    assert cell.loc[("trans_train", "unseen", "ar"), "why"].startswith("ar, de, hi: unseen in the paper, seen by our models")
+    assert "not in our XNLI language set" in cell.loc[("xmixup", "seen", "bg"), "why"]
+    assert cell.loc[("delta", "all", "avg"), "why"].startswith("Avg.: the paper's over its 15 languages")
+    assert "| | en (seen) | bg (seen)" in md and "ar (unseen)" in md
+
+
+def test_table6_with_models_trained_on_the_papers_seen_languages_fills_every_cell(in_tmp, tmp_path):
+    """Score files of models trained on the paper's 8 seen languages, scored on its 15: every
+    cell is ours, the unseen languages included, and the average over the 15."""
+    cfg, _, _ = in_tmp
+    cfg = copy.deepcopy(cfg)
+    cfg["language_sets"]["table6_paper"] = ["en", "bg", "el", "fr", "ru", "th", "ur", "zh", "ar", "de", "es", "hi", "sw",
+                                            "tr", "vi"]  # the paper's 15 (the tiny xtreme_xnli holds 9)
+    cfg["papers"]["xmixup"]["languages"] = {"xnli": "table6_paper"}
+    spec = X.table_spec(cfg)
+    langs = spec["langs"]["xnli"]
+    seen = ["en", "bg", "el", "fr", "ru", "th", "ur", "zh"]
+    inputs = []
+    for seed in (1, 2):
+        for model, recipe, on in (("trans_train", Recipe(tuple(seen), "xmixup").name, "on-xnli"),
+                                  ("xmixup", Recipe(tuple(x for x in seen if x != "en"), "xmixup-xmixup1").name,
+                                   "on-xnli.translate_test")):
+            run = f"{tmp_path}/eval/tiny/pretrained/xnli.translate_train/{recipe}/seed{seed}"
+            base = 70.0 if model == "trans_train" else 72.0
+            inputs.append(_eval(Path(f"{run}/{on}/test.table6_paper.json"), "xnli", run.replace("/eval/", "/models/"), seed,
+                                {x: base + (0 if x in seen else -5) + seed for x in langs}))
+    table, _, _ = get_table("xmixup", "table6").build(spec, inputs)
+    assert len(table) == 48 and table["ours_mean"].notna().all() and (table["why"] == "").all()
+    cell = table.set_index(["model", "group", "lang"])["ours_mean"]
+    assert cell[("trans_train", "unseen", "sw")] == pytest.approx(66.5) and cell[("xmixup", "seen", "el")] == pytest.approx(73.5)
+    assert cell[("delta", "unseen", "vi")] == pytest.approx(2.0)
+    assert cell[("trans_train", "all", "avg")] == pytest.approx(71.5 - 5 * 7 / 15)
+
+
+def test_table4_is_ours_only_on_xlmr_base_and_says_why_for_every_other_cell(in_tmp, tmp_path):
+    from xlt.tables import unexplained
+
+    cfg, spec, langs = in_tmp
+    assert table_inputs(cfg, "xmixup", "table4") == []  # the tiny encoder: not Table 4's setting
+    table, md, _ = get_table("xmixup", "table4").build(spec, [])
+    assert unexplained(table).empty and table["ours_mean"].isna().all() and len(table) == 9
+    assert "Table 4's encoder is XLM-R base; papers.xmixup.encoder is tiny" in md and "xTune (Zheng et al." in md
+    cfg = copy.deepcopy(cfg)
+    cfg["papers"]["xmixup"]["encoder"] = "xlmr_base"
+    spec = X.table_spec(cfg)
+    inputs = table_inputs(cfg, "xmixup", "table4")
+    assert inputs == [X.scores_file(cfg, "xnli", "xmixup", s) for s in (1, 2)] and "/xlmr_base/" in inputs[0]
+    for seed in (1, 2):
+        dataset, recipe = X.model_of(cfg, "xnli", "xmixup")
+        _eval(Path(X.scores_file(cfg, "xnli", "xmixup", seed)), "xnli", f"{tmp_path}/models/xlmr_base/pretrained/{dataset}/"
+              f"{recipe}/seed{seed}", seed, {x: 78.0 + seed for x in langs})
+    table, _, _ = get_table("xmixup", "table4").build(spec, inputs)
+    ours = table[table["ours_mean"].notna()]
+    assert len(ours) == 1 and (ours["model"].iloc[0], ours["dataset"].iloc[0]) == ("xmixup", "xnli")
+    assert ours["ours_mean"].iloc[0] == pytest.approx(79.5) and ours["delta"].iloc[0] == pytest.approx(-0.9)
+    assert unexplained(table).empty

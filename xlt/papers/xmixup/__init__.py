@@ -14,8 +14,9 @@ Tasks: XNLI, PAWS-X (classification) and QA (span QA: trained on XTREME's transl
 scored on XQuAD). Tagging's X-Mixup is built in the engine but has no public translate-train
 data (POS, NER: the paper's values only, and why; their zero-shot rows in Tables 1, 13, 14 read
 another paper's English models, `zero_shot_tagging`). Tables 2 (Spearman ρ of CKA vs
-accuracy), 3 (main), 7 (CKA and accuracy per language), 8 (transfer gap), 15 (XQuAD per
-language); the CKA of a model is computed by the rule `xmixup_cka` (rules/xmixup.smk).
+accuracy), 3 (main), 6 (seen / unseen languages, from Table 11's models), 7 (CKA and accuracy per
+language), 8 (transfer gap), 15 (XQuAD per language), 4 (XLM-R base: ours only with that
+encoder); the CKA of a model is computed by the rule `xmixup_cka` (rules/xmixup.smk).
 This module only declares (no torch).
 """
 
@@ -30,7 +31,7 @@ from xlt.errors import XltError
 from xlt.papers.base import DataSize, Paper, RecipeTags, Table
 from xlt.papers.xmixup import figures
 from xlt.papers.published import load_published
-from xlt.tables import COLLAPSE_NOTE, account_all, eval_rows, paper_vs_ours, render_grid
+from xlt.tables import COLLAPSE_NOTE, account, account_all, eval_rows, paper_vs_ours, render_grid
 from xlt.targets import Recipe, eval_file, paper_language_set
 
 SLUG = "xmixup"
@@ -49,11 +50,13 @@ LABELS = {"zero_shot": "zero-shot", "trans_train": "translate-train", "xmixup": 
           "filter": "FILTER", "xtune": "xTune", "cka": "CKA", "accuracy": "accuracy", "delta": "Δ",
           "translate_train": "translate-train"}
 LABELS.update({f"{d}_{m}": f"{LABELS[d]} {m.upper()}" for d in ("xquad", "mlqa", "tydiqa") for m in ("f1", "em")})
+LABELS.update({"xlmr_base": "XLM-R base", "xtune_r1": "xTune R1", "xtune_r2": "xTune R2"})
 NOT_BUILT = ("no public translate-train data for tagging (XTREME ships none; the paper's Google translations and "
              "their soft labels were not released), so X-Mixup for POS / NER (built in the engine) is not run: "
              "the paper's values only.")
 NOT_RUN_QA = ("MLQA, TyDiQA: not run (the qa models are scored on XQuAD; MLQA's seven-language test and translate-test "
-              "sets and TyDiQA-GoldP's translate-train are not configured / not in the catalog): the paper's values only.")
+              "sets are not configured, and no qa named set reads TyDiQA-GoldP's translate-train, which the catalog "
+              "holds): the paper's values only.")
 
 
 # ---- the X-Mixup extra, spelt in a recipe -----------------------------------------------------
@@ -528,6 +531,141 @@ def table11(spec: dict, inputs: list[str]):
     return _per_language_table(spec, inputs, "table11")
 
 
+# ---- Table 6: seen and unseen languages (XNLI) --------------------------------------------------
+
+TABLE6_TASK = "xnli"
+
+
+def table6_inputs(cfg: dict) -> list[str]:
+    """Translate-train's and X-Mixup's XNLI score files (Table 11's): the languages a model saw in
+    training are read from its recipe, so no model of its own."""
+    p = cfg["papers"][SLUG]
+    if TABLE6_TASK not in p["tasks"]:
+        return []
+    return [scores_file(cfg, TABLE6_TASK, m, seed) for seed in p["seeds"] for m in ("trans_train", "xmixup")]
+
+
+def _trained_on(path: str, source: str) -> list[str]:
+    """The languages a score file's model saw in training: its recipe's, and the source side
+    (an X-Mixup recipe names the targets; English is its source side)."""
+    parts = path.split("/")
+    k = max(i for i, x in enumerate(parts) if re.fullmatch(r"seed\d+", x))
+    return sorted({source, *Recipe.parse(parts[k - 1]).train_langs})
+
+
+def table6(spec: dict, inputs: list[str]):
+    """Per language, translate-train and X-Mixup accuracy and their per-seed difference, each
+    language grouped as seen or unseen by the language our models trained on. A published cell
+    is ours only where our model stands in the same group for that language (the paper: trained
+    on en bg el fr ru th ur zh, tested on those and on ar de es hi sw tr vi)."""
+    keys = ["model", "group", "lang"]
+    published = load_published(SLUG, "table6")
+    title = "xmixup Table 6: XNLI accuracy on seen and unseen languages"
+    if not inputs:
+        return _not_run(published, keys, ["model"], "lang", title,
+                        f"Not run: {TABLE6_TASK} is not in papers.{SLUG}.tasks; the paper's values only.")
+    langs, source = spec["langs"][TABLE6_TASK], spec["source"]
+    frames, seen = [], {}
+    for path in inputs:
+        rows = _model_rows(spec, [path])
+        trained = _trained_on(path, source)
+        seen[rows["model"].iloc[0]] = trained
+        frames.append(rows[rows["lang"].isin(langs)].assign(group=lambda d: ["seen" if x in trained else "unseen"
+                                                                              for x in d["lang"]]))
+    ours = pd.concat(frames, ignore_index=True)[["model", "group", "lang", "seed", "value", "collapsed"]]
+    wide = ours.pivot_table(index=["group", "lang", "seed"], columns="model", values="value").reset_index()
+    delta = (wide.assign(model="delta", value=wide["xmixup"] - wide["trans_train"], collapsed=False)
+             [["model", "group", "lang", "seed", "value", "collapsed"]] if {"xmixup", "trans_train"} <= set(wide) else None)
+    ours = pd.concat([ours, delta], ignore_index=True)
+    paper_group = dict(zip(published["lang"], published["group"]))
+    paper_seen = [x for x, g in paper_group.items() if g == "seen"]
+    paper_unseen = [x for x, g in paper_group.items() if g == "unseen"]
+    our_seen = sorted(set(seen.get("trans_train", [])) | set(seen.get("xmixup", [])))
+    # the paper's average is over its 15 languages, 8 seen and 7 unseen: ours only with the same split
+    same_split = set(our_seen) & set(langs) == set(paper_seen) and set(langs) == set(paper_seen) | set(paper_unseen)
+    if same_split:
+        avg = (ours[ours["lang"].isin(langs)].groupby(["model", "seed"], as_index=False)
+               .agg(value=("value", "mean"), collapsed=("collapsed", "any")).assign(group="all", lang="avg"))
+        ours = pd.concat([ours, avg], ignore_index=True)
+    # a language our models saw where the paper's did not (or the other way) is not that cell
+    matched = ours[[paper_group.get(x) in (g, None) or x == "avg" for x, g in zip(ours["lang"], ours["group"])]]
+    table = paper_vs_ours(matched, published, keys)
+    regrouped = [x for x in langs if x in paper_group and ("seen" if x in our_seen else "unseen") != paper_group[x]]
+    missing = [x for x in paper_group if x not in langs and x != "avg"]
+    trained = "+".join(our_seen)
+    reasons = {
+        "avg": (f"Avg.: the paper's over its 15 languages (8 seen, 7 unseen); our models trained on {trained}, another "
+                "split: the paper's value only."),
+        "missing": (f"{', '.join(missing)}: not in our {LABELS[TABLE6_TASK]} language set ({', '.join(langs)}): "
+                    "the paper's values only."),
+        "regrouped": (f"{', '.join(regrouped)}: unseen in the paper, seen by our models (trained on {trained}): not the "
+                      "same setting, the paper's values only (ours on them: Table 11)."),
+    }
+
+    def why(row):
+        if row["lang"] == "avg":
+            return reasons["avg"]
+        return reasons["missing"] if row["lang"] in missing else reasons["regrouped"] if row["lang"] in regrouped else None
+
+    table = account(table, why)
+    notes = _notes(spec, [
+        f"Ours: the translate-train and X-Mixup models of Tables 3 and 11 (no model of their own), trained on {trained}; "
+        "a language is seen when its translation is in the training data. Δ: X-Mixup minus translate-train, per seed. "
+        "The paper trains both on 8 seen languages (en bg el fr ru th ur zh) and tests on those and 7 unseen ones.",
+        *(w for w in dict.fromkeys(table["why"]) if w)])
+    table = table.assign(column=[f"{x} ({g})" if x != "avg" else "avg" for x, g in zip(table["lang"], table["group"])])
+    order = [f"{x} ({g})" for x, g in paper_group.items() if x != "avg"] + ["avg"]
+    md, tex = render_grid(table, ["model"], "column", title, notes, labels={**LABELS, **{c: c for c in table["column"]}},
+                          columns=order)
+    return table.drop(columns="column"), md, tex
+
+
+# ---- Table 4: X-Mixup vs xTune on XLM-R base -----------------------------------------------------
+
+TABLE4_ENCODER = "xlmr_base"
+
+
+def table4_inputs(cfg: dict) -> list[str]:
+    """X-Mixup's XNLI score files when the paper's encoder is XLM-R base (Table 4's setting: the
+    same files as Table 3's), else none."""
+    p = cfg["papers"][SLUG]
+    if p["encoder"] != TABLE4_ENCODER or "xnli" not in p["tasks"]:
+        return []
+    return [scores_file(cfg, "xnli", "xmixup", seed) for seed in p["seeds"]]
+
+
+def table4(spec: dict, inputs: list[str]):
+    """X-Mixup beside xTune (XLM-R base, machine translation only): ours X-Mixup on XNLI where
+    the config's encoder is XLM-R base; every other cell the paper's, with its reason."""
+    keys = ["encoder", "model", "task", "dataset", "metric"]
+    published = load_published(SLUG, "table4")
+    title = "xmixup Table 4: X-Mixup vs xTune, XLM-R base"
+    rows = _model_rows(spec, inputs) if inputs else pd.DataFrame(columns=["task", "model", "lang", "seed", "value", "collapsed"])
+    rows = rows[rows["lang"].isin(spec["langs"].get("xnli", []))]
+    avg = rows.groupby(["task", "model", "seed"], as_index=False).agg(value=("value", "mean"), collapsed=("collapsed", "any"))
+    avg = avg.assign(encoder=TABLE4_ENCODER, dataset=avg["task"], metric="acc")
+    table = paper_vs_ours(avg[[*keys, "seed", "value", "collapsed"]], published, keys)
+    not_base = (f"Table 4's encoder is XLM-R base; papers.{SLUG}.encoder is {spec['encoder']} (ours on it: Table 3): "
+                "the paper's value only.")
+
+    def why(row):
+        if row["model"].startswith("xtune"):
+            return "xTune (Zheng et al. 2021's numbers, as the paper quotes them): not reimplemented here."
+        if row["task"] == "pos":
+            return f"POS: {NOT_BUILT}"
+        if row["task"] == "qa":
+            return NOT_RUN_QA
+        return not_base if spec["encoder"] != TABLE4_ENCODER else f"xnli: not in papers.{SLUG}.tasks; the paper's value only."
+
+    table = account(table, why)
+    reasons = list(dict.fromkeys(w for w in table["why"] if w))
+    notes = _notes(spec, ["A cell is the accuracy (POS: F1; MLQA: F1, EM) averaged over the task's languages, English "
+                          "included. xTune R1 / R2: its two variants, both Zheng et al.'s numbers.", *reasons])
+    table = table.assign(column=[f"{d}_{m}" if m in QA_METRICS else d for d, m in zip(table["dataset"], table["metric"])])
+    md, tex = render_grid(table, ["encoder", "model"], "column", title, notes, labels=LABELS)
+    return table.drop(columns="column"), md, tex
+
+
 # ---- Tables 15-17: QA per language (F1 / EM); Tables 1, 13, 14: tagging (the paper's only) ----
 
 
@@ -662,7 +800,9 @@ PAPER = Paper(
     tables=(
         Table("table2", table2_inputs, table2, spec=table_spec),
         Table("table3", table3_inputs, table3, spec=table_spec),
+        Table("table4", table4_inputs, table4, spec=table_spec),
         Table("table5", table5_inputs, table5, spec=table_spec),
+        Table("table6", table6_inputs, table6, spec=table_spec),
         Table("table7", table7_inputs, table7, spec=table_spec),
         Table("table8", table3_inputs, table8, spec=table_spec),
         Table("table9", table9_inputs, table9, spec=table_spec),

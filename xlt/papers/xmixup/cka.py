@@ -131,7 +131,7 @@ def sentence_representations(model, tokenizer, records: list[dict], max_length: 
                              device=None) -> np.ndarray:
     """(len(records), hidden) float64: per record, the mean over its real tokens of the encoder's
     last hidden layer (eval mode), `text` and `text_pair` (if any) tokenised as one input as
-    evaluation does (truncated to `max_length`)."""
+    evaluation does, or a tagging record's `tokens` as pre-split words (truncated to `max_length`)."""
     import torch
 
     from xlt.engine.fastpath import encode
@@ -142,9 +142,13 @@ def sentence_representations(model, tokenizer, records: list[dict], max_length: 
     with torch.no_grad():
         for i in range(0, len(records), batch_size):
             chunk = records[i:i + batch_size]
-            pairs = [r["text_pair"] for r in chunk] if "text_pair" in chunk[0] else None
-            batch = tokenizer([r["text"] for r in chunk], pairs, padding=True, truncation=True,
-                              max_length=max_length, return_tensors="pt")
+            if "tokens" in chunk[0]:  # a tagging record (POS, NER): its words as the tagger reads them
+                batch = tokenizer([r["tokens"] for r in chunk], is_split_into_words=True, padding=True,
+                                  truncation=True, max_length=max_length, return_tensors="pt")
+            else:
+                pairs = [r["text_pair"] for r in chunk] if "text_pair" in chunk[0] else None
+                batch = tokenizer([r["text"] for r in chunk], pairs, padding=True, truncation=True,
+                                  max_length=max_length, return_tensors="pt")
             batch = {k: v.to(device) for k, v in batch.items()}
             h = encode(model.encoder, batch["input_ids"], batch["attention_mask"], batch.get("token_type_ids")).float()
             mask = batch["attention_mask"].unsqueeze(-1).to(h.dtype)

@@ -7,6 +7,12 @@
 - Figure 3: per language, CKA with English (x) vs XNLI test accuracy (y) of the three models,
   one point per (model, language) averaged over seeds; each model's Spearman ρ in the legend.
   It reads the CKA and score files Tables 2 and 7 read: no job of its own but the drawing.
+- Figure 4: language centroids of the POS test set, one panel per model (zero-shot,
+  translate-train, X-Mixup), made when `papers.xmixup.figure4: {task, dataset, languages}` is
+  set: the rule `xmixup_centroids` encodes the test set of `dataset` (a POS set) with the
+  encoders of `task`'s three models, first seed (`centroids_file`; the paper used its POS
+  models: POS has no public translate-train data, so ours are that task's models, and the
+  figure says so); each panel a PCA of that model's centroids alone (`centroids.centroid_pca`).
 - Figure 5: the mixup-layer sweep, made only when `papers.xmixup.figure5: {task, layers}` is
   set: one X-Mixup model per layer and seed (recipe `<targets>.<profile>-xmixup<layer>`),
   accuracy averaged over the language set vs layer, translate-train as a dashed line.
@@ -56,14 +62,38 @@ def figure5_files(cfg: dict) -> list[str]:
     fig5 = _p(cfg).get("figure5")
     if not fig5:
         return []
-    task, seeds = fig5["task"], _p(cfg)["seeds"]
+    task, seeds = fig5["task"], fig5.get("seeds") or _p(cfg)["seeds"]
     return ([X.scores_file(with_layer(cfg, task, layer), task, "xmixup", seed) for layer in fig5["layers"] for seed in seeds]
             + [X.scores_file(cfg, task, "trans_train", seed) for seed in seeds])
 
 
+def centroids_file(cfg: dict, model: str, seed: int) -> str:
+    """The language centroids (rule `xmixup_centroids`) of one of `figure4.task`'s three models
+    on the test split of `figure4.dataset`, the languages of `figure4.languages`."""
+    p = _p(cfg)
+    fig4 = p["figure4"]
+    dataset, recipe = X.model_of(cfg, fig4["task"], model)
+    return (f"{cfg['results']}/xmixup/centroids/{p['encoder']}/pretrained/{dataset}/{recipe}/seed{seed}/"
+            f"on-{fig4['dataset']}/test.{fig4['languages']}.json")
+
+
+def max_sentences_arg(cfg: dict) -> str:
+    """The centroid job's cap on sentences per language (`figure4.max_sentences`; none: all)."""
+    n = (_p(cfg).get("figure4") or {}).get("max_sentences")
+    return f"--max-sentences {int(n)}" if n else ""
+
+
+def figure4_files(cfg: dict) -> list[str]:
+    """Figure 4's centroid files: the three models of `figure4.task`, the first seed."""
+    p = _p(cfg)
+    if not p.get("figure4"):
+        return []
+    return [centroids_file(cfg, m, p["seeds"][0]) for m in X.MODELS]
+
+
 def figure_inputs(cfg: dict) -> list[str]:
     p = _p(cfg)
-    out = []
+    out = figure4_files(cfg)
     if _has_fig13(p):
         seed = p["seeds"][0]
         out += [pca_file(cfg, FIG13_TASK, m, seed) for m in ("trans_train", "xmixup")]
@@ -77,15 +107,42 @@ def figure_spec(cfg: dict) -> dict:
     langs = X._langs(cfg, FIG13_TASK) if _has_fig13(p) else []
     return {**X.table_spec(cfg), "fig1_langs": [x for x in FIG1_LANGS if x in langs], "fig1_seed": p["seeds"][0],
             "fig13_task": FIG13_TASK,
-            "fig5_langs": X._langs(cfg, p["figure5"]["task"]) if p.get("figure5") else []}
+            "fig5_langs": X._langs(cfg, p["figure5"]["task"]) if p.get("figure5") else [],
+            "fig4_langs": list(cfg["language_sets"][p["figure4"]["languages"]]) if p.get("figure4") else []}
 
 
 def check(cfg: dict, p: dict) -> None:
-    """Figure 5's task must be one the paper runs (its translate-train set and models)."""
-    fig5 = p.get("figure5")
-    if fig5 and fig5["task"] not in p["tasks"]:
-        raise XltError(f"config key papers.{X.SLUG}.figure5.task: {fig5['task']!r} is not one of papers.{X.SLUG}.tasks "
-                       f"({', '.join(p['tasks'])})")
+    """Figures 4's and 5's task must be one the paper runs (its translate-train set and models);
+    Figure 4's languages a known language set, English and two more among them, every one held
+    by its dataset (the languages the workflow prepares it with)."""
+    from xlt import targets as T
+
+    for fig in ("figure4", "figure5"):
+        spec = p.get(fig)
+        if spec and spec["task"] not in p["tasks"]:
+            raise XltError(f"config key papers.{X.SLUG}.{fig}.task: {spec['task']!r} is not one of papers.{X.SLUG}.tasks "
+                           f"({', '.join(p['tasks'])})")
+    fig5 = p.get("figure5") or {}
+    extra = [s for s in fig5.get("seeds") or [] if s not in p["seeds"]]
+    if extra:
+        raise XltError(f"config key papers.{X.SLUG}.figure5.seeds: {', '.join(map(str, extra))} not among "
+                       f"papers.{X.SLUG}.seeds ({', '.join(map(str, p['seeds']))})")
+    fig4 = p.get("figure4")
+    if not fig4:
+        return
+    key, sets = f"papers.{X.SLUG}.figure4", cfg.get("language_sets") or {}
+    if fig4["languages"] not in sets:
+        raise XltError(f"config key {key}.languages: unknown language set {fig4['languages']!r}; "
+                       f"allowed: {', '.join(sorted(sets))}")
+    langs = list(sets[fig4["languages"]])
+    if p["source"] not in langs or len(langs) < 3:
+        raise XltError(f"config key {key}.languages: {fig4['languages']} ({', '.join(langs)}) must hold "
+                       f"{p['source']} and at least two more languages (a 2-D PCA of the centroids)")
+    held = T.task_languages(cfg, fig4["dataset"])
+    missing = [x for x in langs if x not in held]
+    if missing:
+        raise XltError(f"config key {key}.languages: dataset {fig4['dataset']!r} has no {', '.join(missing)} "
+                       f"(it holds {', '.join(held)})")
 
 
 def with_figure_check(check_config):
@@ -100,6 +157,8 @@ def with_figure_check(check_config):
 
 
 def _kind(path: str) -> str:
+    if "/xmixup/centroids/" in path:
+        return "centroids"
     if "/xmixup/cka/" in path:
         return "pca" if path.endswith(".pca.json") else "cka"
     return "scores"
@@ -241,6 +300,74 @@ def _draw_fig1(spec: dict, inputs: list[str], stem: str) -> None:
     save_figure(fig, stem, points)
 
 
+# ---- Figure 4: language centroids --------------------------------------------------------------
+
+
+def fig4_points(spec: dict, inputs: list[str]) -> pd.DataFrame:
+    """One row per (model, language) of Figure 4: the centroid's two PCA coordinates (one PCA
+    per model, fitted on its centroids), its Euclidean distance to the source's centroid in the
+    full space and the language's radius (both as the job wrote them), the sentences averaged,
+    and the model's mean distance to the source over the other languages."""
+    from xlt.io import read_json
+    from xlt.papers.xmixup.centroids import centroid_pca
+    from xlt.targets import Recipe
+
+    rows, langs, source = [], spec["fig4_langs"], spec["source"]
+    for path in inputs:
+        if _kind(path) != "centroids":
+            continue
+        parts = path.split("/")  # …/centroids/<encoder>/<init>/<dataset>/<recipe>/seed<s>/on-<set>/<split>.<langset>.json
+        model, seed = X._setting(Recipe.parse(parts[-4])), int(parts[-3].removeprefix("seed"))
+        job = read_json(path)
+        missing = [x for x in langs if x not in job["centroids"]]
+        if missing:
+            raise XltError(f"{path}: no centroid of {', '.join(missing)}")
+        pca = centroid_pca({x: job["centroids"][x] for x in langs})
+        far = [job["distance_to_source"][x] for x in langs if x != source]
+        for lang in langs:
+            x, y = pca["coords"][lang]
+            rows.append({"model": model, "seed": seed, "lang": lang, "pc1": x, "pc2": y,
+                         "distance_to_source": 0.0 if lang == source else job["distance_to_source"][lang],
+                         "radius": job["radius"][lang], "n_sentences": job["n"][lang],
+                         "mean_distance_to_source": sum(far) / len(far),
+                         "explained_variance_ratio_pc1": pca["explained_variance_ratio"][0],
+                         "explained_variance_ratio_pc2": pca["explained_variance_ratio"][1]})
+    frame = _need(pd.DataFrame(rows), "centroid files", "fig4")
+    if sorted(set(frame["model"])) != sorted(X.MODELS):
+        raise XltError(f"xmixup fig4: centroid files of {', '.join(X.MODELS)} expected, got {sorted(set(frame['model']))}")
+    order = {m: i for i, m in enumerate(X.MODELS)}
+    return frame.sort_values("model", key=lambda s: s.map(order), kind="stable").reset_index(drop=True)
+
+
+def _draw_fig4(spec: dict, inputs: list[str], stem: str) -> None:
+    from matplotlib.figure import Figure as MplFigure
+
+    from xlt.figures import save_figure
+    from xlt.targets import task_of
+
+    points = fig4_points(spec, inputs)
+    fig = MplFigure(figsize=(13, 4.5))
+    for i, (model, g) in enumerate(points.groupby("model", sort=False)):
+        ax = fig.add_subplot(1, len(X.MODELS), i + 1)
+        for _, r in g.iterrows():
+            is_source = r["lang"] == spec["source"]
+            ax.scatter([r["pc1"]], [r["pc2"]], s=60 if is_source else 30, marker="*" if is_source else "o",
+                       color="black" if is_source else COLORS[model])
+            ax.annotate(r["lang"], (r["pc1"], r["pc2"]), textcoords="offset points", xytext=(4, 4), fontsize=9)
+        ax.set_aspect("equal", adjustable="datalim")  # a panel's distances as they are in its PCA plane
+        ax.set_xlabel(f"PC1 ({100 * g['explained_variance_ratio_pc1'].iloc[0]:.0f}% of the centroids' variance)")
+        ax.set_ylabel(f"PC2 ({100 * g['explained_variance_ratio_pc2'].iloc[0]:.0f}%)")
+        ax.set_title(f"{X.LABELS[model]}: mean distance to {spec['source']} {g['mean_distance_to_source'].iloc[0]:.2f}\n"
+                     f"(mean radius {g['radius'].mean():.2f})", fontsize=10)
+    fig4 = spec["figure4"]
+    models_of = X.LABELS.get(fig4["task"], fig4["task"])
+    task = X.LABELS.get(task_of(fig4["dataset"]), fig4["dataset"])
+    fig.suptitle(f"Language centroids of the {task} test set ({fig4['dataset']}), encoded by the {models_of} models' encoders "
+                 f"(the paper: its POS models), seed {int(points['seed'].iloc[0])}", fontsize=10)
+    fig.tight_layout()
+    save_figure(fig, stem, points)
+
+
 # ---- Figure 5: the mixup-layer sweep ---------------------------------------------------------
 
 
@@ -275,7 +402,7 @@ def _draw_fig5(spec: dict, inputs: list[str], stem: str) -> None:
             f"X-Mixup at different layers ({task}, mean over {points['n_seeds'].max()} seed(s))", stem, points)
 
 
-DRAW = {"fig1": _draw_fig1, "fig3": _draw_fig3, "fig5": _draw_fig5}
+DRAW = {"fig1": _draw_fig1, "fig3": _draw_fig3, "fig4": _draw_fig4, "fig5": _draw_fig5}
 
 
 def draw(spec: dict, inputs: list[str], out_dir: str, figure: str) -> None:
@@ -293,6 +420,12 @@ FIGURES = (
            "the first seed.", when=_has_fig13),
     Figure("fig3", "XNLI test accuracy vs CKA with English, per target language and model (zero-shot, translate-train, "
            "X-Mixup), averaged over seeds; each model's Spearman ρ over the languages in the legend.", when=_has_fig13),
+    Figure("fig4", "Language centroids (the mean of each language's mean-pooled last-layer sentence representations) "
+           "of a POS test set (papers.xmixup.figure4), one panel per model: zero-shot, translate-train, X-Mixup, the first "
+           "seed; each panel a 2-D PCA of that model's centroids, titled with the mean Euclidean distance of the "
+           "centroids to English's in the full space. The paper encodes with its POS models; POS has no public "
+           "translate-train data, so ours are the models of figure4.task (e.g. XNLI's).",
+           when=lambda p: bool(p.get("figure4"))),
     Figure("fig5", "Accuracy averaged over the language set with X-Mixup at each mixup layer (solid) and translate-train "
            "(dashed), averaged over seeds (papers.xmixup.figure5).", when=lambda p: bool(p.get("figure5"))),
 )
