@@ -121,7 +121,8 @@ TASKS: dict[str, Task] = {
             labels=None,
             metrics=("exact_match", "f1"),
             source="squad",
-            languages=("en", "ar", "de", "es", "hi", "ru", "vi", "zh"),
+            # XQuAD's and MLQA's (XQuAD's el, th, tr aside), then TyDiQA-GoldP's others
+            languages=("en", "ar", "de", "es", "hi", "ru", "vi", "zh", "bn", "fi", "id", "ko", "sw", "te"),
         ),
         Task(
             name="parsing",

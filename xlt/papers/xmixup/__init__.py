@@ -27,7 +27,7 @@ import re
 
 import pandas as pd
 
-from xlt.errors import XltError
+from xlt.errors import XltError, check_config_ref
 from xlt.papers.base import DataSize, Paper, RecipeTags, Table
 from xlt.papers.xmixup import figures
 from xlt.papers.published import load_published
@@ -48,15 +48,28 @@ LABELS = {"zero_shot": "zero-shot", "trans_train": "translate-train", "xmixup": 
           "pawsx": "PAWS-X", "pos": "POS", "ner": "NER", "xquad": "XQuAD", "mlqa": "MLQA", "tydiqa": "TyDiQA",
           "avg": "Avg.", "mbert": "mBERT", "xlmr_large": "XLM-R large", "xlmr": "XLM-R", "joint_align": "Joint-Align",
           "filter": "FILTER", "xtune": "xTune", "cka": "CKA", "accuracy": "accuracy", "delta": "Δ",
-          "translate_train": "translate-train"}
+          "translate_train": "translate-train", "xlm": "XLM", "mmte": "MMTE",
+          "zero_shot_squad": "zero-shot (SQuAD v1.1)"}
 LABELS.update({f"{d}_{m}": f"{LABELS[d]} {m.upper()}" for d in ("xquad", "mlqa", "tydiqa") for m in ("f1", "em")})
 LABELS.update({"xlmr_base": "XLM-R base", "xtune_r1": "xTune R1", "xtune_r2": "xTune R2"})
 NOT_BUILT = ("no public translate-train data for tagging (XTREME ships none; the paper's Google translations and "
              "their soft labels were not released), so X-Mixup for POS / NER (built in the engine) is not run: "
              "the paper's values only.")
-NOT_RUN_QA = ("MLQA, TyDiQA: not run (the qa models are scored on XQuAD; MLQA's seven-language test and translate-test "
-              "sets are not configured, and no qa named set reads TyDiQA-GoldP's translate-train, which the catalog "
-              "holds): the paper's values only.")
+NOT_RUN_QA = ("MLQA, TyDiQA: the paper's averages only (the qa models' MLQA and TyDiQA-GoldP scores, where "
+              f"papers.{SLUG}.qa_tests runs them, are Tables 16 and 17, per language; no MLQA translate-test set is "
+              "configured, and no qa named set reads TyDiQA-GoldP's translate-train, which the catalog holds).")
+# Tables 16 (MLQA) and 17 (TyDiQA-GoldP): the qa named set each scores (papers.xmixup.qa_tests.<set>)
+# and the row ours zero-shot takes: XTREME's zero-shot row (the paper's mBERT / XLM-R rows) where
+# it trains on SQuAD v1.1 as ours does (MLQA); a row of its own where it does not (TyDiQA: XTREME
+# trains on TyDiQA-GoldP's 3.7k English questions).
+QA_TESTS = {"table16": {"set": "mlqa", "title": "xmixup Table 16: MLQA F1 / EM per language", "zero_shot_row": None},
+            "table17": {"set": "tydiqa", "title": "xmixup Table 17: TyDiQA-GoldP F1 / EM per language",
+                        "zero_shot_row": "zero_shot_squad"}}
+NOT_RUN_TYDIQA = ("TyDiQA-GoldP translate-train / X-Mixup: the paper trains them on TyDiQA-GoldP's English train and "
+                  "XTREME's translation of it (catalog xtreme-tydiqa-translate-train); no qa named set pairs the two yet "
+                  "(and ours trained on translated SQuAD are another setting): the paper's values only.")
+ZERO_SHOT_TYDIQA = ("XTREME's zero-shot (this row) trains on TyDiQA-GoldP's English train (3.7k questions); ours trains "
+                    "on SQuAD v1.1: its own row (zero-shot, SQuAD), no Δ.")
 
 
 # ---- the X-Mixup extra, spelt in a recipe -----------------------------------------------------
@@ -152,6 +165,15 @@ def scores_file(cfg: dict, task: str, model: str, seed: int, recipe: str | None 
     return eval_file(cfg, p["encoder"], "pretrained", dataset, recipe or own, seed, "test", langset, testset=testset)
 
 
+def qa_test_file(cfg: dict, name: str, model: str, seed: int) -> str:
+    """A qa model's scores on the named set `qa.<name>` (papers.xmixup.qa_tests: MLQA, TyDiQA-GoldP),
+    in-language, on its language set; X-Mixup on the target side alone (a plain evaluation)."""
+    p = cfg["papers"][SLUG]
+    dataset, recipe = model_of(cfg, "qa", model)
+    return eval_file(cfg, p["encoder"], "pretrained", dataset, recipe, seed, "test", p["qa_tests"][name]["languages"],
+                     testset=f"qa.{name}")
+
+
 def cka_file(cfg: dict, task: str, model: str, seed: int) -> str:
     """The CKA of a model's mean-pooled last-layer sentence representations, English vs every
     language, on the task's parallel test set (rule `xmixup_cka`)."""
@@ -211,7 +233,8 @@ def _setting(recipe: Recipe) -> str:
 
 def table_spec(cfg: dict) -> dict:
     p = cfg["papers"][SLUG]
-    return {**p, "langs": {t: _langs(cfg, t) for t in _tasks(p)}, "encoder_label": _encoder_label(p["encoder"])}
+    return {**p, "langs": {t: _langs(cfg, t) for t in _tasks(p)}, "encoder_label": _encoder_label(p["encoder"]),
+            "qa_test_langs": {name: list(cfg["language_sets"][t["languages"]]) for name, t in (p.get("qa_tests") or {}).items()}}
 
 
 def _encoder_label(encoder: str) -> str:
@@ -700,12 +723,88 @@ def table15(spec: dict, inputs: list[str]):
     return table, md, tex
 
 
-NOT_RUN = {
-    "table16": (["model", "lang", "metric"], ["model", "metric"], "xmixup Table 16: MLQA F1 / EM per language",
-                f"Not run: {NOT_RUN_QA}"),
-    "table17": (["model", "lang", "metric"], ["model", "metric"], "xmixup Table 17: TyDiQA-GoldP F1 / EM per language",
-                f"Not run: {NOT_RUN_QA}"),
-}
+def _qa_tests(p: dict, table_id: str) -> dict | None:
+    """papers.xmixup.qa_tests' entry of a QA table, None where the config does not run it."""
+    return (p.get("qa_tests") or {}).get(QA_TESTS[table_id]["set"]) if "qa" in p["tasks"] else None
+
+
+def _qa_test_inputs(table_id: str):
+    def inputs(cfg: dict) -> list[str]:
+        p = cfg["papers"][SLUG]
+        t = _qa_tests(p, table_id)
+        return [qa_test_file(cfg, QA_TESTS[table_id]["set"], m, seed) for seed in p["seeds"] for m in t["models"]] if t else []
+    return inputs
+
+
+def _qa_test_table(table_id: str):
+    """MLQA / TyDiQA-GoldP F1 and EM per language (the qa models scored in-language on a named
+    set, papers.xmixup.qa_tests): ours zero-shot beside XTREME's zero-shot row where it trains on
+    the same data (MLQA), else on a row of its own; translate-train on its own row; X-Mixup
+    beside X-Mixup. Every published cell without ours says why."""
+    qt = QA_TESTS[table_id]
+    name, title = qt["set"], qt["title"]
+
+    def build(spec: dict, inputs: list[str]):
+        keys = ["model", "lang", "metric"]
+        published = load_published(SLUG, table_id)
+        t = _qa_tests(spec, table_id)
+        if not inputs or t is None:
+            why = (f"qa is not in papers.{SLUG}.tasks" if "qa" not in spec["tasks"]
+                   else f"papers.{SLUG}.qa_tests has no {name}")
+            return _not_run(published, keys, ["model", "metric"], "lang", title, f"Not run: {why}; the paper's values only.")
+        langs = spec["qa_test_langs"][name]
+        paper_langs = [x for x in dict.fromkeys(published["lang"]) if x != "avg"]
+        label = spec["encoder_label"].split("_")[0]  # XTREME's zero-shot row of ours' encoder
+        zero_row = qt["zero_shot_row"] or label
+        ours = _metric_rows(spec, inputs)
+        ours = ours[ours["lang"].isin(langs)]
+        frames = [ours[["model", "lang", "metric", "seed", "value", "collapsed"]]]
+        if set(paper_langs) <= set(langs):  # the paper's average: over its languages, all of them ours
+            sub = ours[ours["lang"].isin(paper_langs)]
+            frames.append(sub.groupby(["model", "metric", "seed"], as_index=False)
+                          .agg(value=("value", "mean"), collapsed=("collapsed", "any")).assign(lang="avg"))
+        ours = pd.concat(frames, ignore_index=True)
+        ours["model"] = ours["model"].replace({"zero_shot": zero_row})
+        table = paper_vs_ours(ours, published, keys)
+        run = {zero_row if m == "zero_shot" else m for m in t["models"]}
+        missing = [x for x in paper_langs if x not in langs]
+        baselines = {"mbert", "xlmr"} - {label}
+
+        def why(row):
+            if row["model"] in run:
+                if row["lang"] == "avg":
+                    return (f"avg: the paper's over {', '.join(paper_langs)}; ours lacks {', '.join(missing)}: the paper's "
+                            "value only.")
+                return (f"{', '.join(missing)}: not in language set {t['languages']} (papers.{SLUG}.qa_tests.{name}): "
+                        "the paper's values only.")
+            if row["model"] == label:
+                return ZERO_SHOT_TYDIQA
+            if row["model"] == "xmixup":
+                return NOT_RUN_TYDIQA if name == "tydiqa" else f"X-Mixup: not in papers.{SLUG}.qa_tests.{name}.models."
+            if row["model"] in baselines:
+                return (f"{LABELS.get(row['model'], row['model'])}: XTREME's zero-shot with another encoder (ours: "
+                        f"{spec['encoder']}, beside the {LABELS.get(label, label)} row).")
+            return (f"{LABELS.get(row['model'], row['model'])}: another system's numbers, as the paper quotes them; "
+                    "not reimplemented here.")
+
+        table = account(table, why)
+        rows = {"zero_shot": (f"ours zero-shot (SQuAD v1.1 English) beside the paper's {LABELS[label]} row (XTREME's "
+                              "zero-shot, also SQuAD-trained)") if qt["zero_shot_row"] is None
+                else "ours zero-shot (SQuAD v1.1 English) on a row of its own",
+                "trans_train": "ours translate-train (English and XTREME's translated SQuAD) on a row of its own",
+                "xmixup": "ours X-Mixup (the same translated SQuAD) beside the paper's X-Mixup (XLM-R large), scored on the "
+                          "target side alone (no translate-test set for this test set)"}
+        notes = _notes(spec, [
+            f"Ours: the qa models of Table 15 (no model of their own) scored in-language (context and question in one "
+            f"language) on {LABELS[name]}'s test set (data.qa.sets.{name}), languages {', '.join(langs)}; rows: "
+            + "; ".join(rows[m] for m in t["models"]) + ".",
+            *(w for w in dict.fromkeys(table["why"]) if w)])
+        md, tex = render_grid(table, ["model", "metric"], "lang", title, notes, labels=LABELS,
+                              columns=[*paper_langs, *[x for x in langs if x not in paper_langs], "avg"])
+        return table, md, tex
+    return build
+
+
 TAGGING_TABLES = {"table1": ("pos", "ner"), "table13": ("pos",), "table14": ("ner",)}
 TAGGING_TITLES = {"table1": "xmixup Table 1: zero-shot POS and NER (F1) per language",
                   "table13": "xmixup Table 13: POS F1 per language", "table14": "xmixup Table 14: NER F1 per language"}
@@ -756,18 +855,6 @@ def _zero_shot_tagging_table(table_id: str):
     return build
 
 
-def _no_inputs(cfg: dict) -> list[str]:
-    return []
-
-
-def _published_only(table_id: str):
-    keys, rows, title, reason = NOT_RUN[table_id]
-
-    def build(spec: dict, inputs: list[str]):
-        return _not_run(load_published(SLUG, table_id), keys, rows, "lang", title, reason)
-    return build
-
-
 def table12(spec: dict, inputs: list[str]):
     return _per_language_table(spec, inputs, "table12")
 
@@ -777,13 +864,22 @@ def table12(spec: dict, inputs: list[str]):
 SQUAD_TRAIN, XQUAD_TEST = 87_599, 1_190
 
 
+# MLQA test (Lewis et al. 2020) and TyDiQA-GoldP dev (XTREME's test; the Hub's secondary_task
+# validation) per language: Tables 16 and 17
+MLQA_TEST = {"en": 11590, "ar": 5335, "de": 4517, "es": 5253, "hi": 4918, "vi": 5495, "zh": 5137}
+TYDIQA_TEST = {"en": 440, "ar": 921, "bn": 113, "fi": 782, "id": 565, "ko": 276, "ru": 812, "sw": 499, "te": 669}
+
+
 def data_sizes() -> list[DataSize]:
     where = "public sizes (xlt/papers/xmixup): SQuAD v1.1 train, an upper bound of its translation; XQuAD"
     from xlt.registry import get_task
 
-    langs = get_task("qa").languages  # a named set's count is looked up per language
+    langs = [x for x in get_task("qa").languages if x not in TYDIQA_TEST or x in MLQA_TEST]  # XQuAD's (and MLQA's)
+    tests = "public release sizes (xlt/papers/xmixup): MLQA test, TyDiQA-GoldP dev"
     return [*(DataSize("qa.translate_train", x, "train", SQUAD_TRAIN, where, 3) for x in langs),
-            *(DataSize(d, x, "test", XQUAD_TEST, where, 2) for d in ("qa.xquad_xtreme", "qa.translate_test") for x in langs)]
+            *(DataSize(d, x, "test", XQUAD_TEST, where, 2) for d in ("qa.xquad_xtreme", "qa.translate_test") for x in langs),
+            *(DataSize("qa.mlqa", x, "test", n, tests, 1) for x, n in MLQA_TEST.items()),
+            *(DataSize("qa.tydiqa", x, "test", n, tests, 1) for x, n in TYDIQA_TEST.items())]
 
 
 def check(cfg: dict, p: dict) -> None:
@@ -793,6 +889,30 @@ def check(cfg: dict, p: dict) -> None:
         for key in ("translate_train", "mixup_layer"):
             if task not in (p.get(key) or {}):
                 raise XltError(f"papers.{SLUG}.{key}: no entry for task {task!r}")
+    if "qa" in p["tasks"]:
+        _check_qa_tests(cfg, p)
+
+
+def _check_qa_tests(cfg: dict, p: dict) -> None:
+    """papers.xmixup.qa_tests: a table's set, a language set the set holds and, for the models
+    trained on translations, one they were trained for (a language no translation reached is
+    not that model's setting)."""
+    known = [q["set"] for q in QA_TESTS.values()]
+    trained = set(_langs(cfg, "qa"))
+    for name, t in (p.get("qa_tests") or {}).items():
+        key = f"papers.{SLUG}.qa_tests.{name}"
+        check_config_ref("QA test set of Tables 16-17", f"papers.{SLUG}.qa_tests", name, known)
+        check_config_ref("language set", f"{key}.languages", t["languages"], cfg["language_sets"])
+        for model in t["models"]:
+            try:
+                qa_test_file(cfg, name, model, p["seeds"][0])
+            except XltError as e:
+                raise XltError(f"config key {key}: {e}") from None
+            beyond = [x for x in cfg["language_sets"][t["languages"]] if x not in trained]
+            if model != "zero_shot" and beyond:
+                raise XltError(f"config key {key}: the {LABELS[model]} model is trained for "
+                               f"{', '.join(sorted(trained))} (papers.{SLUG}.test_languages.qa), not {', '.join(beyond)}; "
+                               f"score it on a language set within those, or only the zero-shot model (models: [zero_shot])")
 
 
 PAPER = Paper(
@@ -810,7 +930,7 @@ PAPER = Paper(
         Table("table12", table12_inputs, table12, spec=table_spec),
         Table("table15", table15_inputs, table15, spec=table_spec),
         *(Table(t, _zero_shot_tagging_inputs(t), _zero_shot_tagging_table(t), spec=table_spec) for t in TAGGING_TABLES),
-        *(Table(t, _no_inputs, _published_only(t), spec=table_spec) for t in NOT_RUN),
+        *(Table(t, _qa_test_inputs(t), _qa_test_table(t), spec=table_spec) for t in QA_TESTS),
     ),
     figures=figures.FIGURES,
     figure_inputs=figures.figure_inputs,
