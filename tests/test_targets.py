@@ -203,7 +203,7 @@ def test_a_model_is_scored_on_another_dataset_of_its_task_under_on_testset():
     with pytest.raises(XltError, match="that is the model's own dataset"):
         T.check_testset(cfg, "qa", "qa", "test", "adjust")
     cfg["language_sets"]["adjust"] = ["es", "ru", "vi", "hi"]
-    with pytest.raises(XltError, match=r"dataset 'qa.mlqa' has no language ru; config key data.qa.sets.mlqa.languages: es, vi, hi"):
+    with pytest.raises(XltError, match=r"dataset 'qa.mlqa' has no language ru; config key data.qa.sets.mlqa.languages: en, ar, de, es, hi, vi, zh"):
         T.eval_file(cfg, "mbert", "pretrained", "qa", "en.underspec", 1, "test", "adjust", testset="qa.mlqa")
     with pytest.raises(XltError, match=r"dataset 'qa.xquad' has no dev split; config key data.qa.sets.xquad.splits: test"):
         T.check_testset(cfg, "qa", "qa.xquad", "dev", "adjust")
@@ -215,7 +215,7 @@ def test_a_model_is_scored_on_another_dataset_of_its_task_under_on_testset():
 
 def test_a_named_set_declares_its_languages_splits_and_sources():
     cfg = base()
-    assert T.task_languages(cfg, "qa.mlqa") == ["es", "vi", "hi"]
+    assert T.task_languages(cfg, "qa.mlqa") == ["en", "ar", "de", "es", "hi", "vi", "zh"]  # a language set's name (xtreme_mlqa)
     assert T.dataset_splits(cfg, "qa.translated") == ("train", "dev") and T.dataset_splits(cfg, "qa") == ("train", "dev", "test")
     sc = T.source_cfg(cfg, "qa.xquad_q_en")
     assert sc["qa"] == {"splits": ["test"], "cross": {"question": "en"}} and "sets" not in sc["xnli"]

@@ -113,13 +113,103 @@ def test_qa_tables_from_hand_made_files_and_the_published_only_tables_say_why(tm
     t3, md3, _ = get_table("xmixup", "table3").build(spec, qa_files)
     xq = t3[(t3["model"] == "xmixup") & (t3["dataset"] == "xquad") & (t3["encoder"] == "mbert")].set_index("metric")["ours_mean"]
     assert xq["f1"] == pytest.approx(64 + 10 / len(langs)) and xq["em"] == pytest.approx(54 + 10 / len(langs))
-    assert "XQuAD F1" in md3 and "XQuAD EM" in md3 and "MLQA, TyDiQA: not run" in md3
+    assert "XQuAD F1" in md3 and "XQuAD EM" in md3 and "MLQA, TyDiQA: the paper's averages only" in md3
     t8, _, _ = get_table("xmixup", "table8").build(spec, qa_files)
     assert t8[(t8["model"] == "xmixup") & (t8["dataset"] == "xquad")]["ours_mean"].iloc[0] == pytest.approx(10.0)  # EM gap
+
+
+# ---- Tables 16 (MLQA) and 17 (TyDiQA-GoldP): the qa models on more test sets --------------------
+
+
+def _langset_of(path: str) -> str:
+    return Path(path).name.split(".")[1]  # test.<langset>.json
+
+
+def test_mlqa_and_tydiqa_are_scored_on_the_languages_both_the_set_and_the_model_cover(tmp_path):
+    from xlt.targets import langset_languages, task_languages
+
+    cfg = _qa_cfg(tmp_path)
+    ours = set(cfg["language_sets"]["xtreme_xquad"])  # what the qa models are trained for
+    mlqa = table_inputs(cfg, "xmixup", "table16")
+    assert len(mlqa) == len(set(mlqa)) == 3 * 3  # three models, three seeds
+    assert all("/on-qa.mlqa/" in f for f in mlqa)
+    for f in mlqa:  # MLQA's seven languages are all ours: exactly the intersection
+        assert set(langset_languages(cfg, _langset_of(f))) == set(task_languages(cfg, "qa.mlqa")) & ours
+        assert set(langset_languages(cfg, _langset_of(f))) == {"en", "ar", "de", "es", "hi", "vi", "zh"}
+    # the same model files as Table 15's (no model of their own); X-Mixup on the target side alone
+    models = {str(Path(f).parent.parent) for f in mlqa}
+    assert models == {str(Path(f).parent.parent) for f in table_inputs(cfg, "xmixup", "table15")}
+    xm = X.qa_test_file(cfg, "mlqa", "xmixup", 1)
+    assert xm.endswith("/qa.translate_train/ar+de+es+hi+ru+vi+zh.xmixup_qa-xmixup8-qa/seed1/on-qa.mlqa/test.xtreme_mlqa.json")
+    # TyDiQA-GoldP: the zero-shot (SQuAD) model, every language of the set
+    tydi = table_inputs(cfg, "xmixup", "table17")
+    assert tydi == [X.qa_test_file(cfg, "tydiqa", "zero_shot", s) for s in (1, 2, 3)]
+    assert tydi[0].endswith("/qa/en.xmixup_qa/seed1/on-qa.tydiqa/test.xtreme_tydiqa.json")
+    assert langset_languages(cfg, "xtreme_tydiqa") == task_languages(cfg, "qa.tydiqa") == [
+        "en", "ar", "bn", "fi", "id", "ko", "ru", "sw", "te"]
+    # adjust's evaluations on the same sets keep their own language sets (one MLQA set, read by both)
+    assert cfg["papers"]["adjust"]["qa_sets"]["mlqa"] == "adjust_mlqa"
+
+
+def test_a_translated_model_is_refused_on_a_language_no_translation_reached(tmp_path):
+    cfg = _qa_cfg(tmp_path)
+    p = copy.deepcopy(cfg["papers"]["xmixup"])
+    p["qa_tests"]["tydiqa"]["models"] = ["zero_shot", "xmixup"]
+    with pytest.raises(XltError, match=r"config key papers.xmixup.qa_tests.tydiqa: the X-Mixup model is trained for "
+                                       r"ar, de, en, es, hi, ru, vi, zh \(papers.xmixup.test_languages.qa\), not bn, fi"):
+        X.check(cfg, p)
+    p = copy.deepcopy(cfg["papers"]["xmixup"])
+    p["qa_tests"]["mlqa"]["languages"] = "xtreme_tydiqa"  # a language MLQA lacks
+    with pytest.raises(XltError, match=r"qa_tests.mlqa: dataset 'qa.mlqa' has no language bn"):
+        X.check(cfg, p)
+    p = copy.deepcopy(cfg["papers"]["xmixup"])
+    p["qa_tests"] = {"xquad": {"languages": "xtreme_xquad", "models": ["zero_shot"]}}
+    with pytest.raises(XltError, match="papers.xmixup.qa_tests"):
+        X.check(cfg, p)
+
+
+def test_tables_16_and_17_from_hand_made_files_give_every_published_cell_ours_or_a_reason(tmp_path):
+    from xlt.tables import unexplained
+
+    cfg = _qa_cfg(tmp_path)
+    spec = X.table_spec(cfg)
+    for name, models in (("mlqa", ("zero_shot", "trans_train", "xmixup")), ("tydiqa", ("zero_shot",))):
+        langs = cfg["language_sets"][cfg["papers"]["xmixup"]["qa_tests"][name]["languages"]]
+        for seed in (1, 2, 3):
+            for model, base in zip(models, (50.0, 60.0, 64.0)):
+                dataset, recipe = X.model_of(cfg, "qa", model)
+                _qa_eval(Path(X.qa_test_file(cfg, name, model, seed)), f"{tmp_path}/models/{dataset}/{recipe}/seed{seed}",
+                         seed, {x: base + seed + (7 if x == "en" else 0) for x in langs})
+    t16, md16, _ = get_table("xmixup", "table16").build(spec, table_inputs(cfg, "xmixup", "table16"))
+    assert unexplained(t16).empty and t16["paper"].notna().sum() == 105  # every published cell kept
+    cell = t16[(t16["model"] == "mbert") & (t16["lang"] == "de")].set_index("metric")  # ours zero-shot beside XTREME's
+    assert (cell.loc["f1", "ours_mean"], cell.loc["em", "ours_mean"]) == (52.0, 42.0)
+    assert cell.loc["f1", "delta"] == pytest.approx(52.0 - cell.loc["f1", "paper"])
+    xm = t16[(t16["model"] == "xmixup") & (t16["metric"] == "f1")].set_index("lang")["ours_mean"]
+    assert xm["hi"] == 66.0 and xm["avg"] == pytest.approx(66.0 + 7 / 7)  # over MLQA's seven, as the paper's
+    tt = t16[t16["model"] == "trans_train"]
+    assert tt["paper"].isna().all() and len(tt) == 2 * 8  # its own row: 7 languages and avg, F1 and EM
+    assert "MLQA F1 / EM" in md16 and "not reimplemented here" in md16
+    assert t16[t16["model"] == "xtune"]["why"].str.contains("not reimplemented").all()
+    t17, md17, _ = get_table("xmixup", "table17").build(spec, table_inputs(cfg, "xmixup", "table17"))
+    assert unexplained(t17).empty and t17["paper"].notna().sum() == 140
+    own = t17[(t17["model"] == "zero_shot_squad") & (t17["metric"] == "f1")].set_index("lang")["ours_mean"]
+    assert own["sw"] == 52.0 and own["avg"] == pytest.approx(52.0 + 7 / 9) and t17[t17["model"] == "zero_shot_squad"]["paper"].isna().all()
+    mbert = t17[t17["model"] == "mbert"]  # XTREME's TyDiQA zero-shot trains on TyDiQA's English: not ours' setting
+    assert mbert["ours_mean"].isna().all() and (mbert["why"] == X.ZERO_SHOT_TYDIQA).all()
+    assert (t17[t17["model"] == "xmixup"]["why"] == X.NOT_RUN_TYDIQA).all()
+    assert "zero-shot (SQuAD v1.1)" in md17 and "TyDiQA-GoldP translate-train / X-Mixup" in md17
+
+
+def test_tables_16_and_17_without_qa_print_the_paper_and_why(tiny_cfg):
+    from xlt.tables import unexplained
+
+    spec = X.table_spec(tiny_cfg)  # the tiny preset: tasks [xnli]
     for table_id in ("table16", "table17"):
-        assert table_inputs(cfg, "xmixup", table_id) == []
+        assert table_inputs(tiny_cfg, "xmixup", table_id) == []
         table, md, _ = get_table("xmixup", table_id).build(spec, [])
-        assert "MLQA, TyDiQA: not run" in md and table["paper"].notna().all() and len(table) > 0
+        assert table["paper"].notna().all() and len(table) > 0 and unexplained(table).empty
+        assert "Not run: qa is not in papers.xmixup.tasks" in md
 
 
 def test_tagging_tables_read_another_papers_zero_shot_models_or_print_the_paper_and_why(tmp_path, tiny_cfg):

@@ -32,7 +32,7 @@ from xlt.papers.base import DataSize, Paper, RecipeTags, Table
 from xlt.papers.xmixup import figures
 from xlt.papers.published import load_published
 from xlt.tables import COLLAPSE_NOTE, account, account_all, eval_rows, paper_vs_ours, render_grid
-from xlt.targets import Recipe, eval_file, paper_language_set
+from xlt.targets import Recipe, check_testset, eval_file, paper_language_set
 
 SLUG = "xmixup"
 MODELS = ("zero_shot", "trans_train", "xmixup")
@@ -874,7 +874,7 @@ def data_sizes() -> list[DataSize]:
     where = "public sizes (xlt/papers/xmixup): SQuAD v1.1 train, an upper bound of its translation; XQuAD"
     from xlt.registry import get_task
 
-    langs = [x for x in get_task("qa").languages if x not in TYDIQA_TEST or x in MLQA_TEST]  # XQuAD's (and MLQA's)
+    langs = get_task("qa").languages  # a named set's count is looked up per language
     tests = "public release sizes (xlt/papers/xmixup): MLQA test, TyDiQA-GoldP dev"
     return [*(DataSize("qa.translate_train", x, "train", SQUAD_TRAIN, where, 3) for x in langs),
             *(DataSize(d, x, "test", XQUAD_TEST, where, 2) for d in ("qa.xquad_xtreme", "qa.translate_test") for x in langs),
@@ -904,8 +904,9 @@ def _check_qa_tests(cfg: dict, p: dict) -> None:
         check_config_ref("QA test set of Tables 16-17", f"papers.{SLUG}.qa_tests", name, known)
         check_config_ref("language set", f"{key}.languages", t["languages"], cfg["language_sets"])
         for model in t["models"]:
+            dataset = model_of(cfg, "qa", model)[0]
             try:
-                qa_test_file(cfg, name, model, p["seeds"][0])
+                check_testset(cfg, dataset, f"qa.{name}", "test", t["languages"])
             except XltError as e:
                 raise XltError(f"config key {key}: {e}") from None
             beyond = [x for x in cfg["language_sets"][t["languages"]] if x not in trained]
