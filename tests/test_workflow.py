@@ -133,6 +133,19 @@ def test_full_scale_dag_scores_a_model_on_another_dataset_of_its_task(tmp_path):
     assert "results/data/xnli.mixed" in run.stdout and "evaluate " not in run.stdout
 
 
+def test_full_scale_dag_scores_xmixups_qa_models_on_mlqa_and_tydiqa_for_tables_16_17(tmp_path):
+    """xmixup Tables 16-17 on config.yaml: Table 15's qa models (no model of their own) scored on
+    MLQA (three models x three seeds) and TyDiQA-GoldP (the zero-shot model x three seeds)."""
+    targets = ["results/tables/xmixup/table16.md", "results/tables/xmixup/table17.md"]
+    run = subprocess.run([*SNAKEMAKE, "-n", *targets, "--directory", str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    out = run.stdout + run.stderr
+    counts = job_counts(out)
+    assert counts["paper_table"] == 2 and counts["evaluate_on"] == 3 * 3 + 3 and "evaluate" not in counts
+    assert counts["finetune"] == 3 * 3  # Table 15's models
+    assert out.count("/on-qa.mlqa/test.xtreme_mlqa.json") >= 9 and out.count("/on-qa.tydiqa/test.xtreme_tydiqa.json") >= 3
+
+
 def test_full_scale_dag_plans_adjusts_alignment_adjustment_and_fine_tuning_of_every_table(tmp_path):
     """adjust on config.yaml: per seed (5) one adjustment per target language for Tables 2-4, the
     en-ru size sweep (Table 5), the subword and token variants on Hindi (Tables 6-7); the
