@@ -16,10 +16,17 @@ export HF_DATASETS_OFFLINE ?= 1
 help:  ## this list: make targets, then the main Snakemake targets
 	@$(if $(wildcard $(PY)),$(PY),PYTHONPATH=. $(PYTHON)) -m xlt.help
 
+# pip byte-compiles every file it installs: ~28 of the ~50 s of a fresh install, mostly torch
+# modules no job imports. Installed without that (--no-compile), the bytecode of what the
+# workflow does import is written by importing it once (`xlt.zygote warm`, whatever
+# PYTHONDONTWRITEBYTECODE says: without .pyc files each later process compiles its imports again,
+# ~+9 s before make tables' first job and ~+20 job-seconds in its jobs); measured: a fresh
+# install 49-51 s -> 33-35 s (docs/papers.md, "The 15-minute budget", Headroom).
 $(VENV)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -c constraints.txt -e .
+	$(PY) -m pip install -q --no-compile -c constraints.txt -e .
+	$(PY) -m xlt.zygote warm snakemake.cli snakemake.api snakemake.workflow snakemake.dag
 	touch $@
 
 $(VENV)/.installed-test: $(VENV)/.installed

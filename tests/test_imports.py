@@ -44,3 +44,17 @@ def test_each_contract_fails_when_a_forbidden_import_is_added(tmp_path):
     for contract, (_, _, named) in OFFENCES.items():
         assert any(line.startswith(contract) and line.endswith("BROKEN") for line in run.stdout.splitlines()), contract
         assert named in run.stdout, named
+
+
+def test_checking_a_config_imports_no_torch():
+    """`make tables` checks the config twice before its first job (`python -m xlt.config`, then
+    Snakemake reading the rules): importing torch there cost ~1 s each (underspec's check read
+    its α axes from the module that interpolates models)."""
+    code = ("import sys; from xlt.config import check_workflow_config, load_configs\n"
+            "for files in ([], ['presets/tiny.yaml']):\n"
+            "    check_workflow_config(load_configs(files))\n"
+            "print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))")
+    run = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.strip() == "[]"

@@ -175,3 +175,33 @@ def test_with_serves_the_command_and_stops(tmp_path):
     assert not os.path.exists(path)
     left = subprocess.run(["pgrep", "-f", f"xlt.zygote serve {path}"], capture_output=True, text=True)
     assert left.stdout == ""
+
+
+def test_a_stopped_server_exits_at_once(tmp_path):
+    """SIGTERM (run_with_server at the end of `make tables`): the server removes its socket and
+    exits 0 without the interpreter's teardown of torch and transformers (~1.3 s before)."""
+    path = str(tmp_path / "socket")
+    r, w = os.pipe()
+    proc = subprocess.Popen([sys.executable, "-m", "xlt.zygote", "serve", path, "--ready-fd", str(w)],
+                            pass_fds=(w,), cwd=ROOT)
+    os.close(w)
+    with os.fdopen(r) as ready:
+        assert ready.readline().strip() == "ready"
+    t = time.perf_counter()
+    proc.terminate()
+    assert proc.wait(timeout=30) == 0
+    assert time.perf_counter() - t < 1.0
+    assert not os.path.exists(path)
+
+
+def test_warm_writes_the_bytecode_whatever_the_environment_says(tmp_path):
+    """`make install` installs without pip's byte-compilation and runs `xlt.zygote warm`: the
+    modules it imports get their .pyc files even under PYTHONDONTWRITEBYTECODE=1; a module
+    that cannot be imported is a warning, not a failed install."""
+    (tmp_path / "warm_probe.py").write_text("VALUE = 1\n")
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
+    r = subprocess.run([sys.executable, "-m", "xlt.zygote", "warm", "warm_probe", "no_such_module_xyz"], cwd=ROOT,
+                       env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert "no_such_module_xyz" in r.stderr
+    assert list((tmp_path / "__pycache__").glob("warm_probe.cpython-*.pyc"))

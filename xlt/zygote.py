@@ -45,6 +45,13 @@ PRELOAD = (
 # transformers imports model classes on first attribute access
 PRELOAD_ATTRS = ("BertModel", "BertForMaskedLM", "BertTokenizerFast", "AutoTokenizer", "AutoModel",
                  "AutoModelForMaskedLM", "AutoConfig")
+# Imported after the fork by some jobs (or by the processes around them), not preloaded: `warm`
+# writes their bytecode too.
+LAZY = (
+    "tensorboardX.event_file_writer", "tensorboardX.proto.event_pb2", "tensorboardX.summary", "pyarrow.parquet",
+    "matplotlib.pyplot", "sklearn.decomposition", "seqeval.scheme", "huggingface_hub", "jsonschema", "xlt.cli",
+    "xlt.config", "xlt.runsummary", "xlt.figures",
+)
 # Environment read at import time by the preloaded libraries: a job whose values differ runs
 # in its own process.
 IMPORT_TIME_ENV = ("OMP_", "MKL_", "KMP_", "OPENBLAS_", "GOMP_", "TORCH", "PYTORCH_", "CUDA_", "NVIDIA_", "HF_",
@@ -109,6 +116,25 @@ def _preload() -> None:
 
     for attr in PRELOAD_ATTRS:
         getattr(transformers, attr, None)
+
+
+def warm(extra: tuple[str, ...] = ()) -> None:
+    """Write the bytecode (.pyc) of what the workflow's processes import, by importing it once
+    with bytecode writing on whatever PYTHONDONTWRITEBYTECODE says (`make install`: pip installs
+    without byte-compiling every file, ~28 s of a fresh install; without the .pyc files every
+    later process would compile what it imports again, ~+5 s for this server alone). `extra`:
+    more modules (the Makefile names Snakemake's, which xlt does not import)."""
+    import importlib
+    import warnings
+
+    sys.dont_write_bytecode = False
+    os.environ.setdefault("MPLBACKEND", "Agg")
+    _preload()
+    for name in (*LAZY, *extra):
+        try:
+            importlib.import_module(name)
+        except Exception as e:  # an optional package missing: its users compile it themselves
+            warnings.warn(f"zygote warm: importing {name} failed: {e}", stacklevel=1)
 
 
 def serve(path: str, ready_fd: int | None = None) -> None:
@@ -370,13 +396,24 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["serve"] and len(argv) >= 2:
         ready = int(argv[3]) if argv[2:3] == ["--ready-fd"] else None
-        serve(argv[1], ready)
+        code = 0
+        try:
+            serve(argv[1], ready)
+        except SystemExit as e:  # SIGTERM (run_with_server stopping it) or a refusal to serve
+            code = e.code if isinstance(e.code, int) else 0 if e.code is None else 1
+        # without the interpreter's teardown of torch and transformers: ~1.3 s that the end of
+        # `make tables` waited for (run_with_server); the server holds no open output
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    if argv[:1] == ["warm"]:
+        warm(tuple(argv[1:]))
         return 0
     if argv[:1] == ["with"]:
         cmd = argv[2:] if argv[1:2] == ["--"] else argv[1:]
         if cmd:
             return run_with_server(cmd)
-    print("usage: python -m xlt.zygote with -- <command ...> | serve <socket path>", file=sys.stderr)
+    print("usage: python -m xlt.zygote with -- <command ...> | serve <socket path> | warm [module ...]", file=sys.stderr)
     return 2
 
 

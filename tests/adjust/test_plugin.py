@@ -92,6 +92,25 @@ def test_a_variant_table_runs_its_own_seeds_when_given(tiny_cfg):
     assert {int(f.split("/seed")[-1].split("/")[0]) for f in table_inputs(cfg, "adjust", "table7")} == {1, 2}
 
 
+def test_qa_tables_run_their_own_seeds_when_given():
+    """Tables 4 and 8 (QA: adjust's costliest fine-tunes) may run fewer of the paper's seeds,
+    each its own; Tables 2 and 3 keep every seed."""
+    cfg = load_configs([])
+    p = cfg["papers"]["adjust"]
+
+    def seeds(table):
+        return {int(re.search(r"/seed(\d+)/", f)[1]) for f in table_inputs(cfg, "adjust", table)}
+
+    assert seeds("table4") == seeds("table8") == set(p["seeds"])  # default: the paper's seeds
+    p["table4"] = {"seeds": [1, 2]}
+    p["table8"]["seeds"] = [1]
+    assert (seeds("table4"), seeds("table8"), seeds("table3")) == ({1, 2}, {1}, set(p["seeds"]))
+    A.check(cfg, p)
+    p["table8"]["seeds"] = [6]
+    with pytest.raises(XltError, match=r"papers.adjust.table8.seeds: \[6\] are not among papers.adjust.seeds"):
+        A.check(cfg, p)
+
+
 @pytest.mark.parametrize("edit, message", [
     (lambda c: c["papers"]["adjust"].update(size=123), r"papers.adjust.size: 123 is not a sample size"),
     (lambda c: c["papers"]["adjust"].update(continual="crossmulti_fa"), "is not of kind aligned_pairs"),

@@ -169,15 +169,23 @@ def table_spec(cfg: dict) -> dict:
 # ---- Tables 2 and 3: original, adjusted, adjusted + continual --------------------------------
 
 
+def table_seeds(cfg: dict, table: str) -> list[int]:
+    """The seeds a table runs: its own `seeds` (Tables 4-8 may run fewer of the paper's), or
+    papers.adjust.seeds."""
+    p = cfg["papers"][SLUG]
+    return list((p.get(table) or {}).get("seeds") or p["seeds"])
+
+
 def _main_inputs(cfg: dict, task: str) -> list[str]:
     p = cfg["papers"][SLUG]
     if task not in p["tasks"]:
         return []
+    seeds = table_seeds(cfg, "table4") if task == "qa" else p["seeds"]
     out = []
     for testset, langset, langs in _test_sets(cfg, task):
-        out += [_eval(cfg, p, task, "original", None, seed, testset, langset) for seed in p["seeds"]]
+        out += [_eval(cfg, p, task, "original", None, seed, testset, langset) for seed in seeds]
         out += [_eval(cfg, p, task, model, xx, seed, testset, langset) for model in MODELS[1:] for xx in langs
-                for seed in p["seeds"]]
+                for seed in seeds]
     return out
 
 
@@ -292,7 +300,7 @@ def table8_inputs(cfg: dict) -> list[str]:
         return []
     t8 = p["table8"]
     out = []
-    for seed in p["seeds"]:
+    for seed in table_seeds(cfg, "table8"):
         out.append(_eval(cfg, p, "qa", "original", None, seed, split="dev", langset=t8["source_languages"]))
         out += [_eval(cfg, p, "qa", "adjusted", xx, seed, split="dev", langset=t8["source_languages"]) for xx in targets(cfg)]
         for xx in t8_langs(cfg):  # trained on SQuAD translated into xx, scored on MLQA xx
@@ -386,7 +394,7 @@ def _variant_inputs(cfg: dict, table: str) -> list[str]:
         return []
     out = []
     for task in t["tasks"]:
-        for seed in t.get("seeds") or p["seeds"]:  # a table may run fewer of the paper's seeds
+        for seed in table_seeds(cfg, table):  # a table may run fewer of the paper's seeds
             out.append(_eval(cfg, p, task, "original", None, seed))
             for variant in _variants(cfg, table):
                 out.append(_eval(cfg, p, task, "adjusted", t["pair"], seed, **variant))
@@ -640,7 +648,7 @@ def check(cfg: dict, p: dict) -> None:
         raise XltError(f"config key align.l2.fig1_pair: {fig1['fig1_pair']!r} is not a target of papers.{SLUG} "
                        f"(its Figure 1 shows that pair's models; targets: {targets(cfg)})")
     check_config_ref("task", f"papers.{SLUG}.figures.fig1_task", fig1["fig1_task"], p["tasks"])
-    for table in ("table5", "table6", "table7"):
+    for table in ("table4", "table5", "table6", "table7", "table8"):
         if extra := sorted(set((p.get(table) or {}).get("seeds") or []) - set(p["seeds"])):
             raise XltError(f"config key papers.{SLUG}.{table}.seeds: {extra} are not among papers.{SLUG}.seeds ({p['seeds']})")
     if figure_seed(cfg) not in p["seeds"]:

@@ -139,7 +139,7 @@ def grid_tokens(cfg: dict, w: dict, examples) -> tuple[float, float]:
 
 def check(config: dict, paper: dict) -> None:
     """papers.underspec: encoders, language sets, metrics, grid axes and the 2D figures' settings."""
-    from xlt.papers.underspec.interpolate import alpha_axis  # torch: not when the workflow reads its rules
+    from xlt.papers.underspec.alpha import alpha_axis  # not interpolate: it imports torch
 
     key = f"papers.{SLUG}"
     for enc in paper["encoders"]:

@@ -43,7 +43,7 @@ class GridSpec:
     @classmethod
     def from_config(cls, grid: dict) -> "GridSpec":
         """From a `papers.underspec.grid` block: {alpha_1d: {lo, hi, step, extra}, alpha_2d: {lo, hi, step}}."""
-        from xlt.papers.underspec.interpolate import alpha_axis
+        from xlt.papers.underspec.alpha import alpha_axis
 
         g1, g2 = grid["alpha_1d"], grid["alpha_2d"]
         one = set(alpha_axis(g1["step"], g1["lo"], g1["hi"])) | {float(Decimal(str(a))) for a in g1.get("extra", [])}
