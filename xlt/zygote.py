@@ -154,10 +154,10 @@ def serve(path: str, ready_fd: int | None = None) -> None:
     server.listen(64)
     server.settimeout(2.0)
     parent = os.getppid()
-    if ready_fd is not None:
-        os.write(ready_fd, b"ready\n")
-        os.close(ready_fd)
-    try:
+    try:  # from "ready" on, a SIGTERM (SystemExit) always passes through the `finally` below
+        if ready_fd is not None:
+            os.write(ready_fd, b"ready\n")
+            os.close(ready_fd)
         while True:
             try:
                 conn, _ = server.accept()
