@@ -39,7 +39,7 @@ from xlt import papers as P
 from xlt import targets as T
 from xlt.errors import XltError
 from xlt.registry import get_task
-from xlt.throughput import SHAPES, EncoderShape, LengthProfile, length_profile, peak_tflops
+from xlt.throughput import LengthProfile, encoder_shape, length_profile, peak_tflops, shape_of
 
 # Public sizes (examples per split, every language) of splits no paper table prints
 # (docs/data.md): MARC 200k / 5k / 5k per language.
@@ -47,7 +47,6 @@ from xlt.throughput import SHAPES, EncoderShape, LengthProfile, length_profile, 
 DATASET_SIZES = {("marc", "dev"): 5000, ("qa", "test"): 1190}
 # Encoder shapes, by the Hub id (or local path) in the config's `encoders` block. XLM-R base is
 # priced as mBERT: the same 12 × 768 transformer (the larger vocabulary is an embedding lookup).
-SHAPE_OF_HUB = {"bert-base-multilingual": "mbert", "xlm-roberta-base": "mbert", "xlm-roberta-large": "xlmr-large"}
 # The FLOPs estimate, until a GPU benchmark measured the work: this GPU's bf16 dense peak
 # (xlt.throughput.PEAK_BF16_TFLOPS) at this model FLOP utilisation.
 ESTIMATE_GPU = "NVIDIA H100 SXM"
@@ -206,27 +205,6 @@ def workload_of(dataset: str) -> str:
     pair classification."""
     task = get_task(T.task_of(dataset))
     return "tagging" if task.input == "tokens" else "qa" if task.input == "qa" else "pair"
-
-
-def shape_of(cfg: dict, encoder: str) -> str:
-    spec = cfg["encoders"].get(encoder) or {}
-    if "build" in spec:
-        return f"built:{encoder}"
-    name = spec.get("hub") or spec.get("path") or ""
-    for key, shape in SHAPE_OF_HUB.items():
-        if key in name:
-            return shape
-    raise XltError(f"encoder {encoder!r} ({name or 'no hub id'}): no known shape; xlt.bill.SHAPE_OF_HUB has "
-                   f"{', '.join(f'{k} ({v})' for k, v in SHAPE_OF_HUB.items())}")
-
-
-def encoder_shape(cfg: dict, shape: str) -> EncoderShape:
-    if shape.startswith("built:"):
-        b = cfg["encoders"][shape.split(":", 1)[1]]["build"]
-        s = b["shape"]
-        return EncoderShape(layers=s["layers"], hidden=s["hidden"], heads=s["heads"], intermediate=s["intermediate"],
-                            vocab=b["vocab_size"], max_positions=s.get("max_positions", 512))  # fmt: skip
-    return SHAPES[shape]
 
 
 @dataclass

@@ -74,6 +74,41 @@ SHAPES = {
 }
 
 
+# The shape of a Hub encoder, by its id (xlm-roberta-base has mBERT's layer sizes; only the
+# vocabulary differs, which no FLOP count here reads)
+SHAPE_OF_HUB = {"bert-base-multilingual": "mbert", "xlm-roberta-base": "mbert", "xlm-roberta-large": "xlmr-large"}
+
+
+def shape_of(cfg: dict, encoder: str) -> str:
+    spec = cfg["encoders"].get(encoder) or {}
+    if "build" in spec:
+        return f"built:{encoder}"
+    name = spec.get("hub") or spec.get("path") or ""
+    for key, shape in SHAPE_OF_HUB.items():
+        if key in name:
+            return shape
+    raise XltError(f"encoder {encoder!r} ({name or 'no hub id'}): no known shape; xlt.throughput.SHAPE_OF_HUB has "
+                   f"{', '.join(f'{k} ({v})' for k, v in SHAPE_OF_HUB.items())}")
+
+
+def encoder_shape(cfg: dict, shape: str) -> EncoderShape:
+    if shape.startswith("built:"):
+        b = cfg["encoders"][shape.split(":", 1)[1]]["build"]
+        s = b["shape"]
+        return EncoderShape(layers=s["layers"], hidden=s["hidden"], heads=s["heads"], intermediate=s["intermediate"],
+                            vocab=b["vocab_size"], max_positions=s.get("max_positions", 512))  # fmt: skip
+    return SHAPES[shape]
+
+
+def encoder_depth(cfg: dict, encoder: str) -> int | None:
+    """The number of layers of config encoder `encoder` where known (a built encoder's shape, a
+    Hub id in SHAPE_OF_HUB), else None: config checks use it before any weights exist."""
+    try:
+        return encoder_shape(cfg, shape_of(cfg, encoder)).layers
+    except XltError:
+        return None
+
+
 def train_flops(shape: EncoderShape, lengths, head_params: int = 0) -> float:
     """Model FLOPs of training (forward + backward) on sequences of these real lengths."""
     return sum(3.0 * shape.forward_flops(n, head_params) for n in lengths)

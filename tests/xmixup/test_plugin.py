@@ -432,3 +432,31 @@ def test_table4_is_ours_only_on_xlmr_base_and_says_why_for_every_other_cell(in_t
     assert len(ours) == 1 and (ours["model"].iloc[0], ours["dataset"].iloc[0]) == ("xmixup", "xnli")
     assert ours["ours_mean"].iloc[0] == pytest.approx(79.5) and ours["delta"].iloc[0] == pytest.approx(-0.9)
     assert unexplained(table).empty
+
+
+@pytest.mark.parametrize("config,mutate,message", [
+    # the tiny encoder has 4 layers: hidden states 1-3 can be mixed
+    ("presets/tiny.yaml", lambda p: p["mixup_layer"].update(xnli=4),
+     r"papers.xmixup.mixup_layer.xnli: 4 is out of range for encoder 'tiny' \(4 layers\); allowed: 1 … 3"),
+    ("presets/tiny.yaml", lambda p: p.update(figure5={"task": "xnli", "layers": [1, 0]}),
+     r"papers.xmixup.figure5.layers\[1\]: 0 is out of range for encoder 'tiny'"),
+    # mBERT's 12, known from its Hub id before any weights are downloaded
+    ("config.yaml", lambda p: p["figure5"].update(layers=[1, 12]),
+     r"papers.xmixup.figure5.layers\[1\]: 12 is out of range for encoder 'mbert' \(12 layers\); allowed: 1 … 11"),
+])
+def test_a_mixup_layer_beyond_the_encoder_is_refused_when_the_config_loads(config, mutate, message):
+    cfg = load_configs([config])
+    p = copy.deepcopy(cfg["papers"]["xmixup"])
+    X.check(cfg, p)  # the shipped config passes
+    mutate(p)
+    with pytest.raises(XltError, match=message):
+        X.check(cfg, p)
+
+
+def test_an_encoder_of_unknown_depth_is_left_to_the_engine():
+    cfg = load_configs(["config.yaml"])
+    cfg["encoders"]["other"] = {"hub": "someone/some-encoder", "revision": None}
+    p = copy.deepcopy(cfg["papers"]["xmixup"])
+    p["encoder"] = "other"
+    p["mixup_layer"]["xnli"] = 40
+    X.check(cfg, p)  # no shape known here: the engine's own check refuses it when training starts

@@ -33,6 +33,7 @@ from xlt.papers.xmixup import figures
 from xlt.papers.published import load_published
 from xlt.tables import COLLAPSE_NOTE, account, account_all, eval_rows, paper_vs_ours, render_grid
 from xlt.targets import Recipe, check_testset, eval_file, paper_language_set
+from xlt.throughput import encoder_depth
 
 SLUG = "xmixup"
 MODELS = ("zero_shot", "trans_train", "xmixup")
@@ -891,6 +892,22 @@ def check(cfg: dict, p: dict) -> None:
                 raise XltError(f"papers.{SLUG}.{key}: no entry for task {task!r}")
     if "qa" in p["tasks"]:
         _check_qa_tests(cfg, p)
+    _check_layers(cfg, p)
+
+
+def _check_layers(cfg: dict, p: dict) -> None:
+    """Each mixup layer (and Figure 5's) within the encoder's depth, where the config tells it
+    (a built encoder's shape, a known Hub id): else the engine refuses it when training starts."""
+    depth = encoder_depth(cfg, p["encoder"])
+    if depth is None:
+        return
+    layers = {f"mixup_layer.{t}": p["mixup_layer"][t] for t in p["tasks"]}
+    layers.update({f"figure5.layers[{i}]": x for i, x in enumerate((p.get("figure5") or {}).get("layers", []))})
+    for key, layer in layers.items():
+        if not 1 <= layer < depth:
+            raise XltError(f"config key papers.{SLUG}.{key}: {layer} is out of range for encoder {p['encoder']!r} "
+                           f"({depth} layers); allowed: 1 … {depth - 1} (the hidden state after layer k, read by "
+                           f"layer k + 1)")
 
 
 def _check_qa_tests(cfg: dict, p: dict) -> None:
