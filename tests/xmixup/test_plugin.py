@@ -460,3 +460,11 @@ def test_an_encoder_of_unknown_depth_is_left_to_the_engine():
     p["encoder"] = "other"
     p["mixup_layer"]["xnli"] = 40
     X.check(cfg, p)  # no shape known here: the engine's own check refuses it when training starts
+
+
+def test_the_notes_name_each_task_s_own_profile():
+    cfg = load_configs(["config.yaml"])
+    note = X._notes(X.table_spec(cfg), [])[0]
+    assert "profile xmixup, qa: xmixup_qa" in note  # QA trains 2 epochs on its own profile (config.yaml)
+    tiny = load_configs(["presets/tiny.yaml"])
+    assert "qa:" not in X._notes(X.table_spec(tiny), [])[0]  # no QA on the tiny preset

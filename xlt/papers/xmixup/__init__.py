@@ -247,6 +247,7 @@ def _encoder_label(encoder: str) -> str:
 def _notes(spec: dict, extra: list[str]) -> list[str]:
     return [f"Ours: encoder {spec['encoder']} beside the paper's {LABELS[spec['encoder_label']]} rows; seeds "
             f"{spec['seeds']}; profile {spec['hparams']}"
+            + "".join(f", {task}: {h}" for task, h in (spec.get("task_hparams") or {}).items() if task in _tasks(spec))
             + (f" (zero-shot: {spec['zero_shot_hparams']}, the same settings: another paper's English model)"
                if spec.get("zero_shot_hparams") else " for the three models")
             + "; translate-train data: XTREME's (the paper's); model selection on English dev (the paper averages "
