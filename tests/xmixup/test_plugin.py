@@ -105,7 +105,14 @@ def test_qa_tables_from_hand_made_files_and_the_published_only_tables_say_why(tm
             dataset, recipe = X.model_of(cfg, "qa", model)
             _qa_eval(Path(X.scores_file(cfg, "qa", model, seed)), f"{tmp_path}/models/{dataset}/{recipe}/seed{seed}", seed,
                      {x: base + (10 if x == "en" else 0) for x in langs})
+    mlqa_langs = cfg["language_sets"]["xtreme_mlqa"]  # MLQA's seven: Table 16's files, averaged in Table 3
+    for seed in (1, 2, 3):
+        for model, base in (("zero_shot", 40.0), ("trans_train", 45.0), ("xmixup", 47.0)):
+            dataset, recipe = X.model_of(cfg, "qa", model)
+            _qa_eval(Path(X.qa_test_file(cfg, "mlqa", model, seed)), f"{tmp_path}/models/{dataset}/{recipe}/seed{seed}",
+                     seed, {x: base + (7 if x == "en" else 0) for x in mlqa_langs})
     qa_files = [f for f in table_inputs(cfg, "xmixup", "table3") if "/qa" in f]
+    assert sum("/on-qa.mlqa/" in f for f in qa_files) == 9
     t15, md15, _ = get_table("xmixup", "table15").build(spec, table_inputs(cfg, "xmixup", "table15"))
     cell = t15[(t15["model"] == "xmixup") & (t15["lang"] == "de")].set_index("metric")["ours_mean"]
     assert (cell["f1"], cell["em"]) == (64.0, 54.0) and "XQuAD F1 / EM" in md15
@@ -113,8 +120,17 @@ def test_qa_tables_from_hand_made_files_and_the_published_only_tables_say_why(tm
     t3, md3, _ = get_table("xmixup", "table3").build(spec, qa_files)
     xq = t3[(t3["model"] == "xmixup") & (t3["dataset"] == "xquad") & (t3["encoder"] == "mbert")].set_index("metric")["ours_mean"]
     assert xq["f1"] == pytest.approx(64 + 10 / len(langs)) and xq["em"] == pytest.approx(54 + 10 / len(langs))
-    assert "XQuAD F1" in md3 and "XQuAD EM" in md3 and "MLQA, TyDiQA: the paper's averages only" in md3
-    t8, _, _ = get_table("xmixup", "table8").build(spec, qa_files)
+    assert "XQuAD F1" in md3 and "XQuAD EM" in md3 and "TyDiQA: the paper's averages only" in md3
+    ml = t3[(t3["dataset"] == "mlqa") & (t3["encoder"] == "mbert")].set_index(["model", "metric"])["ours_mean"]
+    assert ml[("xmixup", "f1")] == pytest.approx(47 + 1) and ml[("xmixup", "em")] == pytest.approx(37 + 1)
+    assert ml[("zero_shot", "f1")] == pytest.approx(41.0)  # beside XTREME's zero-shot (mBERT), as in Table 16
+    assert t3[t3["dataset"] == "tydiqa"]["ours_mean"].isna().all()
+    spec_six = {**spec, "qa_test_langs": {**spec["qa_test_langs"], "mlqa": mlqa_langs[:-1]}}
+    t3_six, _, _ = get_table("xmixup", "table3").build(spec_six, qa_files)  # not all seven: the paper's only
+    assert t3_six[t3_six["dataset"] == "mlqa"]["ours_mean"].isna().all()
+    t8_files = [f for f in table_inputs(cfg, "xmixup", "table8") if "/qa" in f]
+    assert t8_files == [f for f in qa_files if "/on-qa.mlqa/" not in f]  # the gap is XQuAD's, not MLQA's
+    t8, _, _ = get_table("xmixup", "table8").build(spec, t8_files)
     assert t8[(t8["model"] == "xmixup") & (t8["dataset"] == "xquad")]["ours_mean"].iloc[0] == pytest.approx(10.0)  # EM gap
 
 

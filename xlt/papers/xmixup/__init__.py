@@ -56,9 +56,10 @@ LABELS.update({"xlmr_base": "XLM-R base", "xtune_r1": "xTune R1", "xtune_r2": "x
 NOT_BUILT = ("no public translate-train data for tagging (XTREME ships none; the paper's Google translations and "
              "their soft labels were not released), so X-Mixup for POS / NER (built in the engine) is not run: "
              "the paper's values only.")
-NOT_RUN_QA = ("MLQA, TyDiQA: the paper's averages only (the qa models' MLQA and TyDiQA-GoldP scores, where "
-              f"papers.{SLUG}.qa_tests runs them, are Tables 16 and 17, per language; no MLQA translate-test set is "
-              "configured, and no qa named set reads TyDiQA-GoldP's translate-train, which the catalog holds).")
+NOT_RUN_QA = ("MLQA: ours is Table 16's scores (papers.{SLUG}.qa_tests) averaged over MLQA's seven languages, where "
+              "it runs all seven, else the paper's only; TyDiQA: the paper's averages only (Table 17 scores the "
+              "zero-shot model, trained on SQuAD where XTREME's trains on TyDiQA-GoldP's English, and no qa named "
+              "set reads TyDiQA-GoldP's translate-train, which the catalog holds).").replace("{SLUG}", SLUG)
 # Tables 16 (MLQA) and 17 (TyDiQA-GoldP): the qa named set each scores (papers.xmixup.qa_tests.<set>)
 # and the row ours zero-shot takes: XTREME's zero-shot row (the paper's mBERT / XLM-R rows) where
 # it trains on SQuAD v1.1 as ours does (MLQA); a row of its own where it does not (TyDiQA: XTREME
@@ -260,7 +261,8 @@ def _notes(spec: dict, extra: list[str]) -> list[str]:
 # ---- Table 3: main results (average over the language set) ------------------------------------
 
 
-def table3_inputs(cfg: dict) -> list[str]:
+def main_inputs(cfg: dict) -> list[str]:
+    """The three models' scores on each task's own test set (Tables 3 and 8)."""
     p = cfg["papers"][SLUG]
     out = []
     for task in _tasks(p):
@@ -269,15 +271,33 @@ def table3_inputs(cfg: dict) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+def table3_inputs(cfg: dict) -> list[str]:
+    return main_inputs(cfg) + _qa_test_inputs("table16")(cfg)  # MLQA's column: Table 16's scores, averaged
+
+
+def _mlqa_average_rows(spec: dict, paths: list[str]) -> pd.DataFrame:
+    """Table 3's MLQA cells: the qa models' MLQA scores (Table 16's files) averaged over MLQA's
+    languages — only where papers.xmixup.qa_tests covers all the paper's seven (its average's)."""
+    langs = [x for x in dict.fromkeys(load_published(SLUG, "table16")["lang"]) if x != "avg"]
+    rows = _metric_rows(spec, paths) if paths else pd.DataFrame(columns=["task", "lang", "metric"])
+    if not set(langs) <= set(spec["qa_test_langs"].get("mlqa", [])):
+        rows = rows.iloc[0:0]
+    return rows[rows["lang"].isin(langs)].assign(dataset="mlqa")
+
+
 def table3(spec: dict, inputs: list[str]):
     keys = ["encoder", "model", "task", "dataset", "metric"]
     published = load_published(SLUG, "table3")
-    ours = (_metric_rows(spec, inputs) if inputs
+    mlqa = [x for x in inputs if "/on-qa.mlqa/" in x]
+    own = [x for x in inputs if x not in mlqa]
+    ours = (_metric_rows(spec, own) if own
             else pd.DataFrame(columns=["task", "model", "lang", "seed", "value", "collapsed", "metric"]))
-    avg = (ours[[lang in spec["langs"].get(t, []) for t, lang in zip(ours["task"], ours["lang"])]]
-           .groupby(["task", "model", "seed", "metric"], as_index=False)
+    ours = ours[[lang in spec["langs"].get(t, []) for t, lang in zip(ours["task"], ours["lang"])]]
+    ours = pd.concat([ours.assign(dataset=[_dataset(t) for t in ours["task"]]), _mlqa_average_rows(spec, mlqa)],
+                     ignore_index=True)
+    avg = (ours.groupby(["task", "dataset", "model", "seed", "metric"], as_index=False)
            .agg(value=("value", "mean"), collapsed=("collapsed", "any")))
-    avg = avg.assign(encoder=spec["encoder_label"], dataset=[_dataset(t) for t in avg["task"]])
+    avg = avg.assign(encoder=spec["encoder_label"])
     table = paper_vs_ours(avg[[*keys, "seed", "value", "collapsed"]], published, keys)
     # a QA dataset's F1 and EM are two columns
     table = table.assign(column=[f"{d}_{m}" if m in QA_METRICS else d for d, m in zip(table["dataset"], table["metric"])])
@@ -679,7 +699,8 @@ def table4(spec: dict, inputs: list[str]):
         if row["task"] == "pos":
             return f"POS: {NOT_BUILT}"
         if row["task"] == "qa":
-            return NOT_RUN_QA
+            return (not_base if spec["encoder"] != TABLE4_ENCODER else
+                    "MLQA: ours is in Table 3's MLQA column and Table 16 (per language), not repeated here.")
         return not_base if spec["encoder"] != TABLE4_ENCODER else f"xnli: not in papers.{SLUG}.tasks; the paper's value only."
 
     table = account(table, why)
@@ -943,7 +964,7 @@ PAPER = Paper(
         Table("table5", table5_inputs, table5, spec=table_spec),
         Table("table6", table6_inputs, table6, spec=table_spec),
         Table("table7", table7_inputs, table7, spec=table_spec),
-        Table("table8", table3_inputs, table8, spec=table_spec),
+        Table("table8", main_inputs, table8, spec=table_spec),
         Table("table9", table9_inputs, table9, spec=table_spec),
         Table("table11", table11_inputs, table11, spec=table_spec),
         Table("table12", table12_inputs, table12, spec=table_spec),
