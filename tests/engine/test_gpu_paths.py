@@ -65,8 +65,8 @@ def test_the_loop_turns_the_gpu_paths_on_for_cuda_only():
         term = Term("s", "s", 1.0, lambda m, b, s: torch.zeros(()))
         opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.1)
         return Loop(model=torch.nn.Linear(1, 1), raw_model=None, optimizer=opt, scheduler=build_scheduler(opt, 1, 0.0),
-                    streams=streams, primary="s", objective=Objective([term]), device=torch.device(device), dist=Dist(),
-                    checkpointer=None, max_steps=1, **kw), streams["s"]
+                    streams=streams, primary="s", objective=Objective([term]), device=torch.device(device),
+                    checkpointer=None, max_steps=1, **{"dist": Dist(), **kw}), streams["s"]
 
     cpu, s = loop("cpu")
     assert (cpu.compile_on, cpu.defer_finite_check, s.pad_multiple) == (False, False, 1)
@@ -75,6 +75,11 @@ def test_the_loop_turns_the_gpu_paths_on_for_cuda_only():
     assert cuda.compile_graphs and not cpu.compile_graphs  # CUDA graphs by default on a GPU
     layers, _ = loop("cuda", compile="on")
     assert (layers.compile_on, layers.compile_graphs) == (True, False)
+    two_gpus = Dist()
+    two_gpus.world = 2  # a torchrun rank: each layer compiled, no CUDA graphs unless asked for
+    ddp, _ = loop("cuda", dist=two_gpus)
+    assert (ddp.compile_on, ddp.compile_graphs) == (True, False)
+    assert loop("cuda", dist=two_gpus, compile="graphs")[0].compile_graphs
 
 
 @pytest.mark.parametrize("graphs", [False, True], ids=["each-layer", "whole-stack"])

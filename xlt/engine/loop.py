@@ -77,9 +77,11 @@ class Loop:
         del self.__dict__["self"]
         cuda = device.type == "cuda"
         self.compile_on = compile in ("on", "graphs") or (compile == "auto" and cuda)
-        # CUDA graphs by default on a GPU: on an H200 at mBERT size they took ours from 0.7-1.0x the
-        # Trainer's best flags to 2.5-2.8x (benchmarks/README.md), the step no longer host-bound
-        self.compile_graphs = compile == "graphs" or (compile == "auto" and cuda)
+        # CUDA graphs by default on one GPU: on an H200 at mBERT size they took ours from 0.7-1.0x
+        # the Trainer's best flags to 1.6-2.6x (benchmarks/README.md), the step no longer host-bound.
+        # Not by default across processes (DDP's gradient hooks beside graph-owned gradients are
+        # unmeasured): there each layer is compiled, as before; "graphs" asks for them anyway
+        self.compile_graphs = compile == "graphs" or (compile == "auto" and cuda and dist.world == 1)
         self.defer_finite_check = cuda if defer_finite_check is None else defer_finite_check
         for s in streams.values():  # few shapes: cuDNN's attention plans and compiled graphs are reused
             s.pad_multiple = pad_multiple or (CUDA_PAD_MULTIPLE if cuda else 1)
