@@ -201,7 +201,7 @@ class _OneDnnLinear(torch.autograd.Function):
 
 def linear(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None) -> torch.Tensor:
     """`F.linear`; in fp32 on a CPU (no autocast, not compiling, oneDNN not switched off with
-    `torch.backends.mkldnn.flags(enabled=False)`) through oneDNN."""
+    `torch.backends.mkldnn.enabled = False`) through oneDNN."""
     if (_ONEDNN_LINEAR is None or x.device.type != "cpu" or x.dtype != torch.float32 or w.dtype != torch.float32
             or torch.is_autocast_enabled("cpu") or torch.compiler.is_compiling() or not torch._C._get_mkldnn_enabled()):
         return F.linear(x, w, b)
