@@ -73,8 +73,10 @@ lint: install-test  ## snakemake --lint and snakefmt --check
 	$(VENV)/bin/snakemake --lint --configfile $(PRESET)
 	$(VENV)/bin/snakefmt --check Snakefile rules/
 
-bench: install-test  ## engine throughput against the Hugging Face Trainer
-	$(PY) benchmarks/train_throughput.py && $(PY) benchmarks/mlm_throughput.py
+# BENCH_ARGS: e.g. --precision fp32 (both sides in fp32, like for like, on any CPU), --ablations
+BENCH_ARGS ?=
+bench: install-test  ## engine throughput against the Hugging Face Trainer (BENCH_ARGS="--precision fp32")
+	$(PY) benchmarks/train_throughput.py $(BENCH_ARGS) && $(PY) benchmarks/mlm_throughput.py $(BENCH_ARGS)
 
 # fast_align (the adjust paper's aligner: align.backend fast_align) has no package: clone it at
 # the measured commit and build it with cmake and a C++ compiler (network needed once). The

@@ -112,9 +112,9 @@ def whole_head():
         mlm_recipe.MLMModel.__init__ = original
 
 
-def ablated(switch, *a) -> dict:
+def ablated(switch, tok_dir, texts, heldout, args, out) -> dict:
     with switch:
-        return run_ours(*a)
+        return run_ours(tok_dir, texts, heldout, args, out, args.precision)
 
 
 def main():
@@ -135,12 +135,16 @@ def main():
         train_texts = [s for t in by_lang for s in t[: args.sentences]]
         heldout = [s for t in by_lang for s in t[args.sentences :]]
         tok_dir = build_tokenizer(root, train_texts)
-        hf = hf_sides(torch.device("cuda" if torch.cuda.is_available() and not args.cpu else "cpu"))
+        device = torch.device("cuda" if torch.cuda.is_available() and not args.cpu else "cpu")
+        hf = hf_sides(device, args.precision)
         sides = {name: (lambda out, s=s, b=b: run_hf(tok_dir, train_texts, heldout, args, out, s, b))
                  for name, (s, b) in hf.items()}
-        sides["xlt train_mlm"] = lambda out: run_ours(tok_dir, train_texts, heldout, args, out)
+        sides["xlt train_mlm"] = lambda out: run_ours(tok_dir, train_texts, heldout, args, out, args.precision)
         if args.ablations:
-            sides["xlt train_mlm, fp32"] = lambda out: run_ours(tok_dir, train_texts, heldout, args, out, precision="fp32")
+            from xlt.engine.runtime import resolve_precision
+
+            if resolve_precision(args.precision, device) == "bf16":
+                sides["xlt train_mlm, fp32"] = lambda out: run_ours(tok_dir, train_texts, heldout, args, out, precision="fp32")
             sides["xlt train_mlm, whole MLM head"] = lambda out: ablated(whole_head(), tok_dir, train_texts, heldout, args, out)
             sides["xlt train_mlm, per-tensor AdamW"] = lambda out: ablated(
                 per_tensor_adamw(mlm_recipe), tok_dir, train_texts, heldout, args, out)

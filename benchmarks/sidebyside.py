@@ -106,20 +106,23 @@ def make_parser(doc: str, batch_size: int, lr: float):
                     help="torch intra-op threads, both sides (see benchmarks/README.md for why 1 by default)")
     ap.add_argument("--repeats", type=int, default=3, help="runs per side, alternated; the fastest counts")
     ap.add_argument("--ablations", action="store_true", help="also run xlt with each speed feature turned off")
+    ap.add_argument("--precision", choices=("auto", "fp32", "bf16"), default="auto",
+                    help="xlt's training precision; the Trainer's sides follow it: fp32 runs them in fp32 only "
+                         "(like for like), bf16 adds a bf16 Trainer side, auto adds it where xlt's auto means bf16")
     ap.add_argument("--workdir", help="build the world and encoder here and reuse them (default: a temp dir)")
     ap.add_argument("--json", help="also write the numbers here")
     return ap
 
 
-def hf_sides(device: torch.device) -> dict[str, tuple[str, bool]]:
+def hf_sides(device: torch.device, precision: str = "auto") -> dict[str, tuple[str, bool]]:
     """The Trainer's sides, {name: (sampling strategy, bf16)}: its example defaults (fp32,
     random batches), its best flags as the papers' era knew them (group_by_length), and where
-    the device multiplies bf16 in hardware — where xlt's `precision: auto` trains in bf16 —
-    the same with `bf16=True`, so that xlt's bf16 meets a bf16 Trainer."""
-    from xlt.engine.runtime import native_bf16
+    xlt trains in bf16 (`precision` "bf16", or "auto" where the device multiplies bf16 in
+    hardware) the same with `bf16=True`, so that xlt's bf16 meets a bf16 Trainer."""
+    from xlt.engine.runtime import resolve_precision
 
     sides = {"HF Trainer (defaults)": ("random", False), "HF Trainer (group_by_length)": ("group_by_length", False)}
-    if native_bf16(device):
+    if resolve_precision(precision, device) == "bf16":
         sides["HF Trainer (group_by_length, bf16)"] = ("group_by_length", True)
     return sides
 
@@ -172,6 +175,22 @@ def without_lean_forward(keep_mask_dropout: bool = False):
         yield
     finally:
         fastpath.lean_supported, fastpath.dropout = saved
+
+
+@contextlib.contextmanager
+def aten_linears():
+    """Ablation: the lean forward's fp32 linears through aten (`F.linear`: MKL's sgemm on a
+    CPU) instead of oneDNN."""
+    import torch.nn.functional as F
+
+    from xlt.engine import fastpath
+
+    saved = fastpath.linear
+    fastpath.linear = F.linear
+    try:
+        yield
+    finally:
+        fastpath.linear = saved
 
 
 @contextlib.contextmanager

@@ -9,7 +9,7 @@ xlt's time includes its per-epoch dev evaluation and checkpoints (the Trainer's 
 neither). Printed per side: best-of samples/s, the dev accuracy of that run (first
 subwords; sides should agree within seed noise) and xlt's ratio to it.
 
-    python benchmarks/train_throughput.py [--train 4000] [--epochs 3] [--batch-size 32] [--repeats 3]
+    python benchmarks/train_throughput.py [--train 4000] [--epochs 3] [--batch-size 32] [--repeats 3] [--precision fp32]
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from pathlib import Path
 
 import torch
 
-from sidebyside import (alternate, build_world_and_encoder, hf_sides, hf_trainer_args, make_parser, per_tensor_adamw, report,
-                        softmax_as_it_comes, without_lean_forward)
+from sidebyside import (alternate, aten_linears, build_world_and_encoder, hf_sides, hf_trainer_args, make_parser,
+                        per_tensor_adamw, report, softmax_as_it_comes, without_lean_forward)
 
 from xlt.cli import quiet_libraries
 
@@ -129,32 +129,30 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(args.workdir or tmp)
         enc, data = build_world_and_encoder(root, args.train, args.dev, args.encoder_steps)
-        hf = hf_sides(torch.device("cuda" if torch.cuda.is_available() else "cpu"))
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        hf = hf_sides(device, args.precision)
         sides = {name: (lambda out, s=s, b=b: run_hf(enc, data, args, out, s, b)) for name, (s, b) in hf.items()}
-        sides["xlt engine"] = lambda out: run_ours(enc, data, args, out)
+        sides["xlt engine"] = lambda out: run_ours(enc, data, args, out, args.precision)
         if args.ablations:
             from xlt.engine.recipes import finetune
+            from xlt.engine.runtime import resolve_precision
 
-            sides["xlt engine, fp32"] = lambda out: run_ours(enc, data, args, out, precision="fp32")
+            bf16 = resolve_precision(args.precision, device) == "bf16"
+            if bf16:
+                sides["xlt engine, fp32"] = lambda out: run_ours(enc, data, args, out, precision="fp32")
 
-            def unfused(out):
-                with per_tensor_adamw(finetune):
-                    return run_ours(enc, data, args, out)
+            def ablated(context, precision=args.precision):
+                def side(out):
+                    with context():
+                        return run_ours(enc, data, args, out, precision)
+                return side
 
-            sides["xlt engine, per-tensor AdamW"] = unfused
-
-            def hf_forward(out, keep_mask_dropout=False):
-                with without_lean_forward(keep_mask_dropout):
-                    return run_ours(enc, data, args, out)
-
-            sides["xlt engine, HF forward, native dropout"] = hf_forward
-            sides["xlt engine, HF forward, keep-mask dropout"] = lambda out: hf_forward(out, keep_mask_dropout=True)
-
-            def short_row_softmax(out):
-                with softmax_as_it_comes():
-                    return run_ours(enc, data, args, out)
-
-            sides["xlt engine, softmax in bf16 on unpadded rows"] = short_row_softmax
+            sides["xlt engine, per-tensor AdamW"] = ablated(lambda: per_tensor_adamw(finetune))
+            sides["xlt engine, HF forward, native dropout"] = ablated(without_lean_forward)
+            sides["xlt engine, HF forward, keep-mask dropout"] = ablated(lambda: without_lean_forward(keep_mask_dropout=True))
+            sides[f"xlt engine, softmax {'in bf16 ' if bf16 else ''}on unpadded rows"] = ablated(softmax_as_it_comes)
+            if device.type == "cpu":  # the lean forward's fp32 linears: oneDNN (xlt.engine.fastpath.linear)
+                sides["xlt engine, fp32, linears through MKL"] = ablated(aten_linears, "fp32")
         runs = alternate(sides, args.repeats, Path(tmp))
     device = "cuda" if torch.cuda.is_available() else f"cpu ({args.threads} threads)"
     ours = min(runs["xlt engine"], key=lambda x: x["seconds"])

@@ -3,8 +3,10 @@ the same loss and gradients, within fp32 rounding, for every kind of head."""
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 from tests.conftest import encode_with
+from xlt.engine import fastpath
 from xlt.engine.batching import collate
 from xlt.engine.config import TrainConfig
 from xlt.engine.kinds import KINDS
@@ -75,3 +77,34 @@ def test_the_config_switch_reaches_every_training_job():
     assert hparams(cfg, "en.q")["fast_path"] == "auto"  # a profile's own setting wins
     assert engine_options(cfg, {"steps": 3}) == {"fast_path": "off", "steps": 3}
     assert TrainConfig.from_dict({"task": "pos", "encoder": "x", "fast_path": "off"}).fast_path == "off"
+
+
+@pytest.mark.skipif(fastpath._ONEDNN_LINEAR is None, reason="torch built without oneDNN")
+@pytest.mark.parametrize("shape", [(3, 5, 16), (7, 16)], ids=["3d", "2d"])
+def test_onednn_linear_gives_f_linear_values_and_gradients(shape):
+    """The lean forward's fp32 CPU linear (oneDNN forward and backward) against `F.linear`, to
+    fp32 rounding, bit-identical when repeated; under bf16 autocast or with oneDNN switched off
+    it is `F.linear` itself."""
+    torch.manual_seed(0)
+    x0, w0, b0 = torch.randn(*shape), torch.randn(24, 16), torch.randn(24)
+    r = torch.randn(*shape[:-1], 24)
+
+    def run(f):
+        x, w, b = (t.clone().requires_grad_() for t in (x0, w0, b0))
+        y = f(x, w, b)
+        (y * r).sum().backward()
+        return y.detach(), x.grad, w.grad, b.grad, y.grad_fn
+
+    *ours, fn = run(fastpath.linear)
+    *ref, _ = run(F.linear)
+    assert type(fn).__name__ == "_OneDnnLinearBackward"
+    for a, e in zip(ours, ref):
+        torch.testing.assert_close(a, e, rtol=1e-5, atol=1e-5)
+    assert all(torch.equal(a, e) for a, e in zip(ours, run(fastpath.linear)[:4]))
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert run(fastpath.linear)[0].dtype == torch.bfloat16
+    torch.backends.mkldnn.enabled = False
+    try:
+        assert type(run(fastpath.linear)[4]).__name__ != "_OneDnnLinearBackward"
+    finally:
+        torch.backends.mkldnn.enabled = True
