@@ -16,16 +16,22 @@ ROOT = Path(__file__).resolve().parent.parent
 JOB = ROOT / "tests" / "zygote" / "job.py"
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    """A running server: its socket `path` and `pid`."""
-    path = str(tmp_path_factory.mktemp("zygote") / "socket")
+def start_server(path: str) -> subprocess.Popen:
+    """`xlt.zygote serve path`, returned once it has written "ready"."""
     r, w = os.pipe()
     proc = subprocess.Popen([sys.executable, "-m", "xlt.zygote", "serve", path, "--ready-fd", str(w)],
                             pass_fds=(w,), cwd=ROOT)
     os.close(w)
     with os.fdopen(r) as ready:
         assert ready.readline().strip() == "ready"
+    return proc
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """A running server: its socket `path` and `pid`."""
+    path = str(tmp_path_factory.mktemp("zygote") / "socket")
+    proc = start_server(path)
     yield SimpleNamespace(path=path, pid=proc.pid)
     proc.terminate()
     proc.wait(timeout=30)
@@ -182,12 +188,7 @@ def test_a_stopped_server_exits_at_once(tmp_path):
     server removes its socket and exits 0 (without the interpreter's teardown of torch and
     transformers, ~1.3 s measured, docs/papers.md: not timed here)."""
     path = str(tmp_path / "socket")
-    r, w = os.pipe()
-    proc = subprocess.Popen([sys.executable, "-m", "xlt.zygote", "serve", path, "--ready-fd", str(w)],
-                            pass_fds=(w,), cwd=ROOT)
-    os.close(w)
-    with os.fdopen(r) as ready:
-        assert ready.readline().strip() == "ready"
+    proc = start_server(path)
     proc.terminate()  # at once after "ready": the socket is removed all the same
     assert proc.wait(timeout=30) == 0
     assert not os.path.exists(path)
