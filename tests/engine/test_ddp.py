@@ -15,7 +15,9 @@ def _finetune(launcher, out, ckpt, tiny_encoder, toy_data):
            "--data", str(toy_data / "marc"), "--train-langs", "en", "de", "--hparams", json.dumps(HP), "--seed", "4",
            "--out", str(out), "--checkpoint-dir", str(ckpt), "--threads", "1"]
     run = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0, run.stderr[-3000:]
+    # a rank's own traceback comes first; torchrun's summary of the failure fills the tail
+    ranks = [line for line in run.stderr.splitlines() if line.startswith("[rank")]
+    assert run.returncode == 0, "\n".join(ranks[-60:]) + "\n" + run.stderr[-1500:]
     return json.loads((out / "xlt_model.json").read_text())["train"]
 
 

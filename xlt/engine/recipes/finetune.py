@@ -216,6 +216,9 @@ def train(
 
     dist.barrier()
     model.load_state_dict(ckpt.best_state())
+    # rank 0 clears the checkpoint directory below: no rank may still be reading best.safetensors
+    # (a rank descheduled here on a busy machine once found it gone)
+    dist.barrier()
     summary = {
         "select_metric": metric,
         "selected_epoch": state["best_epoch"],
