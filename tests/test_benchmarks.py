@@ -67,3 +67,12 @@ def test_xmixup_throughput_small_mode_reports_both_sides(tmp_path):
     assert set(result["sides"]) == {"translate-train", "X-Mixup"}
     assert all(side["samples_per_s"] > 0 and side["steps"] == 4 for side in result["sides"].values())
     assert result["step_ratio"] > 0 and "X-Mixup step / translate-train step:" in run.stdout
+
+
+def test_eval_forward_small_mode_reports_both_sides_and_their_difference(tmp_path):
+    run = subprocess.run([sys.executable, str(REPO / "benchmarks" / "eval_forward.py"), "--widths", "16", "--batches", "1",
+                          "--repeats", "1"], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr[-3000:]
+    rows = [line.split("|")[1:-1] for line in run.stdout.splitlines() if line.startswith("| 16 |")]
+    assert [r[1].strip() for r in rows] == ["HF forward", "lean forward (oneDNN)"]
+    assert float(rows[1][2]) > 0 and float(rows[1][4]) < 1e-4  # the two forwards agree to rounding

@@ -111,13 +111,21 @@ def test_lean_training_forward_equals_the_hugging_face_forward_with_dropout_off(
                 torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
 
 
-def test_lean_forward_runs_only_in_training_and_only_for_plain_encoders():
+def test_lean_forward_runs_in_training_and_in_cpu_evaluation_only_for_plain_encoders(monkeypatch):
     from xlt.engine import fastpath
 
     enc = _tiny_encoder("bert", dropout=0.1)
     ids, mask = _batch()
     enc.eval()
-    assert torch.equal(fastpath.encode(enc, ids, mask), enc(input_ids=ids, attention_mask=mask).last_hidden_state)
+    calls, lean_forward = [], fastpath.lean_forward
+    monkeypatch.setattr(fastpath, "lean_forward", lambda *a, **k: calls.append(a[0]) or lean_forward(*a, **k))
+    with torch.no_grad():
+        hf = enc(input_ids=ids, attention_mask=mask).last_hidden_state
+        lean = fastpath.encode(enc, ids, mask)
+        assert calls == [enc]  # evaluation on a CPU: the lean forward (its oneDNN products)
+        real = mask.bool()
+        torch.testing.assert_close(lean[real], hf[real], rtol=1e-5, atol=1e-6)
+        assert torch.equal(fastpath.encode(enc, ids, mask, lean=False), hf) and calls == [enc]  # fast_path off: HF's
     enc.config.is_decoder = True
     assert not fastpath.lean_supported(enc)
 

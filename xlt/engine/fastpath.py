@@ -356,7 +356,7 @@ def lean_forward(encoder, input_ids: torch.Tensor, attention_mask: torch.Tensor,
         keep_key = attention_mask.bool()[:, None, None, :]
     attn_bias = key_bias(keep_key) if training and cpu else None  # only the CPU attention reads it
     if not hooks:
-        if _Compile.on and not _Compile.failed:
+        if _Compile.on and not _Compile.failed and training:  # evaluation runs eager: no second compile
             return _compiled_stack(layers, h, keep_key, attn_bias, training)
         return layer_stack(layers, h, keep_key, attn_bias, training)
     for i, layer in enumerate(layers):
@@ -372,10 +372,12 @@ def lean_forward(encoder, input_ids: torch.Tensor, attention_mask: torch.Tensor,
 
 def encode(encoder, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor | None = None,
            hooks: LayerHooks | None = None, lean: bool = True) -> torch.Tensor:
-    """The encoder's last hidden state: the lean forward in training where supported and
-    allowed (`lean`: the config's `engine.fast_path`), else (evaluation, other architectures)
-    the Hugging Face forward; `hooks` act inside either (xlt.engine.hooks)."""
-    if lean and encoder.training and lean_supported(encoder):
+    """The encoder's last hidden state: the lean forward where supported and allowed (`lean`:
+    the config's `engine.fast_path`) in training, and in evaluation on a CPU (its oneDNN
+    products: ~1.6x the Hugging Face forward there, benchmarks/README.md); else (evaluation on
+    a GPU, where HF's fused attention kernels win; other architectures) the Hugging Face
+    forward. `hooks` act inside either (xlt.engine.hooks)."""
+    if lean and (encoder.training or input_ids.device.type == "cpu") and lean_supported(encoder):
         return lean_forward(encoder, input_ids, attention_mask, token_type_ids, hooks)
     kw = {"token_type_ids": token_type_ids} if token_type_ids is not None else {}
     with installed(encoder, hooks, attention_mask) if hooks else contextlib.nullcontext():

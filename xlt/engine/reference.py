@@ -20,12 +20,14 @@ from xlt.engine.hooks import LayerHooks
 
 
 class FrozenReference:
-    def __init__(self, encoder: nn.Module):
-        """Freeze a copy of `encoder` (the original stays trainable)."""
+    def __init__(self, encoder: nn.Module, lean: bool = True):
+        """Freeze a copy of `encoder` (the original stays trainable). `lean`: the forward the
+        trained model runs (its `fast_path`), so that f = f₀ holds to the bit before training."""
         self.encoder = copy.deepcopy(encoder).eval().requires_grad_(False)
+        self.lean = lean
 
     def __call__(self, batch: dict, hooks: LayerHooks | None = None) -> torch.Tensor:
         """The reference's last hidden states for a (side of a) batch, with no graph."""
         with torch.no_grad():
             return encode(self.encoder, batch["input_ids"], batch["attention_mask"], batch.get("token_type_ids"),
-                          hooks=hooks)
+                          hooks=hooks, lean=self.lean)

@@ -135,7 +135,7 @@ def adjust_encoder(cfg: AdjustConfig, encoder: str, pair_files: list[str | Path]
     seed_everything(cfg.seed)
     hf, tokenizer = load_encoder(encoder, revision, dropout=cfg.dropout)
     # f₀: a copy of the encoder as loaded, at every start (a resumed job too), never trained or saved
-    reference = FrozenReference(hf.to(device))
+    reference = FrozenReference(hf.to(device), lean=cfg.fast_path != "off")
     model = AdjustModel(hf).to(device)
     model.fast_path = cfg.fast_path != "off"
     stream = aligned_pairs_stream("pairs", pair_files, tokenizer, cfg.batch_size, cfg.seed, cfg.max_length,

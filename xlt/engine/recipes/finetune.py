@@ -171,7 +171,7 @@ def train(
         streams[ALIGNED_PAIRS] = aligned_pairs_stream(
             ALIGNED_PAIRS, a["files"], tokenizer, int(a.get("batch_size", cfg.batch_size)), cfg.seed,
             int(a.get("max_length", cfg.max_length)), a.get("word_vectors", "avg"), a.get("tokens", "all"))
-        terms += alignment_terms(FrozenReference(original.to(device)), ALIGNED_PAIRS, float(a["weight"]),
+        terms += alignment_terms(FrozenReference(original.to(device), model.fast_path), ALIGNED_PAIRS, float(a["weight"]),
                                  float(a.get("anchor_weight", 1.0)))
     total = cfg.epochs * streams[task.name].per_epoch()
     ddp_model = dist.wrap(model, device)
