@@ -252,9 +252,12 @@ def test_qa_tables_read_every_test_set_and_say_why_when_qa_is_not_run(tiny_cfg, 
     t8 = table_inputs(full, "adjust", "table8")
     assert "results/eval/mbert/pretrained/qa/en.adjust/seed1/dev.adjust_source.json" in t8
     assert "results/eval/mbert/adjust-hi-n30000-seed2/qa.translated/hi.adjust/seed2/on-qa.mlqa/test.adjust_mlqa.json" in t8
-    # the tiny preset runs no QA: both tables keep every published cell and say why
-    assert table_inputs(tiny_cfg, "adjust", "table4") == []
-    table, md, _ = get_table("adjust", "table4").build(A.table_spec(tiny_cfg), [])
+    # a preset that runs no QA: both tables keep every published cell and say why
+    no_qa = copy.deepcopy(tiny_cfg)
+    no_qa["papers"]["adjust"]["tasks"] = [t for t in no_qa["papers"]["adjust"]["tasks"] if t != "qa"]
+    assert table_inputs(no_qa, "adjust", "table4") == table_inputs(no_qa, "adjust", "table8") == []
+    assert table_inputs(tiny_cfg, "adjust", "table4")  # the tiny preset runs QA (seed 1)
+    table, md, _ = get_table("adjust", "table4").build(A.table_spec(no_qa), [])
     assert len(table) == 66 and table["ours_mean"].isna().all() and "Not run: qa is not in papers.adjust.tasks" in md
 
 
