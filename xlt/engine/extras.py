@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from xlt.engine.extra_options import DLFA_BRANCHES, DLFA_READINGS
-from xlt.engine.fastpath import dropout
+from xlt.engine.fastpath import dropout, linear
 from xlt.engine.hooks import LayerHooks, LayerView
 from xlt.errors import XltError
 
@@ -222,15 +222,15 @@ class XMixup(Extra):
         sa = layer.attention.self
         heads, d = sa.num_attention_heads, sa.attention_head_size
         (b, i, _), j = h_t.shape, h_s.shape[1]
-        q = F.linear(h_t, sa.query.weight, sa.query.bias).view(b, i, heads, d).transpose(1, 2)
-        k = F.linear(h_s, sa.key.weight, sa.key.bias).view(b, j, heads, d).transpose(1, 2)
-        v = F.linear(h_s, sa.value.weight, sa.value.bias).view(b, j, heads, d).transpose(1, 2)
+        q = linear(h_t, sa.query.weight, sa.query.bias).view(b, i, heads, d).transpose(1, 2)
+        k = linear(h_s, sa.key.weight, sa.key.bias).view(b, j, heads, d).transpose(1, 2)
+        v = linear(h_s, sa.value.weight, sa.value.bias).view(b, j, heads, d).transpose(1, 2)
         scores = torch.matmul(q, k.transpose(-1, -2)).float() * d ** -0.5
         log_weights = _log_attention(scores, keep_s)
         weights = dropout(log_weights.exp().to(v.dtype), sa.dropout.p, self.training)
         ctx = torch.matmul(weights, v).transpose(1, 2).reshape(b, i, heads * d)
         dense = layer.attention.output.dense
-        return F.linear(ctx, dense.weight, dense.bias), scores, log_weights
+        return linear(ctx, dense.weight, dense.bias), scores, log_weights
 
     def mixup_ratio(self, scores: torch.Tensor, log_weights: torch.Tensor, keep_t: torch.Tensor,
                     keep_s: torch.Tensor) -> torch.Tensor:
