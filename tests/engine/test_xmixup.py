@@ -267,6 +267,10 @@ def test_xmixup_trains_with_the_hugging_face_forward_too(tiny_encoder, paired_da
     summary = train(TrainConfig.from_dict(_cfg(tiny_encoder, epochs=1, fast_path="off")), [paired_data / "train.jsonl"],
                     [paired_data / "dev.jsonl"], tmp_path / "m", tmp_path / "ck")
     assert summary["global_steps"] == 6 and summary["streams"] == {"pawsx": {"features": 48, "batch_size": 8}}
+    # reloaded for evaluation, it keeps the Hugging Face forward (engine.fast_path off everywhere)
+    from xlt.engine.model import load_model
+
+    assert load_model(tmp_path / "m")[0].fast_path is False
 
 
 def test_a_record_without_its_source_is_named_with_its_file(tiny_encoder, paired_data, tmp_path):

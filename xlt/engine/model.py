@@ -232,4 +232,6 @@ def load_model(model_dir: str | Path, device: str | torch.device = "cpu") -> tup
         raise XltError(f"{model_dir / MODULES}: weights do not match the model spec in {MODEL_META} "
                        f"(missing: {missing[:5]}, unexpected: {unexpected[:5]})")
     model.load_state_dict(state, strict=False)
+    # a model trained with engine.fast_path off is evaluated through the Hugging Face forward too
+    model.fast_path = (meta.get("train_config") or {}).get("fast_path", "auto") != "off"
     return model.to(device).eval(), tokenizer, meta
