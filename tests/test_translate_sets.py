@@ -177,3 +177,23 @@ def test_tydiqa_sets_of_config_yaml_from_the_world_join_each_translation_to_its_
     # the catalog delivers every file: the Hub parquet (all languages in one) and XTREME's translations
     assert T.raw_sources(cfg, "qa.tydiqa_translate_train") == {"tydiqa": [], "xtreme-tydiqa-translate-train": ["ar", "ru"],
                                                                "squad-json": []}  # SQuAD v1.1 dev
+
+
+def test_a_tydiqa_translation_whose_ids_are_not_the_english_trains_fails_naming_both_files(tmp_path):
+    from xlt.formats.hub_parquet import write_squad_parquet
+
+    (tmp_path / "tydiqa").mkdir()
+    answers = {"text": ["Anna"], "answer_start": [0]}
+    write_squad_parquet(tmp_path / "tydiqa/train-00000-of-00001.parquet",
+                        [{"id": f"{name}-{k}-0", "title": "t", "context": "Anna sleeps", "question": "who?", "answers": answers}
+                         for name in ("english", "russian") for k in range(2)])  # fmt: skip
+    _squad(tmp_path / "tt/tydiqa.translate.train.en-ru.json", [("russian-0-0", "кто?", "Anna spit", "Anna", 0)])
+    cfg = world_cfg()
+    cfg["language_sets"]["xtreme_tydiqa"] = TYDIQA_WORLD
+    cfg["data"]["qa"]["sets"]["tydiqa_translate_train"]["translated"]["train"] = "tt/tydiqa.translate.train.en-{lang}.json"
+    source = T.source_cfg(cfg, "qa.tydiqa_translate_train")
+    assert [r["id"] for r in prepare_split("qa", "en", "train", tmp_path, source)] == ["english-0-0", "english-1-0"]
+    with pytest.raises(XltError, match=r"tydiqa\.translate\.train\.en-ru\.json \(1 records, first id 'russian-0-0'\) and "
+                                       r".*tydiqa/train-00000-of-00001\.parquet \(2 records, first id 'english-0-0'\): "
+                                       r"no id in common"):
+        prepare_split("qa", "ru", "train", tmp_path, source)
