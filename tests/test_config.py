@@ -89,7 +89,8 @@ def base():
          r"config key aux_sets\.crossmulti_fa\.tasks\.ner\[2\]: unknown treebank set 'ancora'"),
         (lambda c: c["aux_sets"]["crossmulti_fa"]["tasks"]["ner"].append("qa.mlq"),
          r"config key aux_sets\.crossmulti_fa\.tasks\.ner\[2\]: dataset 'qa\.mlq': unknown set 'mlq' of task 'qa' "
-         r"\(config key data\.qa\.sets\); allowed: mlqa, mlqa_q_en, mlqa_q_target, translate_test, translate_train, translated, tydiqa, xquad"),
+         r"\(config key data\.qa\.sets\); allowed: mlqa, mlqa_q_en, mlqa_q_target, translate_test, translate_train, translated, tydiqa, "
+         r"tydiqa_train, tydiqa_translate_train, xquad"),
         (lambda c: c["data"]["qa"]["sets"]["mlqa"].update(languages=[*c["language_sets"]["xtreme_mlqa"], "th"]),
          r"config key data\.qa\.sets\.mlqa\.languages: task qa has no data for \['th'\]; its source offers: en, ar"),
         # MLQA has no Russian: no download delivers the file

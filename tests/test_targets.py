@@ -114,8 +114,9 @@ NEEDED = {"ud-2.5", "ud-2.7", "wikiann", "paws-x", "marc", "xnli", "mnli",
           "squad-json", "xquad-json", "mlqa", "mlqa-zip", "tydiqa", "xtreme-squad-translate-train",
           # xmixup's translate-train / translate-test sets (data.xnli.sets, data.pawsx.sets)
           "xtreme-xnli-translate-train", "xtreme-pawsx-translate-train", "xnli-mt",
-          # xmixup's QA: XQuAD translate-test (data.qa.sets.translate_test)
-          "xtreme-xquad-translate-test"}
+          # xmixup's QA: XQuAD translate-test (data.qa.sets.translate_test), TyDiQA-GoldP's translate-train
+          # (data.qa.sets.tydiqa_translate_train: Table 17's models)
+          "xtreme-xquad-translate-test", "xtreme-tydiqa-translate-train"}
 
 
 def test_download_plan_of_the_default_config():

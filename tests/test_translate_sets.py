@@ -125,3 +125,75 @@ def test_translated_qa_sets_join_by_question_id_and_skip_misplaced_answers(tmp_p
     shutil.rmtree(tmp_path / "squad")
     with pytest.raises(XltError, match="squad"):
         prepare_split("qa", "de", "train", tmp_path, cfg)
+
+
+def test_the_join_by_question_id_counts_the_unmatched_and_refuses_none_in_common_naming_both_files():
+    from xlt.evalsets import attach_source_by_id
+
+    en = [{"id": f"english-{k}-0", "question": f"q{k}", "context": f"c{k}", "answers": {"text": ["a"], "answer_start": [0]}}
+          for k in range(3)]
+    ar = [{**r, "question": f"ar {r['question']}"} for r in en[1:]] + [{**en[0], "id": "english-9-0"}]
+    stats: dict = {}
+    out = attach_source_by_id(ar, en, ("question",), stats=stats, target_file="tt.ar.json", source_file="train.parquet")
+    assert [(r["id"], r["source"]) for r in out] == [("english-1-0", {"question": "q1"}), ("english-2-0", {"question": "q2"})]
+    assert stats == {"unmatched": 1}  # english-9-0 has no original: left out, counted
+    kept = attach_source_by_id(ar, en, ("question",), keep_unmatched=True)
+    assert [r["id"] for r in kept] == ["english-1-0", "english-2-0", "english-9-0"] and "source" not in kept[2]
+    renamed = [{**r, "id": f"arabic-{k}"} for k, r in enumerate(ar)]  # a translation with ids of its own
+    with pytest.raises(XltError, match=r"tt\.ar\.json \(3 records, first id 'arabic-0'\) and train\.parquet \(3 records, "
+                                       r"first id 'english-0-0'\): no id in common"):
+        attach_source_by_id(renamed, en, ("question",), target_file="tt.ar.json", source_file="train.parquet")
+
+
+TYDIQA_WORLD = ["en", "ar", "ru"]  # the world's TyDiQA-GoldP languages
+
+
+def test_tydiqa_sets_of_config_yaml_from_the_world_join_each_translation_to_its_english_original(tiny_world, tmp_path):
+    world, raw, _ = tiny_world
+    cfg = world_cfg()
+    cfg["language_sets"]["xtreme_tydiqa"] = TYDIQA_WORLD
+    validate(cfg)
+    parquet = "tydiqa/train-00000-of-00001.parquet"
+    en = world.records("qa", "en", "train", parquet)
+    assert en and all(r["id"].startswith("english-") for r in en)
+    plain = prepare_task("qa", ["en"], raw, T.source_cfg(cfg, "qa.tydiqa_train"), tmp_path / "plain")
+    dev = len(world.records("qa", "en", "dev"))  # SQuAD v1.1's English dev: selection, never TyDiQA's test
+    assert plain["counts"] == {"en": {"train": len(en), "dev": dev}}
+    source = T.source_cfg(cfg, "qa.tydiqa_translate_train")
+    assert prepare_split("qa", "en", "train", raw, source) == en  # the English originals: the Hub parquet's English rows
+    got = prepare_task("qa", TYDIQA_WORLD, raw, source, tmp_path / "translate")
+    assert got["absent"] == {lang: ["dev"] for lang in TYDIQA_WORLD[1:]}  # no translate-dev: English dev only
+    by_id = {r["id"]: r for r in en}
+    for lang in TYDIQA_WORLD[1:]:
+        path = f"xtreme_translations/TyDiQA-GoldP/translate-train/tydiqa.translate.train.en-{lang}.json"
+        translated = world.records("qa", lang, "train", path)
+        stats: dict = {}
+        pairs = prepare_split("qa", lang, "train", raw, source, stats=stats)
+        assert pairs and stats["translated_qa"][f"{lang}/train"]["unmatched"] == 0
+        assert len(pairs) + stats["translated_qa"][f"{lang}/train"]["skipped_questions"] == len(translated)
+        assert {r["id"] for r in pairs} <= set(by_id)
+        for r in pairs:
+            assert r["source"] == {k: by_id[r["id"]][k] for k in ("question", "context", "answers")}
+    # the catalog delivers every file: the Hub parquet (all languages in one) and XTREME's translations
+    assert T.raw_sources(cfg, "qa.tydiqa_translate_train") == {"tydiqa": [], "xtreme-tydiqa-translate-train": ["ar", "ru"],
+                                                               "squad-json": []}  # SQuAD v1.1 dev
+
+
+def test_a_tydiqa_translation_whose_ids_are_not_the_english_trains_fails_naming_both_files(tmp_path):
+    from xlt.formats.hub_parquet import write_squad_parquet
+
+    (tmp_path / "tydiqa").mkdir()
+    answers = {"text": ["Anna"], "answer_start": [0]}
+    write_squad_parquet(tmp_path / "tydiqa/train-00000-of-00001.parquet",
+                        [{"id": f"{name}-{k}-0", "title": "t", "context": "Anna sleeps", "question": "who?", "answers": answers}
+                         for name in ("english", "russian") for k in range(2)])  # fmt: skip
+    _squad(tmp_path / "tt/tydiqa.translate.train.en-ru.json", [("russian-0-0", "кто?", "Anna spit", "Anna", 0)])
+    cfg = world_cfg()
+    cfg["language_sets"]["xtreme_tydiqa"] = TYDIQA_WORLD
+    cfg["data"]["qa"]["sets"]["tydiqa_translate_train"]["translated"]["train"] = "tt/tydiqa.translate.train.en-{lang}.json"
+    source = T.source_cfg(cfg, "qa.tydiqa_translate_train")
+    assert [r["id"] for r in prepare_split("qa", "en", "train", tmp_path, source)] == ["english-0-0", "english-1-0"]
+    with pytest.raises(XltError, match=r"tydiqa\.translate\.train\.en-ru\.json \(1 records, first id 'russian-0-0'\) and "
+                                       r".*tydiqa/train-00000-of-00001\.parquet \(2 records, first id 'english-0-0'\): "
+                                       r"no id in common"):
+        prepare_split("qa", "ru", "train", tmp_path, source)

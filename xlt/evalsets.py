@@ -80,9 +80,11 @@ def attach_source_by_id(target: list[dict], source: list[dict], fields: tuple[st
     by_id = {r["id"]: r for r in source}
     joined = [{**t, "source": {f: by_id[t["id"]][f] for f in fields}} if t["id"] in by_id else t for t in target]
     matched = sum(t["id"] in by_id for t in target)
-    if not matched:
-        raise XltError(f"{target_file} and {source_file}: no id in common; a translated set is joined to its "
-                       "original by question id")
+    if not matched:  # e.g. a translation whose ids are not its original's: say what each side holds
+        first = {side: repr(records[0]["id"]) if records else "none" for side, records in (("t", target), ("s", source))}
+        raise XltError(f"{target_file} ({len(target)} records, first id {first['t']}) and {source_file} ({len(source)} "
+                       f"records, first id {first['s']}): no id in common; a translated set is joined to its original "
+                       "by question id")
     if stats is not None:
         stats["unmatched"] = stats.get("unmatched", 0) + len(target) - matched
     return joined if keep_unmatched else [r for r in joined if "source" in r]

@@ -32,7 +32,8 @@ def test_every_override_file_reads_back(tiny_world):
                      "xtreme_translations/SQuAD/translate-train/squad.translate.train.en-ru.json",
                      "xtreme_translations/XQuAD/translate-test/xquad.translate.test.vi-en.json",
                      "mlqa/hi/test-00000-of-00001.parquet", "mlqa-v1/dev/dev-context-en-question-zh.json",
-                     "tydiqa/validation-00000-of-00001.parquet"):  # fmt: skip
+                     "tydiqa/validation-00000-of-00001.parquet", "tydiqa/train-00000-of-00001.parquet",
+                     "xtreme_translations/TyDiQA-GoldP/translate-train/tydiqa.translate.train.en-ar.json"):  # fmt: skip
         assert expected in sources and (raw / expected).is_file(), expected
         if expected.startswith(("xtreme_translations/", "xnli-mt/")):  # machine copy + exact twin
             assert gold_path(expected) in sources and (raw / gold_path(expected)).is_file(), expected

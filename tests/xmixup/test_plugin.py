@@ -106,13 +106,11 @@ def test_qa_tables_from_hand_made_files_and_the_published_only_tables_say_why(tm
             _qa_eval(Path(X.scores_file(cfg, "qa", model, seed)), f"{tmp_path}/models/{dataset}/{recipe}/seed{seed}", seed,
                      {x: base + (10 if x == "en" else 0) for x in langs})
     mlqa_langs = cfg["language_sets"]["xtreme_mlqa"]  # MLQA's seven: Table 16's files, averaged in Table 3
-    for seed in (1, 2, 3):
-        for model, base in (("zero_shot", 40.0), ("trans_train", 45.0), ("xmixup", 47.0)):
-            dataset, recipe = X.model_of(cfg, "qa", model)
-            _qa_eval(Path(X.qa_test_file(cfg, "mlqa", model, seed)), f"{tmp_path}/models/{dataset}/{recipe}/seed{seed}",
-                     seed, {x: base + (7 if x == "en" else 0) for x in mlqa_langs})
+    _qa_test_files(cfg, tmp_path, (("mlqa", X.MODELS),), bases=(40.0, 45.0, 47.0), per_seed=0)
+    tydi_langs = cfg["language_sets"]["xtreme_tydiqa"]  # TyDiQA's nine: Table 17's files, averaged in Table 3
+    _qa_test_files(cfg, tmp_path, (("tydiqa", X.MODELS),), bases=(30.0, 33.0, 35.0), per_seed=0, english=9)
     qa_files = [f for f in table_inputs(cfg, "xmixup", "table3") if "/qa" in f]
-    assert sum("/on-qa.mlqa/" in f for f in qa_files) == 9
+    assert sum("/on-qa.mlqa/" in f for f in qa_files) == sum("/on-qa.tydiqa/" in f for f in qa_files) == 9
     t15, md15, _ = get_table("xmixup", "table15").build(spec, table_inputs(cfg, "xmixup", "table15"))
     cell = t15[(t15["model"] == "xmixup") & (t15["lang"] == "de")].set_index("metric")["ours_mean"]
     assert (cell["f1"], cell["em"]) == (64.0, 54.0) and "XQuAD F1 / EM" in md15
@@ -120,16 +118,26 @@ def test_qa_tables_from_hand_made_files_and_the_published_only_tables_say_why(tm
     t3, md3, _ = get_table("xmixup", "table3").build(spec, qa_files)
     xq = t3[(t3["model"] == "xmixup") & (t3["dataset"] == "xquad") & (t3["encoder"] == "mbert")].set_index("metric")["ours_mean"]
     assert xq["f1"] == pytest.approx(64 + 10 / len(langs)) and xq["em"] == pytest.approx(54 + 10 / len(langs))
-    assert "XQuAD F1" in md3 and "XQuAD EM" in md3 and "TyDiQA: the paper's averages only" in md3
+    assert "XQuAD F1" in md3 and "XQuAD EM" in md3 and "TyDiQA EM" in md3
     ml = t3[(t3["dataset"] == "mlqa") & (t3["encoder"] == "mbert")].set_index(["model", "metric"])["ours_mean"]
     assert ml[("xmixup", "f1")] == pytest.approx(47 + 1) and ml[("xmixup", "em")] == pytest.approx(37 + 1)
     assert ml[("zero_shot", "f1")] == pytest.approx(41.0)  # beside XTREME's zero-shot (mBERT), as in Table 16
-    assert t3[t3["dataset"] == "tydiqa"]["ours_mean"].isna().all()
-    spec_six = {**spec, "qa_test_langs": {**spec["qa_test_langs"], "mlqa": mlqa_langs[:-1]}}
-    t3_six, _, _ = get_table("xmixup", "table3").build(spec_six, qa_files)  # not all seven: the paper's only
-    assert t3_six[t3_six["dataset"] == "mlqa"]["ours_mean"].isna().all()
+    # TyDiQA: its own models (TyDiQA-GoldP train / translate-train) over its nine languages, Δ beside the paper's
+    ty = t3[(t3["dataset"] == "tydiqa") & (t3["encoder"] == "mbert")].set_index(["model", "metric"])
+    assert ty.loc[("zero_shot", "f1"), "ours_mean"] == pytest.approx(31.0) and ty.loc[("xmixup", "em"), "ours_mean"] == 26.0
+    assert ty.loc[("trans_train", "f1"), "delta"] == pytest.approx(34.0 - ty.loc[("trans_train", "f1"), "paper"])
+    assert ty["delta"].notna().all() and len(ty) == 6  # three models, F1 and EM
+    spec_six = {**spec, "qa_test_langs": {**spec["qa_test_langs"], "mlqa": mlqa_langs[:-1], "tydiqa": tydi_langs[:-1]}}
+    t3_six, _, _ = get_table("xmixup", "table3").build(spec_six, qa_files)  # not all the set's languages: the paper's only
+    assert t3_six[t3_six["dataset"].isin(["mlqa", "tydiqa"])]["ours_mean"].isna().all()
+    squad_only = copy.deepcopy(cfg)  # TyDiQA scored by the SQuAD models: another setting, not Table 3's column
+    del squad_only["papers"]["xmixup"]["qa_tests"]["tydiqa"]["train"]
+    squad_only["papers"]["xmixup"]["qa_tests"]["tydiqa"]["models"] = ["zero_shot"]
+    assert not any("/on-qa.tydiqa/" in f for f in table_inputs(squad_only, "xmixup", "table3"))
+    t3_squad, _, _ = get_table("xmixup", "table3").build(X.table_spec(squad_only), qa_files)
+    assert t3_squad[t3_squad["dataset"] == "tydiqa"]["ours_mean"].isna().all()
     t8_files = [f for f in table_inputs(cfg, "xmixup", "table8") if "/qa" in f]
-    assert t8_files == [f for f in qa_files if "/on-qa.mlqa/" not in f]  # the gap is XQuAD's, not MLQA's
+    assert t8_files == [f for f in qa_files if "/on-qa.mlqa/" not in f and "/on-qa.tydiqa/" not in f]  # XQuAD's gap
     t8, _, _ = get_table("xmixup", "table8").build(spec, t8_files)
     assert t8[(t8["model"] == "xmixup") & (t8["dataset"] == "xquad")]["ours_mean"].iloc[0] == pytest.approx(10.0)  # EM gap
 
@@ -157,10 +165,23 @@ def test_mlqa_and_tydiqa_are_scored_on_the_languages_both_the_set_and_the_model_
     assert models == {str(Path(f).parent.parent) for f in table_inputs(cfg, "xmixup", "table15")}
     xm = X.qa_test_file(cfg, "mlqa", "xmixup", 1)
     assert xm.endswith("/qa.translate_train/ar+de+es+hi+ru+vi+zh.xmixup_qa-xmixup8-qa/seed1/on-qa.mlqa/test.xtreme_mlqa.json")
-    # TyDiQA-GoldP: the zero-shot (SQuAD) model, every language of the set
+    # TyDiQA-GoldP: three models of its own per seed (trained on TyDiQA-GoldP, the paper's setting), every language
     tydi = table_inputs(cfg, "xmixup", "table17")
-    assert tydi == [X.qa_test_file(cfg, "tydiqa", "zero_shot", s) for s in (1, 2, 3)]
-    assert tydi[0].endswith("/qa/en.xmixup_qa/seed1/on-qa.tydiqa/test.xtreme_tydiqa.json")
+    assert tydi == [X.qa_test_file(cfg, "tydiqa", m, s) for s in (1, 2, 3) for m in X.MODELS]
+    targets = "ar+bn+fi+id+ko+ru+sw+te"
+    assert [f.split("/pretrained/")[1] for f in tydi[:3]] == [
+        "qa.tydiqa_train/en.xmixup_tydiqa/seed1/on-qa.tydiqa/test.xtreme_tydiqa.json",
+        f"qa.tydiqa_translate_train/ar+bn+en+fi+id+ko+ru+sw+te.xmixup_tydiqa/seed1/on-qa.tydiqa/test.xtreme_tydiqa.json",
+        f"qa.tydiqa_translate_train/{targets}.xmixup_tydiqa-xmixup8-qa/seed1/on-qa.tydiqa/test.xtreme_tydiqa.json"]
+    tydi_models = {str(Path(f).parent.parent) for f in tydi}
+    assert len(tydi_models) == 9 and not tydi_models & models  # none of Table 15's
+    recipe = X.qa_test_model(cfg, "tydiqa", "xmixup")[1]
+    hp = hparams(cfg, recipe, "qa.tydiqa_translate_train")  # the set's own profile (4 epochs), mixup at layer 8
+    assert hp["epochs"] == 4 and hp["max_length"] == 384 and hp["extras"] == [X.extra_of("xmixup8-qa")]
+    no_profile = copy.deepcopy(cfg)
+    del no_profile["papers"]["xmixup"]["qa_tests"]["tydiqa"]["train"]["hparams"]
+    squad_profile = X.qa_test_model(no_profile, "tydiqa", "zero_shot")[1]
+    assert squad_profile == "en.xmixup_qa"  # without its own profile: QA's
     assert langset_languages(cfg, "xtreme_tydiqa") == task_languages(cfg, "qa.tydiqa") == [
         "en", "ar", "bn", "fi", "id", "ko", "ru", "sw", "te"]
     # adjust's evaluations on the same sets keep their own language sets (one MLQA set, read by both)
@@ -170,10 +191,27 @@ def test_mlqa_and_tydiqa_are_scored_on_the_languages_both_the_set_and_the_model_
 def test_a_translated_model_is_refused_on_a_language_no_translation_reached(tmp_path):
     cfg = _qa_cfg(tmp_path)
     p = copy.deepcopy(cfg["papers"]["xmixup"])
-    p["qa_tests"]["tydiqa"]["models"] = ["zero_shot", "xmixup"]
-    with pytest.raises(XltError, match=r"config key papers.xmixup.qa_tests.tydiqa: the X-Mixup model is trained for "
-                                       r"ar, de, en, es, hi, ru, vi, zh \(papers.xmixup.test_languages.qa\), not bn, fi"):
+    del p["qa_tests"]["tydiqa"]["train"]  # Table 15's SQuAD models on TyDiQA-GoldP
+    with pytest.raises(XltError, match=r"config key papers.xmixup.qa_tests.tydiqa: the translate-train model is trained "
+                                       r"for ar, de, en, es, hi, ru, vi, zh \(papers.xmixup.test_languages.qa\), not bn, fi"):
         X.check(cfg, p)
+    p["qa_tests"]["tydiqa"]["models"] = ["zero_shot"]
+    X.check(cfg, p)
+    p = copy.deepcopy(cfg["papers"]["xmixup"])
+    p["qa_tests"]["tydiqa"]["train"]["hparams"] = "xmixup_tydqa"
+    with pytest.raises(XltError, match=r"papers.xmixup.qa_tests.tydiqa.train.hparams: .*'xmixup_tydqa'.*Did you mean 'xmixup_tydiqa'"):
+        X.check(cfg, p)
+    p["qa_tests"]["tydiqa"]["train"]["hparams"] = "xmixup_tydiqa"
+    p["qa_tests"]["tydiqa"]["train"]["translate_train"] = "qa.tydiqa_translate_trian"
+    with pytest.raises(XltError, match=r"papers.xmixup.qa_tests.tydiqa.train.translate_train: .*'qa.tydiqa_translate_trian'"
+                                       r".*Did you mean 'qa.tydiqa_translate_train'"):
+        X.check(cfg, p)
+    small = copy.deepcopy(cfg)  # translations into fewer languages than the set is scored on
+    small["data"]["qa"]["sets"]["tydiqa_translate_train"]["languages"] = ["en", "ar", "ru"]
+    with pytest.raises(XltError, match=r"the X-Mixup model is trained for ar, en, ru "
+                                       r"\(papers.xmixup.qa_tests.tydiqa.train.translate_train\), not bn, fi"):
+        X.check(small, {**small["papers"]["xmixup"],
+                        "qa_tests": {"tydiqa": {**small["papers"]["xmixup"]["qa_tests"]["tydiqa"], "models": ["xmixup"]}}})
     p = copy.deepcopy(cfg["papers"]["xmixup"])
     p["qa_tests"]["mlqa"]["languages"] = "xtreme_tydiqa"  # a language MLQA lacks
     with pytest.raises(XltError, match=r"qa_tests.mlqa: dataset 'qa.mlqa' has no language bn"):
@@ -189,13 +227,7 @@ def test_tables_16_and_17_from_hand_made_files_give_every_published_cell_ours_or
 
     cfg = _qa_cfg(tmp_path)
     spec = X.table_spec(cfg)
-    for name, models in (("mlqa", ("zero_shot", "trans_train", "xmixup")), ("tydiqa", ("zero_shot",))):
-        langs = cfg["language_sets"][cfg["papers"]["xmixup"]["qa_tests"][name]["languages"]]
-        for seed in (1, 2, 3):
-            for model, base in zip(models, (50.0, 60.0, 64.0)):
-                dataset, recipe = X.model_of(cfg, "qa", model)
-                _qa_eval(Path(X.qa_test_file(cfg, name, model, seed)), f"{tmp_path}/models/{dataset}/{recipe}/seed{seed}",
-                         seed, {x: base + seed + (7 if x == "en" else 0) for x in langs})
+    _qa_test_files(cfg, tmp_path, (("mlqa", X.MODELS), ("tydiqa", X.MODELS)))
     t16, md16, _ = get_table("xmixup", "table16").build(spec, table_inputs(cfg, "xmixup", "table16"))
     assert unexplained(t16).empty and t16["paper"].notna().sum() == 105  # every published cell kept
     cell = t16[(t16["model"] == "mbert") & (t16["lang"] == "de")].set_index("metric")  # ours zero-shot beside XTREME's
@@ -207,14 +239,50 @@ def test_tables_16_and_17_from_hand_made_files_give_every_published_cell_ours_or
     assert tt["paper"].isna().all() and len(tt) == 2 * 8  # its own row: 7 languages and avg, F1 and EM
     assert "MLQA F1 / EM" in md16 and "not reimplemented here" in md16
     assert t16[t16["model"] == "xtune"]["why"].str.contains("not reimplemented").all()
+    # TyDiQA-GoldP: its own models (the paper's setting), each beside the paper's row with Δ
     t17, md17, _ = get_table("xmixup", "table17").build(spec, table_inputs(cfg, "xmixup", "table17"))
+    assert unexplained(t17).empty and t17["paper"].notna().sum() == 140
+    for row, base in (("mbert", 50.0), ("xmixup", 64.0)):  # ours zero-shot beside XTREME's zero-shot (mBERT)
+        ours = t17[(t17["model"] == row) & (t17["metric"] == "f1")].set_index("lang")
+        assert ours.loc["sw", "ours_mean"] == base + 2 and ours.loc["avg", "ours_mean"] == pytest.approx(base + 2 + 7 / 9)
+        assert ours["delta"].notna().all() and len(ours) == 10  # nine languages and avg, every one with Δ
+        assert ours.loc["fi", "delta"] == pytest.approx(base + 2 - ours.loc["fi", "paper"])
+    tt = t17[t17["model"] == "trans_train"]  # the paper's Table 17 has no translate-train row
+    assert tt["paper"].isna().all() and len(tt) == 2 * 10
+    assert "zero_shot_squad" not in set(t17["model"]) and X.ZERO_SHOT_TYDIQA not in set(t17["why"])
+    assert "TyDiQA's English train" in md17 and "qa.tydiqa_translate_train" in md17 and "never selected on" in md17
+
+
+def _qa_test_files(cfg: dict, tmp_path, sets, bases=(50.0, 60.0, 64.0), per_seed=1, english=7) -> None:
+    """Hand-made F1 of the qa models on each (set, models) of qa_tests: each model's base, plus
+    per_seed × seed, English `english` points more (EM 10 less)."""
+    for name, models in sets:
+        langs = cfg["language_sets"][cfg["papers"]["xmixup"]["qa_tests"][name]["languages"]]
+        for seed in (1, 2, 3):
+            for model, base in zip(models, bases):
+                dataset, recipe = X.qa_test_model(cfg, name, model)
+                _qa_eval(Path(X.qa_test_file(cfg, name, model, seed)), f"{tmp_path}/models/{dataset}/{recipe}/seed{seed}",
+                         seed, {x: base + per_seed * seed + (english if x == "en" else 0) for x in langs})
+
+
+def test_table17_with_the_squad_models_keeps_their_zero_shot_row_and_says_why_for_the_papers(tmp_path):
+    from xlt.tables import unexplained
+
+    cfg = _qa_cfg(tmp_path)
+    del cfg["papers"]["xmixup"]["qa_tests"]["tydiqa"]["train"]
+    cfg["papers"]["xmixup"]["qa_tests"]["tydiqa"]["models"] = ["zero_shot"]
+    _qa_test_files(cfg, tmp_path, (("tydiqa", ("zero_shot",)),))
+    files = table_inputs(cfg, "xmixup", "table17")
+    assert [f.split("/pretrained/")[1] for f in files] == [
+        f"qa/en.xmixup_qa/seed{s}/on-qa.tydiqa/test.xtreme_tydiqa.json" for s in (1, 2, 3)]
+    t17, md17, _ = get_table("xmixup", "table17").build(X.table_spec(cfg), files)
     assert unexplained(t17).empty and t17["paper"].notna().sum() == 140
     own = t17[(t17["model"] == "zero_shot_squad") & (t17["metric"] == "f1")].set_index("lang")["ours_mean"]
     assert own["sw"] == 52.0 and own["avg"] == pytest.approx(52.0 + 7 / 9) and t17[t17["model"] == "zero_shot_squad"]["paper"].isna().all()
     mbert = t17[t17["model"] == "mbert"]  # XTREME's TyDiQA zero-shot trains on TyDiQA's English: not ours' setting
     assert mbert["ours_mean"].isna().all() and (mbert["why"] == X.ZERO_SHOT_TYDIQA).all()
     assert (t17[t17["model"] == "xmixup"]["why"] == X.NOT_RUN_TYDIQA).all()
-    assert "zero-shot (SQuAD v1.1)" in md17 and "TyDiQA-GoldP translate-train / X-Mixup" in md17
+    assert "zero-shot (SQuAD v1.1)" in md17 and "qa_tests.tydiqa.train does not name those sets" in md17
 
 
 def test_tables_16_and_17_without_qa_print_the_paper_and_why(tiny_cfg):

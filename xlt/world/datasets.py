@@ -685,7 +685,35 @@ def _tydiqa(world, langs: list[str]) -> list[Unit]:
         by_lang[lang] = own
         rows += own
     path = "tydiqa/validation-00000-of-00001.parquet"
-    return [_parquet_unit(path, rows, [("qa", c, "test", path) for c in langs], lambda k: _qa_records(by_lang[k[1]]))]
+    units = [_parquet_unit(path, rows, [("qa", c, "test", path) for c in langs], lambda k: _qa_records(by_lang[k[1]]))]
+    return units + (_tydiqa_train(world, [c for c in langs if c != "en"]) if "en" in langs else [])
+
+
+TYDIQA_TRANSLATE_TRAIN = "xtreme_translations/TyDiQA-GoldP/translate-train/tydiqa.translate.train.en-{lang}.json"
+
+
+def _tydiqa_train(world, targets: list[str]) -> list[Unit]:
+    """TyDiQA-GoldP's English train split (the Hub's train parquet: English rows only here) and
+    XTREME's translation of it into each target (SQuAD JSON; a translated question keeps its
+    English original's id, as XTREME's files do). Small, as the real one is next to SQuAD
+    (3.7k questions vs 87.6k): the world's QA dev size."""
+    paragraphs = qa_paragraphs(world, "dev", stream="tydiqa-train")
+
+    def english_id(qid: str) -> str:
+        return f"english-{stable_seed(world.seed, 'tydiqa-train', qid) % 10**19}-0"
+
+    arts, _ = _squad_articles(world, "en", paragraphs, "train", rng_for(world, "tydiqa-train", "en"), False)
+    rows = _squad_rows(arts, ids=english_id)
+    path = "tydiqa/train-00000-of-00001.parquet"
+    units = [_parquet_unit(path, rows, [("qa", "en", "train", path)], lambda k, r=rows: _qa_records(r))]
+    for lang in targets:
+        arts, _ = _squad_articles(world, lang, paragraphs, "train", rng_for(world, "tydiqa-train", lang), False)
+        arts = [{**a, "paragraphs": [{**p, "qas": [{**q, "id": english_id(q["id"])} for q in p["qas"]]}
+                                     for p in a["paragraphs"]]} for a in arts]  # fmt: skip
+        path = TYDIQA_TRANSLATE_TRAIN.format(lang=lang)
+        units.append(translations.squad_file(Unit, path, lang, "train", arts, translations.Noise(world, "tydiqa-train", lang)))
+        units.append(translations.squad_file(Unit, translations.gold_path(path), lang, "train", arts))
+    return units
 
 
 # ---------------------------------------------------------------------------- bitext

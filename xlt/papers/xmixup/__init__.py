@@ -11,7 +11,8 @@ Three models per task and seed, one profile (`papers.xmixup.hparams`):
   classification averages the two sides' logits) and on the plain test set (the target side
   alone: Table 5's "w/o mixup inference").
 Tasks: XNLI, PAWS-X (classification) and QA (span QA: trained on XTREME's translated SQuAD,
-scored on XQuAD). Tagging's X-Mixup is built in the engine but has no public translate-train
+scored on XQuAD, MLQA; TyDiQA-GoldP's three models train on its own English train and its
+translation, `qa_tests.tydiqa.train`). Tagging's X-Mixup is built in the engine but has no public translate-train
 data (POS, NER: the paper's values only, and why; their zero-shot rows in Tables 1, 13, 14 read
 another paper's English models, `zero_shot_tagging`). Tables 2 (Spearman ρ of CKA vs
 accuracy), 3 (main), 6 (seen / unseen languages, from Table 11's models), 7 (CKA and accuracy per
@@ -32,7 +33,7 @@ from xlt.papers.base import DataSize, Paper, RecipeTags, Table
 from xlt.papers.xmixup import figures
 from xlt.papers.published import load_published
 from xlt.tables import COLLAPSE_NOTE, account, account_all, eval_rows, paper_vs_ours, render_grid
-from xlt.targets import Recipe, check_testset, eval_file, paper_language_set
+from xlt.targets import Recipe, check_testset, eval_file, paper_language_set, task_languages
 from xlt.throughput import encoder_depth
 
 SLUG = "xmixup"
@@ -43,7 +44,7 @@ BUILT = (*CLASSIFICATION, "qa")  # the tasks whose three models run (tagging: no
 TASK_TYPE = {"xnli": "classification", "pawsx": "classification", "pos": "structured_prediction",
              "ner": "structured_prediction", "qa": "qa"}
 TYPE_FLAGS = {"classification": "", "structured_prediction": "-tagging", "qa": "-qa"}
-QA_DATASET = "xquad"  # the qa task's test set (XQuAD); MLQA and TyDiQA are not run
+QA_DATASET = "xquad"  # the qa task's test set (XQuAD); MLQA and TyDiQA-GoldP: qa_tests (Tables 16, 17)
 QA_METRICS = {"f1": "f1", "em": "exact_match"}  # a table's metric key -> the evaluation's
 LABELS = {"zero_shot": "zero-shot", "trans_train": "translate-train", "xmixup": "X-Mixup", "xnli": "XNLI",
           "pawsx": "PAWS-X", "pos": "POS", "ner": "NER", "xquad": "XQuAD", "mlqa": "MLQA", "tydiqa": "TyDiQA",
@@ -57,9 +58,9 @@ NOT_BUILT = ("no public translate-train data for tagging (XTREME ships none; the
              "their soft labels were not released), so X-Mixup for POS / NER (built in the engine) is not run: "
              "the paper's values only.")
 NOT_RUN_QA = ("MLQA: ours is Table 16's scores (papers.{SLUG}.qa_tests) averaged over MLQA's seven languages, where "
-              "it runs all seven, else the paper's only; TyDiQA: the paper's averages only (Table 17 scores the "
-              "zero-shot model, trained on SQuAD where XTREME's trains on TyDiQA-GoldP's English, and no qa named "
-              "set reads TyDiQA-GoldP's translate-train, which the catalog holds).").replace("{SLUG}", SLUG)
+              "it runs all seven, else the paper's only; TyDiQA: Table 17's scores averaged over its nine languages "
+              "where it runs all nine with models trained on TyDiQA-GoldP (qa_tests.tydiqa.train, the paper's "
+              "setting), else the paper's only.").replace("{SLUG}", SLUG)
 # Tables 16 (MLQA) and 17 (TyDiQA-GoldP): the qa named set each scores (papers.xmixup.qa_tests.<set>)
 # and the row ours zero-shot takes: XTREME's zero-shot row (the paper's mBERT / XLM-R rows) where
 # it trains on SQuAD v1.1 as ours does (MLQA); a row of its own where it does not (TyDiQA: XTREME
@@ -67,11 +68,12 @@ NOT_RUN_QA = ("MLQA: ours is Table 16's scores (papers.{SLUG}.qa_tests) averaged
 QA_TESTS = {"table16": {"set": "mlqa", "title": "xmixup Table 16: MLQA F1 / EM per language", "zero_shot_row": None},
             "table17": {"set": "tydiqa", "title": "xmixup Table 17: TyDiQA-GoldP F1 / EM per language",
                         "zero_shot_row": "zero_shot_squad"}}
+# Table 17 without qa_tests.tydiqa.train (config.yaml sets it: qa.tydiqa_train, qa.tydiqa_translate_train)
 NOT_RUN_TYDIQA = ("TyDiQA-GoldP translate-train / X-Mixup: the paper trains them on TyDiQA-GoldP's English train and "
-                  "XTREME's translation of it (catalog xtreme-tydiqa-translate-train); no qa named set pairs the two yet "
-                  "(and ours trained on translated SQuAD are another setting): the paper's values only.")
-ZERO_SHOT_TYDIQA = ("XTREME's zero-shot (this row) trains on TyDiQA-GoldP's English train (3.7k questions); ours trains "
-                    "on SQuAD v1.1: its own row (zero-shot, SQuAD), no Δ.")
+                  f"XTREME's translation of it; papers.{SLUG}.qa_tests.tydiqa.train does not name those sets (ours trained "
+                  "on translated SQuAD are another setting): the paper's values only.")
+ZERO_SHOT_TYDIQA = ("XTREME's zero-shot (this row) trains on TyDiQA-GoldP's English train (3.7k questions); without "
+                    f"papers.{SLUG}.qa_tests.tydiqa.train ours trains on SQuAD v1.1: its own row (zero-shot, SQuAD), no Δ.")
 
 
 # ---- the X-Mixup extra, spelt in a recipe -----------------------------------------------------
@@ -144,13 +146,37 @@ def model_of(cfg: dict, task: str, model: str) -> tuple[str, str]:
     p = cfg["papers"][SLUG]
     if model == "zero_shot":  # another paper's English model where the settings agree (one model)
         return task, Recipe((p["source"],), p.get("zero_shot_hparams") or profile(p, task)).name
-    dataset = p["translate_train"][task]
+    return p["translate_train"][task], _translated_recipe(p, task, model, targets(cfg, task))
+
+
+def _translated_recipe(p: dict, task: str, model: str, target_langs: list[str], hp: str | None = None) -> str:
+    """The recipe of a model trained on translations into `target_langs`: translate-train (the
+    source language and every target), X-Mixup (the targets; the source is each pair's other side);
+    `hp`: its profile (default: the task's)."""
+    hp = hp or profile(p, task)
     if model == "trans_train":
-        return dataset, Recipe((p["source"], *targets(cfg, task)), profile(p, task)).name
+        return Recipe((p["source"], *target_langs), hp).name
     if model == "xmixup":
         tag = f"xmixup{p['mixup_layer'][task]}{TYPE_FLAGS[TASK_TYPE[task]]}"
-        return dataset, Recipe(tuple(targets(cfg, task)), f"{profile(p, task)}-{tag}").name
+        return Recipe(tuple(target_langs), f"{hp}-{tag}").name
     raise XltError(f"xmixup model {model!r}; allowed: {', '.join(MODELS)}")
+
+
+def qa_test_model(cfg: dict, name: str, model: str) -> tuple[str, str]:
+    """(dataset, recipe) of a qa model scored on `qa.<name>`: the set's own where
+    papers.xmixup.qa_tests.<name>.train names its training sets (zero-shot on the English set;
+    translate-train and X-Mixup on the translate-train set, its languages but the source as
+    targets; the set's own profile, `train.hparams`, else QA's), else Table 15's (trained on
+    SQuAD / translated SQuAD)."""
+    p = cfg["papers"][SLUG]
+    train = p["qa_tests"][name].get("train")
+    if not train:
+        return model_of(cfg, "qa", model)
+    hp = train.get("hparams") or profile(p, "qa")
+    if model == "zero_shot":
+        return train["zero_shot"], Recipe((p["source"],), hp).name
+    dataset = train["translate_train"]
+    return dataset, _translated_recipe(p, "qa", model, [x for x in task_languages(cfg, dataset) if x != p["source"]], hp)
 
 
 def scores_file(cfg: dict, task: str, model: str, seed: int, recipe: str | None = None) -> str:
@@ -171,7 +197,7 @@ def qa_test_file(cfg: dict, name: str, model: str, seed: int) -> str:
     """A qa model's scores on the named set `qa.<name>` (papers.xmixup.qa_tests: MLQA, TyDiQA-GoldP),
     in-language, on its language set; X-Mixup on the target side alone (a plain evaluation)."""
     p = cfg["papers"][SLUG]
-    dataset, recipe = model_of(cfg, "qa", model)
+    dataset, recipe = qa_test_model(cfg, name, model)
     return eval_file(cfg, p["encoder"], "pretrained", dataset, recipe, seed, "test", p["qa_tests"][name]["languages"],
                      testset=f"qa.{name}")
 
@@ -272,29 +298,39 @@ def main_inputs(cfg: dict) -> list[str]:
 
 
 def table3_inputs(cfg: dict) -> list[str]:
-    return main_inputs(cfg) + _qa_test_inputs("table16")(cfg)  # MLQA's column: Table 16's scores, averaged
+    # MLQA's and TyDiQA's columns: Tables 16 and 17's scores, averaged
+    return main_inputs(cfg) + [f for t in QA_TESTS if _in_table3(cfg["papers"][SLUG], t) for f in _qa_test_inputs(t)(cfg)]
 
 
-def _mlqa_average_rows(spec: dict, paths: list[str]) -> pd.DataFrame:
-    """Table 3's MLQA cells: the qa models' MLQA scores (Table 16's files) averaged over MLQA's
-    languages — only where papers.xmixup.qa_tests covers all the paper's seven (its average's)."""
-    langs = [x for x in dict.fromkeys(load_published(SLUG, "table16")["lang"]) if x != "avg"]
+def _in_table3(p: dict, table_id: str) -> bool:
+    """Whether a QA table's scores are Table 3's column: MLQA's always (SQuAD-trained, as the
+    paper's); TyDiQA's only from models trained on TyDiQA-GoldP (qa_tests.tydiqa.train)."""
+    t = _qa_tests(p, table_id)
+    return t is not None and (QA_TESTS[table_id]["zero_shot_row"] is None or bool(t.get("train")))
+
+
+def _qa_average_rows(spec: dict, paths: list[str], table_id: str) -> pd.DataFrame:
+    """Table 3's MLQA / TyDiQA cells: the qa models' scores on the set (Table 16's / 17's files)
+    averaged over its languages — only where papers.xmixup.qa_tests covers all the paper's
+    (its average's) and `_in_table3`."""
+    name = QA_TESTS[table_id]["set"]
+    langs = [x for x in dict.fromkeys(load_published(SLUG, table_id)["lang"]) if x != "avg"]
     rows = _metric_rows(spec, paths) if paths else pd.DataFrame(columns=["task", "lang", "metric"])
-    if not set(langs) <= set(spec["qa_test_langs"].get("mlqa", [])):
+    if not set(langs) <= set(spec["qa_test_langs"].get(name, [])) or not _in_table3(spec, table_id):
         rows = rows.iloc[0:0]
-    return rows[rows["lang"].isin(langs)].assign(dataset="mlqa")
+    return rows[rows["lang"].isin(langs)].assign(dataset=name)
 
 
 def table3(spec: dict, inputs: list[str]):
     keys = ["encoder", "model", "task", "dataset", "metric"]
     published = load_published(SLUG, "table3")
-    mlqa = [x for x in inputs if "/on-qa.mlqa/" in x]
-    own = [x for x in inputs if x not in mlqa]
+    on_set = {t: [x for x in inputs if f"/on-qa.{q['set']}/" in x] for t, q in QA_TESTS.items()}
+    own = [x for x in inputs if not any(x in files for files in on_set.values())]
     ours = (_metric_rows(spec, own) if own
             else pd.DataFrame(columns=["task", "model", "lang", "seed", "value", "collapsed", "metric"]))
     ours = ours[[lang in spec["langs"].get(t, []) for t, lang in zip(ours["task"], ours["lang"])]]
-    ours = pd.concat([ours.assign(dataset=[_dataset(t) for t in ours["task"]]), _mlqa_average_rows(spec, mlqa)],
-                     ignore_index=True)
+    ours = pd.concat([ours.assign(dataset=[_dataset(t) for t in ours["task"]]),
+                      *(_qa_average_rows(spec, files, t) for t, files in on_set.items())], ignore_index=True)
     avg = (ours.groupby(["task", "dataset", "model", "seed", "metric"], as_index=False)
            .agg(value=("value", "mean"), collapsed=("collapsed", "any")))
     avg = avg.assign(encoder=spec["encoder_label"])
@@ -778,7 +814,8 @@ def _qa_test_table(table_id: str):
         langs = spec["qa_test_langs"][name]
         paper_langs = [x for x in dict.fromkeys(published["lang"]) if x != "avg"]
         label = spec["encoder_label"].split("_")[0]  # XTREME's zero-shot row of ours' encoder
-        zero_row = qt["zero_shot_row"] or label
+        own = bool(t.get("train"))  # the set's own models: XTREME's zero-shot setting
+        zero_row = label if own else qt["zero_shot_row"] or label
         ours = _metric_rows(spec, inputs)
         ours = ours[ours["lang"].isin(langs)]
         frames = [ours[["model", "lang", "metric", "seed", "value", "collapsed"]]]
@@ -801,9 +838,10 @@ def _qa_test_table(table_id: str):
                 return (f"{', '.join(missing)}: not in language set {t['languages']} (papers.{SLUG}.qa_tests.{name}): "
                         "the paper's values only.")
             if row["model"] == label:
-                return ZERO_SHOT_TYDIQA
+                return ZERO_SHOT_TYDIQA if not own else f"zero-shot: not in papers.{SLUG}.qa_tests.{name}.models."
             if row["model"] == "xmixup":
-                return NOT_RUN_TYDIQA if name == "tydiqa" else f"X-Mixup: not in papers.{SLUG}.qa_tests.{name}.models."
+                return (NOT_RUN_TYDIQA if name == "tydiqa" and not own
+                        else f"X-Mixup: not in papers.{SLUG}.qa_tests.{name}.models.")
             if row["model"] in baselines:
                 return (f"{LABELS.get(row['model'], row['model'])}: XTREME's zero-shot with another encoder (ours: "
                         f"{spec['encoder']}, beside the {LABELS.get(label, label)} row).")
@@ -811,14 +849,21 @@ def _qa_test_table(table_id: str):
                     "not reimplemented here.")
 
         table = account(table, why)
-        rows = {"zero_shot": (f"ours zero-shot (SQuAD v1.1 English) beside the paper's {LABELS[label]} row (XTREME's "
-                              "zero-shot, also SQuAD-trained)") if qt["zero_shot_row"] is None
-                else "ours zero-shot (SQuAD v1.1 English) on a row of its own",
-                "trans_train": "ours translate-train (English and XTREME's translated SQuAD) on a row of its own",
-                "xmixup": "ours X-Mixup (the same translated SQuAD) beside the paper's X-Mixup (XLM-R large), scored on the "
-                          "target side alone (no translate-test set for this test set)"}
+        english, translated = ((f"{LABELS[name]}'s English train", f"XTREME's translation of {LABELS[name]}'s English train")
+                               if own else ("SQuAD v1.1 English", "XTREME's translated SQuAD"))
+        rows = {"zero_shot": (f"ours zero-shot ({english}) beside the paper's {LABELS[label]} row (XTREME's zero-shot, "
+                              "trained on the same data)") if zero_row == label
+                else f"ours zero-shot ({english}) on a row of its own",
+                "trans_train": f"ours translate-train (English and {translated}) on a row of its own",
+                "xmixup": f"ours X-Mixup ({translated}, each question with its English original) beside the paper's "
+                          "X-Mixup (XLM-R large), scored on the target side alone (no translate-test set for this test set)"}
+        models = (f"the set's own models (papers.{SLUG}.qa_tests.{name}.train: {t['train']['zero_shot']}, "
+                  f"{t['train']['translate_train']}: translations joined by question id to their English originals; "
+                  f"profile {t['train'].get('hparams') or profile(spec, 'qa')}), "
+                  "selected on the English dev split of those sets (config.yaml: SQuAD v1.1's; TyDiQA-GoldP's only dev "
+                  "is this test set, never selected on)" if own else "the qa models of Table 15 (no model of their own)")
         notes = _notes(spec, [
-            f"Ours: the qa models of Table 15 (no model of their own) scored in-language (context and question in one "
+            f"Ours: {models} scored in-language (context and question in one "
             f"language) on {LABELS[name]}'s test set (data.qa.sets.{name}), languages {', '.join(langs)}; rows: "
             + "; ".join(rows[m] for m in t["models"]) + ".",
             *(w for w in dict.fromkeys(table["why"]) if w)])
@@ -890,6 +935,7 @@ SQUAD_TRAIN, XQUAD_TEST = 87_599, 1_190
 # MLQA test (Lewis et al. 2020) and TyDiQA-GoldP dev (XTREME's test; the Hub's secondary_task
 # validation) per language: Tables 16 and 17
 MLQA_TEST = {"en": 11590, "ar": 5335, "de": 4517, "es": 5253, "hi": 4918, "vi": 5495, "zh": 5137}
+TYDIQA_TRAIN = 3_696  # TyDiQA-GoldP's English train (the paper: "only 3.7k training data in English")
 TYDIQA_TEST = {"en": 440, "ar": 921, "bn": 113, "fi": 782, "id": 565, "ko": 276, "ru": 812, "sw": 499, "te": 669}
 
 
@@ -899,7 +945,10 @@ def data_sizes() -> list[DataSize]:
 
     langs = get_task("qa").languages  # a named set's count is looked up per language
     tests = "public release sizes (xlt/papers/xmixup): MLQA test, TyDiQA-GoldP dev"
+    tydi = "public release size (xlt/papers/xmixup): TyDiQA-GoldP English train, an upper bound of its translation"
     return [*(DataSize("qa.translate_train", x, "train", SQUAD_TRAIN, where, 3) for x in langs),
+            *(DataSize(d, "en", "train", TYDIQA_TRAIN, tydi, 1) for d in ("qa.tydiqa_train", "qa.tydiqa_translate_train")),
+            *(DataSize("qa.tydiqa_translate_train", x, "train", TYDIQA_TRAIN, tydi, 3) for x in TYDIQA_TEST if x != "en"),
             *(DataSize(d, x, "test", XQUAD_TEST, where, 2) for d in ("qa.xquad_xtreme", "qa.translate_test") for x in langs),
             *(DataSize("qa.mlqa", x, "test", n, tests, 1) for x, n in MLQA_TEST.items()),
             *(DataSize("qa.tydiqa", x, "test", n, tests, 1) for x, n in TYDIQA_TEST.items())]
@@ -937,13 +986,22 @@ def _check_qa_tests(cfg: dict, p: dict) -> None:
     trained on translations, one they were trained for (a language no translation reached is
     not that model's setting)."""
     known = [q["set"] for q in QA_TESTS.values()]
-    trained = set(_langs(cfg, "qa"))
     for name, t in (p.get("qa_tests") or {}).items():
         key = f"papers.{SLUG}.qa_tests.{name}"
         check_config_ref("QA test set of Tables 16-17", f"papers.{SLUG}.qa_tests", name, known)
         check_config_ref("language set", f"{key}.languages", t["languages"], cfg["language_sets"])
+        train = t.get("train")
+        if train:  # the set's own training data: named sets of qa, the translations' languages trained for
+            sets = [f"qa.{x}" for x in (cfg["data"].get("qa") or {}).get("sets") or {}]
+            for side in ("zero_shot", "translate_train"):
+                check_config_ref("qa named set (data.qa.sets)", f"{key}.train.{side}", train[side], sets)
+            if train.get("hparams"):
+                check_config_ref("hparams profile", f"{key}.train.hparams", train["hparams"], cfg["hparams"])
+            trained, where = set(task_languages(cfg, train["translate_train"])), f"{key}.train.translate_train"
+        else:
+            trained, where = set(_langs(cfg, "qa")), f"papers.{SLUG}.test_languages.qa"
         for model in t["models"]:
-            dataset = model_of(cfg, "qa", model)[0]
+            dataset = qa_test_model(cfg, name, model)[0]
             try:
                 check_testset(cfg, dataset, f"qa.{name}", "test", t["languages"])
             except XltError as e:
@@ -951,7 +1009,7 @@ def _check_qa_tests(cfg: dict, p: dict) -> None:
             beyond = [x for x in cfg["language_sets"][t["languages"]] if x not in trained]
             if model != "zero_shot" and beyond:
                 raise XltError(f"config key {key}: the {LABELS[model]} model is trained for "
-                               f"{', '.join(sorted(trained))} (papers.{SLUG}.test_languages.qa), not {', '.join(beyond)}; "
+                               f"{', '.join(sorted(trained))} ({where}), not {', '.join(beyond)}; "
                                f"score it on a language set within those, or only the zero-shot model (models: [zero_shot])")
 
 
