@@ -516,6 +516,10 @@ def test_table4_is_ours_only_on_xlmr_base_and_says_why_for_every_other_cell(in_t
     assert len(ours) == 1 and (ours["model"].iloc[0], ours["dataset"].iloc[0]) == ("xmixup", "xnli")
     assert ours["ours_mean"].iloc[0] == pytest.approx(79.5) and ours["delta"].iloc[0] == pytest.approx(-0.9)
     assert unexplained(table).empty
+    # the other tables put XLM-R base beside the paper's XLM-R large rows, and say so
+    size = "xlmr_base is not the rows' XLM-R large: Δ compares encoders of different sizes"
+    assert size in X._notes(spec, [])[0] and spec["encoder_label"] == "xlmr_large"
+    assert size not in X._notes(X.table_spec(in_tmp[0]), [])[0]  # the tiny stand-in for mBERT
 
 
 @pytest.mark.parametrize("config,mutate,message", [
