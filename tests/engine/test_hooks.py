@@ -24,6 +24,7 @@ def _every_hook_reading(seen: list) -> LayerHooks:
         hooks.at(k, lambda v: v.hidden)  # returning the very tensor is no replacement
     for k in range(LAYERS):
         hooks.at_context(k, lambda v: seen.append(("context", v.index)))
+        hooks.at_attended(k, lambda v: seen.append(("attended", v.index)))
     return hooks
 
 
@@ -36,7 +37,8 @@ def test_hooks_that_only_read_leave_the_output_and_gradients_bit_identical(train
     seen = []
     hooked = _run(enc, ids, mask, _every_hook_reading(seen))
     assert torch.equal(plain, hooked)
-    assert sorted(set(seen)) == sorted({("hidden", k) for k in range(LAYERS + 1)} | {("context", k) for k in range(LAYERS)})
+    assert sorted(set(seen)) == sorted({("hidden", k) for k in range(LAYERS + 1)} | {("context", k) for k in range(LAYERS)}
+                                       | {("attended", k) for k in range(LAYERS)})
     if training:
         g_plain = torch.autograd.grad(_run(enc, ids, mask, None).sum(), list(enc.parameters()))
         g_hooked = torch.autograd.grad(_run(enc, ids, mask, _every_hook_reading([])).sum(), list(enc.parameters()))
@@ -85,6 +87,7 @@ def test_both_forwards_agree_with_a_replacing_hook_and_a_context_hook(model_type
 
     def hooks():
         h = LayerHooks().at(1, lambda v: v.hidden.flip(-1) * v.attention_mask.unsqueeze(-1))
+        h.at_attended(1, lambda v: v.hidden.roll(1, -1))  # before the second layer's feed-forward
         return h.at_context(0, lambda v: v.hidden * 0.5)
 
     views = []

@@ -1,5 +1,6 @@
-"""X-Mixup (xlt.engine.extras.XMixup, xlt.engine.recipes.xmixup): λ = 0 leaves the target as
-it was; the attention entropy ignores padding; scheduled sampling follows its formula and is
+"""X-Mixup (xlt.engine.extras.XMixup, xlt.engine.recipes.xmixup): Eq. 2-4 computed by hand
+inside the first layer match the engine's; λ = 0 leaves the target as it was (at identity
+LayerNorms) and the source without effect; the attention entropy ignores padding; scheduled sampling follows its formula and is
 seeded by the step; both forwards give one loss and gradient; a trained model reloads and
 predicts identically, from both sides where a record has its source and from its own side
 where not; kill -9 resumes bit-identical; bad data and kinds not built fail with one message."""
@@ -63,6 +64,92 @@ def test_lambda_zero_leaves_the_target_as_the_plain_model_computes_it(mode):
     torch.testing.assert_close(out["logits"].exp(), mean, rtol=1e-5, atol=1e-6)  # inference: the mean distribution
 
 
+def _scramble_norms(model) -> None:
+    """LayerNorm weights and biases away from their identity init, so that LN(LN(x)) != LN(x)."""
+    g = torch.Generator().manual_seed(11)
+    with torch.no_grad():
+        for m in model.encoder.modules():
+            if isinstance(m, torch.nn.LayerNorm):
+                m.weight.copy_(1 + 0.5 * torch.randn(m.weight.shape, generator=g))
+                m.bias.copy_(0.3 * torch.randn(m.bias.shape, generator=g))
+
+
+def _entropy(scores: torch.Tensor, keep_keys: torch.Tensor, keep_rows: torch.Tensor) -> torch.Tensor:
+    """Eq. 5 by hand: per example, −Σ_j A log A over the kept keys, averaged over kept rows and heads."""
+    out = []
+    for b in range(scores.shape[0]):
+        s = scores[b][:, keep_rows[b]][:, :, keep_keys[b]]  # (heads, I, J) real tokens only
+        a = s.softmax(-1)
+        out.append(-(a * a.log()).sum(-1).mean())
+    return torch.stack(out)
+
+
+@pytest.mark.parametrize("lean", [True, False])
+def test_eq_2_to_4_by_hand_inside_the_first_layer_match_the_engine(lean):
+    """The paper's mixup at layer 1 of a two-layer encoder, written out with the layers' own
+    modules: both sides' self-attention sub-layers (Eq. 2), the target attending to the source
+    with the same layer's attention (Eq. 3), LN(λ·h_T|S + (1 − λ)·h_T) with that layer's
+    attention LayerNorm (Eq. 4), λ = λ0·σ((H(A) + H(Aᵀ))·W + b) (Eq. 5-6), then the layer's
+    feed-forward and the second layer as they are."""
+    model = _random_model(layer=1)
+    _scramble_norms(model)
+    with torch.no_grad():
+        model.xmixup.w.fill_(0.7)
+        model.xmixup.b.fill_(-0.4)
+    model.eval()
+    model.fast_path = lean
+    enc, (first, second) = model.encoder, model.encoder.encoder.layer
+    target, source = _side([7, 4, 6], 1), _side([5, 8, 3], 2)
+    keep_t, keep_s = target["attention_mask"].bool(), source["attention_mask"].bool()
+
+    def ext(mask):  # HF's additive mask for BertAttention
+        return (1.0 - mask[:, None, None, :].float()) * torch.finfo(torch.float32).min
+
+    def ffn(layer, h):
+        return layer.output(layer.intermediate(h), h)
+
+    with torch.no_grad():
+        e_t = enc.embeddings(input_ids=target["input_ids"], token_type_ids=target["token_type_ids"])
+        e_s = enc.embeddings(input_ids=source["input_ids"], token_type_ids=source["token_type_ids"])
+        h_t = first.attention(e_t, ext(target["attention_mask"]))[0]  # Eq. 2, after the sub-layer's residual + LN
+        h_s = first.attention(e_s, ext(source["attention_mask"]))[0]
+        sa, heads = first.attention.self, 2
+        d = 32 // heads
+
+        def split(x):
+            return x.view(x.shape[0], x.shape[1], heads, d).transpose(1, 2)
+
+        q, k, v = split(sa.query(h_t)), split(sa.key(h_s)), split(sa.value(h_s))
+        scores = q @ k.transpose(-1, -2) / math.sqrt(d)
+        weights = scores.masked_fill(~keep_s[:, None, None, :], float("-inf")).softmax(-1)
+        ctx = (weights @ v).transpose(1, 2).reshape(3, -1, 32)
+        h_ts = first.attention.output.dense(ctx)  # Eq. 3: MultiHead(h_T, h_S, h_S), W^O included
+        entropy = _entropy(scores, keep_s, keep_t) + _entropy(scores.transpose(-1, -2), keep_t, keep_s)
+        lam = (0.5 * torch.sigmoid(entropy * 0.7 - 0.4)).view(-1, 1, 1)
+        mixed = first.attention.output.LayerNorm(lam * h_ts + (1 - lam) * h_t)  # Eq. 4, the layer's own LN
+        out_t = second(ffn(first, mixed), attention_mask=ext(target["attention_mask"]))
+        out_t = out_t[0] if isinstance(out_t, tuple) else out_t
+        expected = model.head(out_t, target)["logits"]
+        got = model({**target, "source": source})
+    torch.testing.assert_close(got["target_logits"], expected, rtol=1e-5, atol=1e-5)
+    assert ((lam > 0) & (lam < 0.5)).all()
+
+
+def test_lambda_zero_with_trained_norms_normalises_twice_and_ignores_the_source():
+    """At λ = 0 the authors' form gives LN(h_T): with LayerNorms away from their identity init
+    that differs from the plain model, but no source changes the target."""
+    model = _random_model(ratio="fixed", lambda0=0.0)
+    _scramble_norms(model)
+    model.eval()
+    target = _side([7, 4, 6], 1)
+    with torch.no_grad():
+        a = model({**target, "source": _side([5, 8, 3], 2)})["target_logits"]
+        b = model({**target, "source": _side([2, 6, 9], 7)})["target_logits"]
+        plain = model(target)["logits"]
+    torch.testing.assert_close(a, b, rtol=0, atol=1e-6)
+    assert not torch.allclose(a, plain, atol=1e-4)
+
+
 def test_mixup_changes_the_target_and_the_ablation_without_mixup_does_not():
     target, source = _side([7, 4, 6], 1), _side([5, 8, 3], 2)
     with torch.no_grad():
@@ -76,7 +163,7 @@ def test_mixup_changes_the_target_and_the_ablation_without_mixup_does_not():
 
 def test_the_attention_entropy_and_the_mixup_ignore_padding():
     model = _random_model().eval()
-    extra, layer = model.xmixup, model.encoder.encoder.layer[1]
+    extra, layer = model.xmixup, model.encoder.encoder.layer[0]
     g = torch.Generator().manual_seed(5)
     lengths_t, lengths_s = [5, 3], [4, 2]
     h_t, h_s = torch.randn(2, 5, 32, generator=g), torch.randn(2, 4, 32, generator=g)
@@ -89,7 +176,7 @@ def test_the_attention_entropy_and_the_mixup_ignore_padding():
     def ratio_and_mix(ht, mt, hs, ms):
         _, scores, log_weights = extra.cross_attention(layer, ht, hs, ms.bool())
         lam = extra.mixup_ratio(scores, log_weights, mt.bool(), ms.bool())
-        return lam, extra.mix(LayerView(1, ht, mt, layer, model.encoder), hs, ms)
+        return lam, extra.mix(LayerView(0, ht, mt, layer, model.encoder), hs, ms)
 
     with torch.no_grad():
         lam, mixed = ratio_and_mix(h_t, mask_t, h_s, mask_s)
@@ -120,7 +207,7 @@ def test_scheduled_sampling_follows_the_inverse_sigmoid_decay_and_the_step_seeds
 
 
 @pytest.mark.parametrize("spec, message", [
-    ({"layer": 0}, "layer=0 out of range; allowed: 1 … 1"), ({"layer": 2}, "layer=2 out of range"),
+    ({"layer": 0}, "layer=0 out of range; allowed: 1 … 2"), ({"layer": 3}, "layer=3 out of range"),
     ({"layer": 1, "ratio": "soft"}, "ratio='soft'; allowed: learned, fixed"),
     ({"layer": 1, "alpha": 1.5}, "alpha=1.5 must be a number in"), ({"layer": 1, "mixup": "yes"}, "mixup='yes' must be true"),
     ({"layer": 1, "schedule_k": 0}, "schedule_k=0 must be a positive"), ({"layer": 1, "beta": 1}, "extra xmixup: .*beta"),
@@ -256,7 +343,7 @@ def test_both_forwards_give_one_xmixup_loss_and_gradient(tiny_encoder):
     hf_loss, _, hf = _loss_and_grads(model, objective, batch, False)
     assert set(parts) == {"src", "tgt", "mse", "kl"} and all(float(v) > 0 for v in parts.values())
     torch.testing.assert_close(lean_loss, hf_loss, rtol=1e-5, atol=1e-6)
-    assert lean.keys() == hf.keys() and {"extras.0.w", "extras.0.b", "extras.0.norm.weight"} <= lean.keys()
+    assert lean.keys() == hf.keys() and {"extras.0.w", "extras.0.b", "encoder.encoder.layer.0.attention.output.LayerNorm.weight"} <= lean.keys()
     for name in lean:
         torch.testing.assert_close(lean[name], hf[name], rtol=1e-4, atol=1e-5, msg=lambda m: f"{name}: {m}")
 

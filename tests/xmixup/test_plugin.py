@@ -41,7 +41,7 @@ def test_the_three_models_read_the_task_or_its_translate_train_set(tiny_cfg):
     assert X.model_of(cfg, "xnli", "zero_shot") == ("xnli", "en.underspec")  # underspec's θ_src (one model)
     assert X.model_of(cfg, "xnli", "trans_train") == ("xnli.translate_train", "ar+de+en+hi+ru+zh.xmixup")
     dataset, recipe = X.model_of(cfg, "xnli", "xmixup")
-    assert (dataset, recipe) == ("xnli.translate_train", "ar+de+hi+ru+zh.xmixup-xmixup1")
+    assert (dataset, recipe) == ("xnli.translate_train", "ar+de+en+hi+ru+zh.xmixup-xmixup1")
     assert re.fullmatch(WILDCARDS["recipe"], recipe)
     hp = hparams(cfg, recipe, dataset)
     assert hp["extras"] == [X.extra_of("xmixup1")] and hp["dev_languages"] == ["en"]
@@ -51,7 +51,7 @@ def test_the_three_models_read_the_task_or_its_translate_train_set(tiny_cfg):
 def test_xmixup_is_scored_with_its_english_side_where_a_translate_test_set_exists(tiny_cfg):
     cfg = tiny_cfg
     paired = X.scores_file(cfg, "xnli", "xmixup", 1)
-    assert paired.endswith("/xnli.translate_train/ar+de+hi+ru+zh.xmixup-xmixup1/seed1/on-xnli.translate_test/"
+    assert paired.endswith("/xnli.translate_train/ar+de+en+hi+ru+zh.xmixup-xmixup1/seed1/on-xnli.translate_test/"
                            "test.xmixup_xnli.json")
     assert X.scores_file(cfg, "xnli", "trans_train", 1).endswith("/ar+de+en+hi+ru+zh.xmixup/seed1/on-xnli/test.xmixup_xnli.json")
     assert X.scores_file(cfg, "xnli", "zero_shot", 2).endswith("/tiny/pretrained/xnli/en.underspec/seed2/test.xmixup_xnli.json")
@@ -82,7 +82,7 @@ def _qa_cfg(tmp_path) -> dict:
 def test_qa_models_train_on_translated_squad_with_two_epochs_and_score_on_xquad(tmp_path):
     cfg = _qa_cfg(tmp_path)
     dataset, recipe = X.model_of(cfg, "qa", "xmixup")
-    assert (dataset, recipe) == ("qa.translate_train", "ar+de+es+hi+ru+vi+zh.xmixup_qa-xmixup8-qa")
+    assert (dataset, recipe) == ("qa.translate_train", "ar+de+en+es+hi+ru+vi+zh.xmixup_qa-xmixup8-qa")
     hp = hparams(cfg, recipe, dataset)
     assert hp["epochs"] == 2 and hp["extras"] == [X.extra_of("xmixup8-qa")]
     assert X.model_of(cfg, "qa", "zero_shot") == ("qa", "en.xmixup_qa")
@@ -164,7 +164,7 @@ def test_mlqa_and_tydiqa_are_scored_on_the_languages_both_the_set_and_the_model_
     models = {str(Path(f).parent.parent) for f in mlqa}
     assert models == {str(Path(f).parent.parent) for f in table_inputs(cfg, "xmixup", "table15")}
     xm = X.qa_test_file(cfg, "mlqa", "xmixup", 1)
-    assert xm.endswith("/qa.translate_train/ar+de+es+hi+ru+vi+zh.xmixup_qa-xmixup8-qa/seed1/on-qa.mlqa/test.xtreme_mlqa.json")
+    assert xm.endswith("/qa.translate_train/ar+de+en+es+hi+ru+vi+zh.xmixup_qa-xmixup8-qa/seed1/on-qa.mlqa/test.xtreme_mlqa.json")
     # TyDiQA-GoldP: three models of its own per seed (trained on TyDiQA-GoldP, the paper's setting), every language
     tydi = table_inputs(cfg, "xmixup", "table17")
     assert tydi == [X.qa_test_file(cfg, "tydiqa", m, s) for s in (1, 2, 3) for m in X.MODELS]
@@ -402,8 +402,8 @@ def test_each_ablation_row_is_an_xmixup_variant_or_the_model_on_the_target_side_
     cfg = copy.deepcopy(tiny_cfg)
     cfg["papers"]["xmixup"]["ablations"] = {"tasks": ["xnli"], "rows": list(X.ABLATION_FLAGS) + ["wo_mixup_inference"]}
     files = {row: X.ablation_file(cfg, "xnli", row, 1) for row in (*X.ABLATION_FLAGS, "wo_mixup_inference", "xmixup")}
-    assert files["wo_mixup"].endswith("/ar+de+hi+ru+zh.xmixup-xmixup1-nomix/seed1/on-xnli.translate_test/test.xmixup_xnli.json")
-    assert files["wo_mixup_inference"].endswith("/ar+de+hi+ru+zh.xmixup-xmixup1/seed1/on-xnli/test.xmixup_xnli.json")
+    assert files["wo_mixup"].endswith("/ar+de+en+hi+ru+zh.xmixup-xmixup1-nomix/seed1/on-xnli.translate_test/test.xmixup_xnli.json")
+    assert files["wo_mixup_inference"].endswith("/ar+de+en+hi+ru+zh.xmixup-xmixup1/seed1/on-xnli/test.xmixup_xnli.json")
     assert files["wo_both"] == files["wo_consistency_loss"]  # one model
     assert {row: X._ablation_row(f) for row, f in files.items() if row != "wo_both"} == {
         row: row for row in files if row != "wo_both"}
@@ -480,7 +480,7 @@ def test_table6_with_models_trained_on_the_papers_seen_languages_fills_every_cel
     inputs = []
     for seed in (1, 2):
         for model, recipe, on in (("trans_train", Recipe(tuple(seen), "xmixup").name, "on-xnli"),
-                                  ("xmixup", Recipe(tuple(x for x in seen if x != "en"), "xmixup-xmixup1").name,
+                                  ("xmixup", Recipe(tuple(seen), "xmixup-xmixup1").name,
                                    "on-xnli.translate_test")):
             run = f"{tmp_path}/eval/tiny/pretrained/xnli.translate_train/{recipe}/seed{seed}"
             base = 70.0 if model == "trans_train" else 72.0
@@ -523,14 +523,14 @@ def test_table4_is_ours_only_on_xlmr_base_and_says_why_for_every_other_cell(in_t
 
 
 @pytest.mark.parametrize("config,mutate,message", [
-    # the tiny encoder has 4 layers: hidden states 1-3 can be mixed
-    ("presets/tiny.yaml", lambda p: p["mixup_layer"].update(xnli=4),
-     r"papers.xmixup.mixup_layer.xnli: 4 is out of range for encoder 'tiny' \(4 layers\); allowed: 1 … 3"),
+    # the tiny encoder has 4 layers: the paper's numbering, 1-4 (the mixup inside that layer)
+    ("presets/tiny.yaml", lambda p: p["mixup_layer"].update(xnli=5),
+     r"papers.xmixup.mixup_layer.xnli: 5 is out of range for encoder 'tiny' \(4 layers\); allowed: 1 … 4"),
     ("presets/tiny.yaml", lambda p: p.update(figure5={"task": "xnli", "layers": [1, 0]}),
      r"papers.xmixup.figure5.layers\[1\]: 0 is out of range for encoder 'tiny'"),
     # mBERT's 12, known from its Hub id before any weights are downloaded
-    ("config.yaml", lambda p: p["figure5"].update(layers=[1, 12]),
-     r"papers.xmixup.figure5.layers\[1\]: 12 is out of range for encoder 'mbert' \(12 layers\); allowed: 1 … 11"),
+    ("config.yaml", lambda p: p["figure5"].update(layers=[1, 13]),
+     r"papers.xmixup.figure5.layers\[1\]: 13 is out of range for encoder 'mbert' \(12 layers\); allowed: 1 … 12"),
 ])
 def test_a_mixup_layer_beyond_the_encoder_is_refused_when_the_config_loads(config, mutate, message):
     cfg = load_configs([config])

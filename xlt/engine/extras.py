@@ -138,7 +138,7 @@ class DLFA(Extra):
         return lower * w + h * (1 - w)
 
 
-MIXUP_SOURCE = "xmixup_source"  # a target batch's key: the source side's hidden state at the mixup layer and its mask
+MIXUP_SOURCE = "xmixup_source"  # a target batch's key: the source side's attended state at the mixup layer and its mask
 
 
 def _log_attention(scores: torch.Tensor, keep_keys: torch.Tensor) -> torch.Tensor:
@@ -157,12 +157,17 @@ def _mean_row_entropy(log_weights: torch.Tensor, keep_rows: torch.Tensor) -> tor
 
 
 class XMixup(Extra):
-    """X-Mixup's cross-lingual manifold mixup (Yang et al. 2022, §4.1), at hidden state
-    `layer` (the output of layer k, k ≥ 1) of a target sentence run with its source (English)
-    sentence. The target's states h_T attend to the source's h_S with the next layer's own
-    attention weights (query from h_T, key and value from h_S, its output projection W^O;
-    multi-head, source padding masked): h_{T|S}. Then h̃_T = LN(λ·h_{T|S} + (1−λ)·h_T)
-    replaces h_T, which the next layer reads.
+    """X-Mixup's cross-lingual manifold mixup (Yang et al. 2022, §4.1, Eq. 2-4), inside
+    encoder layer `layer` (the paper's numbering: 1 is the first layer) of a target sentence
+    run with its source (English) sentence. Both sides' self-attention sub-layers give h_S and
+    h_T (each after its residual and LayerNorm: xlt.engine.hooks' attended state). The
+    target's h_T attends to the source's h_S with that layer's own attention weights (Eq. 3:
+    query from h_T, key and value from h_S, its output projection W^O; multi-head, source
+    padding masked, attention and output dropout as the layer's): h_{T|S}. Then (Eq. 4)
+    h̃_T = LN(λ·h_{T|S} + (1−λ)·h_T), LN the layer's own attention LayerNorm (the authors'
+    code passes the ratio to that LayerNorm in place of the residual sum), and the layer's
+    feed-forward reads h̃_T. λ = 0 therefore gives LN(h_T), h_T normalised a second time,
+    not h_T: the authors' form, kept (tests/engine: λ = 0 leaves the source without effect).
 
     λ per example: `ratio` "learned": λ0·σ((H(A) + H(Aᵀ))·W + b), W and b learned scalars
     (W starts at 1 and b at 0, as the authors' code initialises its Dense(1)); "fixed": λ0.
@@ -186,9 +191,9 @@ class XMixup(Extra):
                  mixup: bool = True, ratio: str = "learned", mse: bool = True, kl: bool = True):
         super().__init__()
         n = config.num_hidden_layers
-        if not isinstance(layer, int) or isinstance(layer, bool) or not 1 <= layer < n:
-            raise XltError(f"extra xmixup: layer={layer!r} out of range; allowed: 1 … {n - 1} "
-                           "(the output of layer k, read by layer k+1 whose attention mixes)")
+        if not isinstance(layer, int) or isinstance(layer, bool) or not 1 <= layer <= n:
+            raise XltError(f"extra xmixup: layer={layer!r} out of range; allowed: 1 … {n} "
+                           "(the paper's numbering: the mixup happens inside that layer, 1 the first)")
         for name, value in (("lambda0", lambda0), ("alpha", alpha)):
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
                 raise XltError(f"extra xmixup: {name}={value!r} must be a number in [0, 1]")
@@ -201,24 +206,27 @@ class XMixup(Extra):
                 raise XltError(f"extra xmixup: {name}={value!r} must be true or false")
         self.layer, self.lambda0, self.alpha, self.schedule_k = layer, float(lambda0), float(alpha), float(schedule_k)
         self.mixup, self.ratio, self.mse, self.kl = mixup, ratio, mse, kl
-        # the mixup's own LayerNorm, starting as the identity map (weight 1, bias 0): λ = 0
-        # leaves a target state as it was (up to re-normalising a LayerNorm's output)
-        self.norm = nn.LayerNorm(config.hidden_size, eps=getattr(config, "layer_norm_eps", 1e-12))
         if ratio == "learned":
             self.w = nn.Parameter(torch.ones(()))
             self.b = nn.Parameter(torch.zeros(()))
+
+    @property
+    def site(self) -> int:
+        """The 0-based index of the layer the mixup happens in (xlt.engine.hooks' attended hooks)."""
+        return self.layer - 1
 
     def hooks(self, batch: dict) -> LayerHooks:
         source = batch.get(MIXUP_SOURCE)
         if not self.mixup or source is None:
             return LayerHooks()
-        return LayerHooks().at(self.layer, lambda view: self.mix(view, source["hidden"], source["attention_mask"]))
+        return LayerHooks().at_attended(self.site, lambda view: self.mix(view, source["hidden"], source["attention_mask"]))
 
     def cross_attention(self, layer: nn.Module, h_t: torch.Tensor, h_s: torch.Tensor,
                         keep_s: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """MultiHead(h_T, h_S, h_S) with `layer`'s attention weights (its Q/K/V and output
-        projection; not its residual and LayerNorm: the mixup's own LN follows). Returns
-        h_{T|S} (B, I, hidden), the scaled scores (B, heads, I, J) and A's log-weights, fp32."""
+        projection, its attention and output dropout; not its residual and LayerNorm: Eq. 4
+        follows). Returns h_{T|S} (B, I, hidden), the scaled scores (B, heads, I, J) and A's
+        log-weights, fp32."""
         sa = layer.attention.self
         heads, d = sa.num_attention_heads, sa.attention_head_size
         (b, i, _), j = h_t.shape, h_s.shape[1]
@@ -229,8 +237,9 @@ class XMixup(Extra):
         log_weights = _log_attention(scores, keep_s)
         weights = dropout(log_weights.exp().to(v.dtype), sa.dropout.p, self.training)
         ctx = torch.matmul(weights, v).transpose(1, 2).reshape(b, i, heads * d)
-        dense = layer.attention.output.dense
-        return linear(ctx, dense.weight, dense.bias), scores, log_weights
+        out = layer.attention.output
+        h_ts = dropout(linear(ctx, out.dense.weight, out.dense.bias), out.dropout.p, self.training)
+        return h_ts, scores, log_weights
 
     def mixup_ratio(self, scores: torch.Tensor, log_weights: torch.Tensor, keep_t: torch.Tensor,
                     keep_s: torch.Tensor) -> torch.Tensor:
@@ -242,12 +251,14 @@ class XMixup(Extra):
         return self.lambda0 * torch.sigmoid(entropy * self.w + self.b)
 
     def mix(self, view: LayerView, h_s: torch.Tensor, mask_s: torch.Tensor) -> torch.Tensor:
-        """h̃_T from the target's hidden state (`view`) and the source's at the same index."""
+        """h̃_T (Eq. 4) from the target's attended state (`view`) and the source's in the same layer."""
         keep_s, keep_t = mask_s.bool(), view.attention_mask.bool()
         h_t = view.hidden
         h_ts, scores, log_weights = self.cross_attention(view.layer, h_t, h_s.to(h_t.dtype), keep_s)
         lam = self.mixup_ratio(scores, log_weights, keep_t, keep_s).view(-1, 1, 1)
-        return self.norm(lam * h_ts + (1 - lam) * h_t).to(h_t.dtype)
+        ln = view.layer.attention.output.LayerNorm
+        mixed = (lam * h_ts + (1 - lam) * h_t).to(h_t.dtype)
+        return F.layer_norm(mixed, ln.normalized_shape, ln.weight, ln.bias, ln.eps)
 
     def forward(self, h, hidden_states, batch):
         return h  # it acts inside the encoder (hooks); the head reads the encoder's output

@@ -232,8 +232,10 @@ def _embed(encoder, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None
     return dropout(F.layer_norm(h, ln.normalized_shape, ln.weight, ln.bias, ln.eps), emb.dropout.p, training)
 
 
-def _layer(layer, h: torch.Tensor, keep_key, attn_bias, training: bool, context_hook=None) -> torch.Tensor:
-    """One encoder layer; `context_hook(ctx)` may replace its attention context."""
+def _layer(layer, h: torch.Tensor, keep_key, attn_bias, training: bool, context_hook=None,
+           attended_hook=None) -> torch.Tensor:
+    """One encoder layer; `context_hook(ctx)` may replace its attention context,
+    `attended_hook(h)` its attention sub-layer's output (what the feed-forward reads)."""
     b, n = h.shape[:2]
     sa = layer.attention.self
     heads, d = sa.num_attention_heads, sa.attention_head_size
@@ -244,6 +246,8 @@ def _layer(layer, h: torch.Tensor, keep_key, attn_bias, training: bool, context_
     if context_hook is not None:
         ctx = context_hook(ctx)
     h = _add_norm(layer.attention.output, ctx, h, training)
+    if attended_hook is not None:
+        h = attended_hook(h)
     mid = layer.intermediate
     return _add_norm(layer.output, mid.intermediate_act_fn(linear(h, mid.dense.weight, mid.dense.bias)), h, training)
 
@@ -341,8 +345,8 @@ def _compiled_stack(layers, h, keep_key, attn_bias, training: bool) -> torch.Ten
 def lean_forward(encoder, input_ids: torch.Tensor, attention_mask: torch.Tensor,
                  token_type_ids: torch.Tensor | None = None, hooks: LayerHooks | None = None) -> torch.Tensor:
     """The last hidden state, as `encoder(...)` would return it; `hooks` (xlt.engine.hooks)
-    read or replace hidden state k before layer k+1 runs, and layer k's attention context
-    before its output projection."""
+    read or replace hidden state k before layer k+1 runs, layer k's attention context before
+    its output projection, and layer k's attention sub-layer output before its feed-forward."""
     training = encoder.training
     layers = encoder.encoder.layer
     hooks = hooks.resolved(len(layers)) if hooks else None
@@ -360,10 +364,12 @@ def lean_forward(encoder, input_ids: torch.Tensor, attention_mask: torch.Tensor,
             return _compiled_stack(layers, h, keep_key, attn_bias, training)
         return layer_stack(layers, h, keep_key, attn_bias, training)
     for i, layer in enumerate(layers):
-        ctx_hook = None
+        ctx_hook = att_hook = None
         if i in hooks.context:
             ctx_hook = lambda ctx, i=i, layer=layer: apply(hooks.context[i], LayerView(i, ctx, attention_mask, layer, encoder))  # noqa: E731
-        h = _layer(layer, h, keep_key, attn_bias, training, ctx_hook)
+        if i in hooks.attended:
+            att_hook = lambda a, i=i, layer=layer: apply(hooks.attended[i], LayerView(i, a, attention_mask, layer, encoder))  # noqa: E731
+        h = _layer(layer, h, keep_key, attn_bias, training, ctx_hook, att_hook)
         if i + 1 in hooks.hidden:
             nxt = layers[i + 1] if i + 1 < len(layers) else None
             h = apply(hooks.hidden[i + 1], LayerView(i + 1, h, attention_mask, nxt, encoder))

@@ -6,7 +6,9 @@ layers) the encoder's output. A hook at k is called with a `LayerView` of hidden
 returns None (it only reads, e.g. records) or a tensor of the same shape that replaces it:
 every later layer reads the replacement, the earlier ones are untouched. A context hook at
 layer k sees that layer's attention context (every head's output, concatenated, before the
-output projection) and may replace it the same way.
+output projection) and may replace it the same way. An attended hook at layer k sees the
+output of layer k's attention sub-layer (after its residual and LayerNorm), before the
+layer's feed-forward reads it, and may replace it (X-Mixup mixes there).
 
 The lean training forward (`xlt.engine.fastpath`) calls hooks in its own loop; the Hugging Face
 forward runs them as torch module hooks, put in place for one call and removed after it, ahead
@@ -28,10 +30,11 @@ from xlt.errors import XltError
 
 @dataclass
 class LayerView:
-    index: int  # hidden-state index (0 = embeddings … L = the encoder's output), or the layer (context hooks)
-    hidden: torch.Tensor  # (batch, tokens, hidden): hidden state `index`, or layer `index`'s attention context
+    index: int  # hidden-state index (0 = embeddings … L = the encoder's output), or the layer (context, attended hooks)
+    hidden: torch.Tensor  # (batch, tokens, hidden): hidden state `index`, or layer `index`'s attention context / attended state
     attention_mask: torch.Tensor  # (batch, tokens), 1 on real tokens
-    layer: nn.Module | None  # the layer that reads `hidden` next (its attention's Q/K/V, its LayerNorms); None after the last
+    layer: nn.Module | None  # the layer that reads `hidden` next (its attention's Q/K/V, its LayerNorms; attended hooks:
+    # the layer whose feed-forward reads it); None after the last
     encoder: nn.Module  # the whole encoder (config, embeddings, every layer)
 
 
@@ -48,13 +51,14 @@ def layers_of(encoder: nn.Module) -> nn.ModuleList:
 
 @dataclass
 class LayerHooks:
-    """Hooks by hidden-state index (`hidden`) and by layer (`context`), run in the order added."""
+    """Hooks by hidden-state index (`hidden`) and by layer (`context`, `attended`), run in the order added."""
 
     hidden: dict[int, list[Hook]] = field(default_factory=dict)
     context: dict[int, list[Hook]] = field(default_factory=dict)
+    attended: dict[int, list[Hook]] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
-        return bool(self.hidden or self.context)
+        return bool(self.hidden or self.context or self.attended)
 
     def at(self, index: int, hook: Hook) -> "LayerHooks":
         self.hidden.setdefault(index, []).append(hook)
@@ -64,16 +68,22 @@ class LayerHooks:
         self.context.setdefault(layer, []).append(hook)
         return self
 
-    def record(self, indices) -> dict[int, torch.Tensor]:
-        """Hooks that keep hidden states `indices` (as they are after any hook added before
-        these): the dict fills during the next forward."""
+    def at_attended(self, layer: int, hook: Hook) -> "LayerHooks":
+        self.attended.setdefault(layer, []).append(hook)
+        return self
+
+    def record(self, indices, where: str = "hidden") -> dict[int, torch.Tensor]:
+        """Hooks that keep hidden states `indices` (`where`="attended": layers `indices`'
+        attention sub-layer outputs), as they are after any hook added before these: the dict
+        fills during the next forward."""
         states: dict[int, torch.Tensor] = {}
+        add = {"hidden": self.at, "attended": self.at_attended}[where]
         for i in indices:
-            self.at(i, lambda view, i=i: states.__setitem__(i, view.hidden))
+            add(i, lambda view, i=i: states.__setitem__(i, view.hidden))
         return states
 
     def extend(self, other: "LayerHooks") -> "LayerHooks":
-        for mine, theirs in ((self.hidden, other.hidden), (self.context, other.context)):
+        for mine, theirs in ((self.hidden, other.hidden), (self.context, other.context), (self.attended, other.attended)):
             for k, hooks in theirs.items():
                 mine.setdefault(k, []).extend(hooks)
         return self
@@ -81,12 +91,13 @@ class LayerHooks:
     def resolved(self, n_layers: int) -> "LayerHooks":
         """The same hooks with negative indices counted from the end, every index checked."""
         out = LayerHooks()
-        for name, hooks, n in (("hidden state", self.hidden, n_layers + 1), ("layer", self.context, n_layers)):
-            for k, fns in hooks.items():
+        for name, family, n in (("hidden state", "hidden", n_layers + 1), ("layer", "context", n_layers),
+                                ("layer", "attended", n_layers)):
+            for k, fns in getattr(self, family).items():
                 if not -n <= k < n:
                     raise XltError(f"layer hook at {name} {k}: out of range; the encoder has {n} "
                                    + ("(0 = embeddings … the last layer's output)" if n == n_layers + 1 else "layers"))
-                getattr(out, "hidden" if n == n_layers + 1 else "context").setdefault(k % n, []).extend(fns)
+                getattr(out, family).setdefault(k % n, []).extend(fns)
         return out
 
 
@@ -106,7 +117,8 @@ def apply(hooks: list[Hook], view: LayerView) -> torch.Tensor:
 def installed(encoder: nn.Module, hooks: LayerHooks, attention_mask: torch.Tensor):
     """`hooks` as torch module hooks on a Hugging Face encoder for the calls inside the block:
     hidden state k as the output of the embeddings (k = 0) or of layer k-1, the context of layer
-    k as the input of its attention's output projection. Prepended, so that Hugging Face's own
+    k as the input of its attention's output projection, layer k's attended state as the first
+    output of its attention module (BertAttention: the sub-layer after its LayerNorm). Prepended, so that Hugging Face's own
     output-capturing hooks see the replaced states."""
     layers = layers_of(encoder)
     hooks = hooks.resolved(len(layers))
@@ -129,12 +141,23 @@ def installed(encoder: nn.Module, hooks: LayerHooks, attention_mask: torch.Tenso
             return None if new is args[0] else (new, *args[1:])
         return hook
 
+    def replace_attended(k: int, fns: list[Hook]):
+        def hook(module, args, output):
+            h = output[0] if isinstance(output, tuple) else output
+            new = apply(fns, LayerView(k, h, attention_mask, layers[k], encoder))
+            if new is h:
+                return None
+            return (new, *output[1:]) if isinstance(output, tuple) else new
+        return hook
+
     try:
         for k, fns in sorted(hooks.hidden.items()):
             handles.append(producers[k].register_forward_hook(replace_output(k, fns), prepend=True))
         for k, fns in sorted(hooks.context.items()):
             dense = layers[k].attention.output.dense
             handles.append(dense.register_forward_pre_hook(replace_context(k, fns), prepend=True))
+        for k, fns in sorted(hooks.attended.items()):
+            handles.append(layers[k].attention.register_forward_hook(replace_attended(k, fns), prepend=True))
         yield
     finally:
         for handle in handles:

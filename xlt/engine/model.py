@@ -161,18 +161,19 @@ class TaskModel(nn.Module):
 
     def with_source(self, batch: dict, task: str | None = None) -> dict:
         """X-Mixup's forward (Yang et al. 2022, §4.1, §4.3): the source side runs plainly with
-        its hidden state at the mixup layer recorded, then the target side with it mixed in
-        there. "logits": classification, the log of the mean of both sides' class
+        its attention sub-layer's output in the mixup layer recorded, then the target side with
+        it mixed in there (xlt.engine.extras.XMixup). "logits": classification, the log of the mean of both sides' class
         distributions (the paper's inference averages the probabilities; its argmax is
         theirs); tagging and span QA, the target's own (§4.3: their labels are the target's
         words and spans). Each side's logits and features (the head's input) for the
         training terms."""
         source = batch[SOURCE]
         recorder = LayerHooks()
-        states = recorder.record([self.xmixup.layer])
+        site = self.xmixup.site
+        states = recorder.record([site], where="attended")
         h_s = self.features(source, recorder)
         target = {k: v for k, v in batch.items() if k != SOURCE}
-        target[MIXUP_SOURCE] = {"hidden": states[self.xmixup.layer], "attention_mask": source["attention_mask"]}
+        target[MIXUP_SOURCE] = {"hidden": states[site], "attention_mask": source["attention_mask"]}
         h_t = self.features(target)
         head = self.heads[task or self.task.name]
         ls, lt = head(h_s, source)["logits"], head(h_t, target)["logits"]
