@@ -9,7 +9,7 @@ from tests.test_config import base
 from xlt import targets as T
 from xlt.config import validate
 from xlt.errors import XltError
-from xlt.evalsets import attach_source
+from xlt.evalsets import attach_source, self_source
 from xlt.formats.tsv import read_xtreme_translated, write_tsv
 from xlt.prepare import prepare_split, prepare_task
 
@@ -65,7 +65,8 @@ def test_translated_sets_of_config_yaml_from_the_world(tiny_world, tmp_path):
     assert [{k: v for k, v in r.items() if k != "source"} for r in de] == world.records("xnli", "de", "train", path)
     en = world.records("xnli", "en", "train", "mnli/train-00000-of-00001.parquet")
     assert [r["source"] for r in de] == [{"text": r["text"], "text_pair": r["text_pair"]} for r in en]
-    assert prepare_split("xnli", "en", "train", raw, T.source_cfg(cfg, "xnli.translate_train")) == en  # plain
+    # English: its own records, each its own source (X-Mixup mixes English with itself)
+    assert prepare_split("xnli", "en", "train", raw, T.source_cfg(cfg, "xnli.translate_train")) == self_source("xnli", en)
     # translate-test: XNLI's test pairs of the language, with XNLI-MT's English translation of each row
     test = prepare_split("xnli", "ru", "test", raw, T.source_cfg(cfg, "xnli.translate_test"))
     mt = world.records("xnli", "ru", "test", "xnli-mt/xnli/xnli.test.ru.tsv")
@@ -120,8 +121,8 @@ def test_translated_qa_sets_join_by_question_id_and_skip_misplaced_answers(tmp_p
     test = prepare_split("qa", "de", "test", tmp_path, cfg)
     assert [(r["id"], r["answers"]["text"], r.get("source")) for r in test] == \
         [("x1", ["Anna"], None), ("x2", ["Rom"], {"question": "where?", "context": "in Rome"})]  # x1: no translation, kept
-    assert prepare_split("qa", "en", "train", tmp_path, cfg)[0] == {"id": "q1", "context": "Anna sleeps", "question": "who?",
-                                                                   "answers": {"text": ["Anna"], "answer_start": [0]}}
+    own = {"id": "q1", "context": "Anna sleeps", "question": "who?", "answers": {"text": ["Anna"], "answer_start": [0]}}
+    assert prepare_split("qa", "en", "train", tmp_path, cfg)[0] == {**own, "source": {k: own[k] for k in ("question", "context", "answers")}}
     shutil.rmtree(tmp_path / "squad")
     with pytest.raises(XltError, match="squad"):
         prepare_split("qa", "de", "train", tmp_path, cfg)
@@ -160,7 +161,8 @@ def test_tydiqa_sets_of_config_yaml_from_the_world_join_each_translation_to_its_
     dev = len(world.records("qa", "en", "dev"))  # SQuAD v1.1's English dev: selection, never TyDiQA's test
     assert plain["counts"] == {"en": {"train": len(en), "dev": dev}}
     source = T.source_cfg(cfg, "qa.tydiqa_translate_train")
-    assert prepare_split("qa", "en", "train", raw, source) == en  # the English originals: the Hub parquet's English rows
+    # the English originals (the Hub parquet's English rows), each its own source
+    assert prepare_split("qa", "en", "train", raw, source) == self_source("qa", en)
     got = prepare_task("qa", TYDIQA_WORLD, raw, source, tmp_path / "translate")
     assert got["absent"] == {lang: ["dev"] for lang in TYDIQA_WORLD[1:]}  # no translate-dev: English dev only
     by_id = {r["id"]: r for r in en}

@@ -11,6 +11,9 @@ built by `xlt.prepare` from the records of the set's language and of a partner l
   record of a language's split with its machine translation into the source language, read
   from another file of the same rows (XNLI-MT's `xnli.test.<xx>.tsv` translates XNLI's
   `xx` test pair by pair, in order), under `"source": {"text", "text_pair"}`.
+- `self_source` (the source language's split of a `translated` set): each record its own
+  source, as X-Mixup's authors pair English with itself (en -> en training pairs; English test
+  records mixed with themselves at inference).
 - `cross_qa` (`cross: {question: en}` or `cross: {context: en}`, QA): cross-lingual QA pairs
   from two parallel QA files (XQuAD: the same question ids in every language): the question of
   one language with the paragraph and answers of the other, joined on the question id.
@@ -68,6 +71,16 @@ def attach_source(target: list[dict], translated: list[dict], *, target_file: st
                            f"of {target_file} row {k} (id {t['id']!r}, label {t['label']!r})")
         out.append({**t, "source": {"text": s["text"], "text_pair": s["text_pair"]}})
     return out
+
+
+SELF_SOURCE_FIELDS = {"qa": ("question", "context", "answers")}  # else a pair's ("text", "text_pair")
+
+
+def self_source(task: str, records: list[dict]) -> list[dict]:
+    """Each record with `"source"`: its own input fields (and a QA record's answers: the source
+    side's own span), so that a paired recipe mixes it with itself."""
+    fields = SELF_SOURCE_FIELDS.get(task, ("text", "text_pair"))
+    return [{**r, "source": {f: r[f] for f in fields}} for r in records]
 
 
 def attach_source_by_id(target: list[dict], source: list[dict], fields: tuple[str, ...], *, stats: dict | None = None,

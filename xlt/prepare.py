@@ -39,7 +39,8 @@ writes a named set (`data.<task>.sets.<set>`) this way.
 
 A sentence-pair task (xnli, pawsx) may pair each record with its translation in a source
 language: ``translated: {source: en, <split>: <path pattern>}`` (xmixup's translate-train /
-translate-test). The source language keeps the task's own splits (plain records). Another
+translate-test). The source language keeps the task's own splits, each record its own source
+(`xlt.evalsets.self_source`: X-Mixup's authors train and test English mixed with itself). Another
 language's split is read from its pattern: an XTREME translate-train TSV (under
 ``xtreme_translations/``) holds both sides, the translated pair at the top level and the
 English original under ``"source": {"text", "text_pair"}``; any other file (XNLI-MT's
@@ -391,11 +392,16 @@ def _two_languages(task: str, lang: str, split: str, raw_root: Path, source_cfg:
 
 
 def _translated_split(task: str, lang: str, split: str, raw_root: Path, source_cfg: dict, stats: dict | None) -> list[dict]:
-    """A split of a `translated` set: the source language's own records, or the language's
-    records each with its source-language side under `source` (see the module's docstring)."""
+    """A split of a `translated` set: the source language's own records (each its own source),
+    or the language's records each with its source-language side under `source` (see the
+    module's docstring)."""
     spec, plain = _translated(task, source_cfg)
     if lang == spec["source"]:
-        return prepare_split(task, lang, split, raw_root, plain, stats=stats)
+        out = evalsets.self_source(task, prepare_split(task, lang, split, raw_root, plain, stats=stats))
+        if stats is not None:
+            info = stats.setdefault("translated", {"source": spec["source"], "note": NO_BACK_TRANSLATION, "pairs": {}})
+            info.setdefault("self_paired", {})[f"{lang}/{split}"] = len(out)
+        return out
     pattern = _translation_pattern(spec, lang, split)
     if pattern is None:
         raise SplitAbsent(f"task {task!r}, language {lang!r}: no {split} split in this translated set "

@@ -118,7 +118,7 @@ def test_figure5_is_made_only_with_its_config_and_averages_languages_then_seeds(
     validate(cfg)
     assert figure_names(cfg, "xmixup") == ["fig1", "fig3", "fig4", "fig5"]
     fig5 = F.figure5_files(cfg)
-    assert len(fig5) == 2 * 2 + 2 and any("/ar+de+hi+ru+zh.xmixup-xmixup3/seed2/" in f for f in fig5)
+    assert len(fig5) == 2 * 2 + 2 and any("/ar+de+en+hi+ru+zh.xmixup-xmixup3/seed2/" in f for f in fig5)
     for seed in (1, 2):  # layer 3: 10 points below layer 1 in every language
         _eval(cfg, X.scores_file(F.with_layer(cfg, "xnli", 3), "xnli", "xmixup", seed), "xmixup", seed,
               {x: ACC["xmixup"] - 10 + 2 * (seed - 1) - i for i, x in enumerate(langs)}, layer=3)
@@ -172,7 +172,7 @@ def test_figure4_projects_each_models_centroids_and_reports_their_distances_to_e
     a PCA of points on a line keeps their distances on PC1, PC2 is zero."""
     cfg, langs = made
     assert F.centroids_file(cfg, "xmixup", 1).endswith(
-        "/xmixup/centroids/tiny/pretrained/xnli.translate_train/ar+de+hi+ru+zh.xmixup-xmixup1/seed1/"
+        "/xmixup/centroids/tiny/pretrained/xnli.translate_train/ar+de+en+hi+ru+zh.xmixup-xmixup1/seed1/"
         "on-pos.xtreme/test.xmixup_xnli.json")
     assert F.centroids_file(cfg, "zero_shot", 1).endswith("/xnli/en.underspec/seed1/on-pos.xtreme/test.xmixup_xnli.json")
     step = {"zero_shot": 1.0, "trans_train": 1.0, "xmixup": 0.5}
