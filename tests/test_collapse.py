@@ -280,3 +280,21 @@ def test_dlfa_table6_similarity_carries_its_models_collapse(tmp_path):
     assert t6.loc[("pawsx", "d3"), "mean_without_collapsed"] == pytest.approx(0.495)  # seeds 1 and 3
     md = (tmp_path / "t6.md").read_text()
     assert "0.4947 ± 0.0040 †1" in md and "PI d3 / COS 0.4950 (n=2)" in md
+
+
+def test_scored_predictions_nearly_all_one_class_are_a_collapse_whatever_the_dev_verdict():
+    """X-Mixup is scored on another path than its dev set (its translate-test side): the
+    evaluation judges its own predictions by the share test of the model's recorded rule."""
+    from xlt.finetune import scored_collapse
+
+    task, kind = resolve("xnli")
+    golds = ["entailment", "neutral", "contradiction"] * 10
+    meta = {"collapse": {"collapsed": False, "rule": {"max_share": 0.9, "min_gain": 0.0}}}
+    one = scored_collapse(kind, task, ["contradiction"] * 30, golds, meta)
+    assert one["collapsed"] and one["by"] == ["share"] and one["rule"]["max_share"] == 0.9
+    mostly = ["contradiction"] * 27 + ["neutral"] * 3  # 90 %: at the model's own threshold
+    assert scored_collapse(kind, task, mostly, golds, meta)["collapsed"]
+    assert not scored_collapse(kind, task, mostly, golds, {})["collapsed"]  # COLLAPSE_RULE's 0.95
+    assert not scored_collapse(kind, task, golds, golds, meta)["collapsed"]
+    qa_task, qa_kind = resolve("qa")
+    assert scored_collapse(qa_kind, qa_task, ["Berlin"] * 3, ["Berlin"] * 3, meta) is None  # no labels to judge

@@ -27,6 +27,21 @@ def is_collapsed(meta: dict) -> bool:
     return bool((meta.get("collapse") or {}).get("collapsed", False))
 
 
+def scored_collapse(kind, task, preds: list, golds: list, meta: dict) -> dict | None:
+    """The share test of the model's collapse rule (xlt.metrics.collapse_verdict; the rule its
+    xlt_model.json records, else COLLAPSE_RULE) on a set of scored predictions: nearly all one
+    label where the gold is not. The baseline test does not apply (no baseline is given): a
+    test score below the majority baseline is a transfer result, not a collapse. None: the
+    kind has no labels."""
+    from xlt.metrics import COLLAPSE_RULE, collapse_verdict
+
+    measure = kind.collapse_measure(task, preds, golds)
+    if measure is None:
+        return None
+    rule = {**COLLAPSE_RULE, **((meta.get("collapse") or {}).get("rule") or {})}
+    return collapse_verdict(measure, rule)
+
+
 def model_collapse_flag(model_dir: str | Path) -> dict:
     """{"collapsed": bool} of a saved model directory (its xlt_model.json), {} where there is
     none: for the analyses that label their rows with the model they read."""
@@ -108,7 +123,12 @@ def finetune(task: str, encoder: str, revision: str | None, data_dir: str, train
 
 def evaluate_model(model_dir: str, data_dir: str, split: str, langs: list[str], out: str, predictions: str,
                    device: str = "auto") -> dict:
-    """Metrics per language (and their average) on one split; predictions beside them."""
+    """Metrics per language (and their average) on one split; predictions beside them.
+
+    "collapsed": the model's own verdict (its dev predictions, `finetune`), or these scored
+    predictions, all languages together, nearly all one label (the share test of the model's
+    recorded rule): a model whose scored path differs from its dev path (X-Mixup's
+    translate-test side) is judged on what the table shows too (`scored_collapse`)."""
 
     # torch: only in the job
     from xlt.engine.evalset import evaluate_records, load_records
@@ -120,6 +140,7 @@ def evaluate_model(model_dir: str, data_dir: str, split: str, langs: list[str], 
     task = get_task(meta["task"])
     cfg = TrainConfig.from_dict(meta["train_config"])
     results, rows, files = {}, [], []
+    all_preds, all_golds = [], []
     for lang in langs:
         path = split_file(data_dir, lang, split)
         files.append(path)
@@ -127,7 +148,10 @@ def evaluate_model(model_dir: str, data_dir: str, split: str, langs: list[str], 
         preds, metrics = evaluate_records(model, tokenizer, task, records, cfg, dev)
         results[lang] = {**metrics, "n": len(records)}
         rows.extend({"lang": lang, "id": r.get("id"), "prediction": p} for r, p in zip(records, preds))
+        all_preds += preds
+        all_golds += [model.kind.gold(task, r) for r in records]
     avg = {m: sum(results[lang][m] for lang in langs) / len(langs) for m in task.metrics}
+    scored = scored_collapse(model.kind, task, all_preds, all_golds, meta)
     report = {
         "task": task.name,
         "split": split,
@@ -136,8 +160,10 @@ def evaluate_model(model_dir: str, data_dir: str, split: str, langs: list[str], 
         "metrics": results,
         "average": avg,
         "model_provenance": {"code": meta["provenance"]["code"], "data_sha256": meta["provenance"]["data_sha256"]},
-        # the model collapsed (xlt.metrics.collapse_verdict; tables mark and count it)
-        "collapsed": is_collapsed(meta),
+        # the model collapsed (xlt.metrics.collapse_verdict; tables mark and count it), on its
+        # dev path or on these predictions
+        "collapsed": is_collapsed(meta) or bool(scored and scored["collapsed"]),
+        **({"scored_collapse": scored} if scored else {}),
         "provenance": provenance({"model": str(model_dir), "split": split, "langs": langs}, meta["provenance"]["seed"], files),
     }
     write_jsonl(predictions, rows)
