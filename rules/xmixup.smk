@@ -1,13 +1,14 @@
 # xmixup's own rule: linear CKA (Kornblith et al. 2019) between English and each language of a
 # language set, on the parallel test set of the model's task, for one fine-tuned model (its
 # Tables 2 and 7, Figure 3); beside it, each language's 2-D PCA coordinates of the same
-# representations (Figure 1). Library: xlt/papers/xmixup/cka.py.
+# representations (Figure 1). An X-Mixup model reads the translate-test set: its mixed states.
+# Library: xlt/papers/xmixup/cka.py.
 
 
 rule xmixup_cka:
     input:
         model=lambda w: T.model_dir(config, w.encoder, w.init, w.task, w.recipe, int(w.seed)),
-        data=lambda w: T.data_dir(config, T.task_of(w.task)),
+        data=lambda w: T.data_dir(config, P.xmixup.cka_dataset(config, w.task, w.recipe)),
     output:
         cka=f"{RESULTS}/xmixup/cka/{{encoder}}/{{init}}/{{task}}/{{recipe}}/seed{{seed}}/{{split}}.{{langset}}.json",
         pca=f"{RESULTS}/xmixup/cka/{{encoder}}/{{init}}/{{task}}/{{recipe}}/seed{{seed}}/{{split}}.{{langset}}.pca.json",

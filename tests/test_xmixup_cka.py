@@ -145,3 +145,47 @@ def test_the_job_writes_deterministic_pca_coordinates_beside_an_unchanged_cka_fi
     cka_job(**job, out=tmp_path / "c.json", pca_out=tmp_path / "c.pca.json")  # fewer rows than the default cap
     full = json.loads((tmp_path / "c.pca.json").read_text())
     assert PCA_ROWS == 200 and full["rows_per_language"] == 200 and full["n"] == {"en": 20, "de": 20, "fr": 20}
+
+
+@pytest.fixture(scope="module")
+def tiny_xmixup_model(tiny_encoder, tmp_path_factory):
+    """An untrained XNLI head with the xmixup extra (mixup in the first layer) on the tiny encoder."""
+    from xlt.engine.model import ModelSpec, build_model, load_encoder, save_model
+
+    encoder, tokenizer = load_encoder(str(tiny_encoder))
+    out = tmp_path_factory.mktemp("cka-mixup") / "model"
+    spec = ModelSpec(task="xnli", extras=[{"name": "xmixup", "layer": 1}])
+    save_model(build_model(spec, encoder), tokenizer, out, {"train_config": {"max_length": 32, "seed": 1}})
+    return out
+
+
+def test_an_xmixup_model_is_read_from_its_mixed_target_states_with_the_unmixed_ones_beside(tiny_xmixup_model, tmp_path):
+    """Table 7 and Figure 1 read what X-Mixup predicts from: each target with its English side
+    mixed in (a record without one, English, with itself); the unmixed reading is kept apart."""
+    import torch
+
+    from xlt.engine.model import load_model
+    from xlt.papers.xmixup.cka import cka_job, sentence_representations
+
+    model, tok, _ = load_model(tiny_xmixup_model)
+    en = pair_records("en", 12)
+    de = [{**r, "source": {"text": e["text"], "text_pair": e["text_pair"]}} for r, e in zip(pair_records("de", 12), en)]
+    mixed = sentence_representations(model, tok, de, 32, 5, "cpu", mixed=True)
+    plain = sentence_representations(model, tok, de, 32, 5, "cpu")
+    assert not np.allclose(mixed, plain, atol=1e-4)
+    # by hand: the model's paired forward, the target's last layer mean-pooled over its real tokens
+    batch = tok([r["text"] for r in de[:3]], [r["text_pair"] for r in de[:3]], padding=True, return_tensors="pt")
+    src = tok([e["text"] for e in en[:3]], [e["text_pair"] for e in en[:3]], padding=True, return_tensors="pt")
+    with torch.no_grad():
+        h = model({**batch, "source": dict(src)})["target_features"]
+    m = batch["attention_mask"].unsqueeze(-1).float()
+    np.testing.assert_allclose(mixed[:3], ((h * m).sum(1) / m.sum(1)).double().numpy(), rtol=1e-5, atol=1e-6)
+    itself = [{**e, "source": {"text": e["text"], "text_pair": e["text_pair"]}} for e in en]
+    np.testing.assert_array_equal(sentence_representations(model, tok, en, 32, 5, "cpu", mixed=True),
+                                  sentence_representations(model, tok, itself, 32, 5, "cpu", mixed=True))
+    data_dir = tmp_path / "xnli.translate_test"
+    write_jsonl(data_dir / "en" / "test.jsonl", itself)
+    write_jsonl(data_dir / "de" / "test.jsonl", de)
+    res = cka_job(tiny_xmixup_model, data_dir, ["en", "de"], "test", tmp_path / "cka.json", device="cpu")
+    assert res["representations"] == "mixed" and set(res["cka"]) == set(res["cka_unmixed"]) == {"de"}
+    assert res["cka"]["de"] != pytest.approx(res["cka_unmixed"]["de"])

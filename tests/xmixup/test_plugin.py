@@ -168,11 +168,10 @@ def test_mlqa_and_tydiqa_are_scored_on_the_languages_both_the_set_and_the_model_
     # TyDiQA-GoldP: three models of its own per seed (trained on TyDiQA-GoldP, the paper's setting), every language
     tydi = table_inputs(cfg, "xmixup", "table17")
     assert tydi == [X.qa_test_file(cfg, "tydiqa", m, s) for s in (1, 2, 3) for m in X.MODELS]
-    targets = "ar+bn+fi+id+ko+ru+sw+te"
     assert [f.split("/pretrained/")[1] for f in tydi[:3]] == [
         "qa.tydiqa_train/en.xmixup_tydiqa/seed1/on-qa.tydiqa/test.xtreme_tydiqa.json",
         f"qa.tydiqa_translate_train/ar+bn+en+fi+id+ko+ru+sw+te.xmixup_tydiqa/seed1/on-qa.tydiqa/test.xtreme_tydiqa.json",
-        f"qa.tydiqa_translate_train/{targets}.xmixup_tydiqa-xmixup8-qa/seed1/on-qa.tydiqa/test.xtreme_tydiqa.json"]
+        "qa.tydiqa_translate_train/ar+bn+en+fi+id+ko+ru+sw+te.xmixup_tydiqa-xmixup8-qa/seed1/on-qa.tydiqa/test.xtreme_tydiqa.json"]
     tydi_models = {str(Path(f).parent.parent) for f in tydi}
     assert len(tydi_models) == 9 and not tydi_models & models  # none of Table 15's
     recipe = X.qa_test_model(cfg, "tydiqa", "xmixup")[1]
@@ -556,3 +555,11 @@ def test_the_notes_name_each_task_s_own_profile():
     assert "profile xmixup, qa: xmixup_qa" in note  # QA trains 2 epochs on its own profile (config.yaml)
     tiny = load_configs(["presets/tiny.yaml"])
     assert "qa:" not in X._notes(X.table_spec(tiny), [])[0]  # no QA on the tiny preset
+
+
+def test_an_xmixup_models_cka_reads_the_translate_test_set_the_others_their_tasks(tiny_cfg):
+    """The CKA of X-Mixup is taken on the states it predicts from: its translate-test set's
+    targets with their English side (xlt.papers.xmixup.cka); the other models' on the plain test set."""
+    for model, expected in (("xmixup", "xnli.translate_test"), ("trans_train", "xnli"), ("zero_shot", "xnli")):
+        dataset, recipe = X.model_of(tiny_cfg, "xnli", model)
+        assert X.cka_dataset(tiny_cfg, dataset, recipe) == expected

@@ -93,7 +93,7 @@ def table10(param: str, task_type: str = "classification") -> float:
 
 
 def extra_of(tag: str) -> dict | None:
-    """The X-Mixup extra a recipe tag names: `xmixup1` (mixup after layer 1), the task type
+    """The X-Mixup extra a recipe tag names: `xmixup1` (mixup inside layer 1, the first), the task type
     (none: classification; `-tagging`, `-qa`: Table 10's α and k of that type, no KL term),
     ablations appended (`-nomix`: no cross-attention, the losses kept; `-fixed`: λ = λ0;
     `-nomse`, `-nokl`: without that consistency loss). None: not this paper's tag."""
@@ -151,14 +151,15 @@ def model_of(cfg: dict, task: str, model: str) -> tuple[str, str]:
 
 def _translated_recipe(p: dict, task: str, model: str, target_langs: list[str], hp: str | None = None) -> str:
     """The recipe of a model trained on translations into `target_langs`: translate-train (the
-    source language and every target), X-Mixup (the targets; the source is each pair's other side);
+    source language and every target), X-Mixup (the same languages: each target with its
+    English original as the other side, English with itself);
     `hp`: its profile (default: the task's)."""
     hp = hp or profile(p, task)
     if model == "trans_train":
         return Recipe((p["source"], *target_langs), hp).name
-    if model == "xmixup":
+    if model == "xmixup":  # English a target too, mixed with itself (the authors' training languages)
         tag = f"xmixup{p['mixup_layer'][task]}{TYPE_FLAGS[TASK_TYPE[task]]}"
-        return Recipe(tuple(target_langs), f"{hp}-{tag}").name
+        return Recipe((p["source"], *target_langs), f"{hp}-{tag}").name
     raise XltError(f"xmixup model {model!r}; allowed: {', '.join(MODELS)}")
 
 
@@ -191,6 +192,19 @@ def scores_file(cfg: dict, task: str, model: str, seed: int, recipe: str | None 
     if model == "xmixup" and task in (p.get("translate_test") or {}):
         testset = p["translate_test"][task]
     return eval_file(cfg, p["encoder"], "pretrained", dataset, recipe or own, seed, "test", langset, testset=testset)
+
+
+def cka_dataset(cfg: dict, dataset: str, recipe: str) -> str:
+    """The parallel test set a model's CKA and PCA read: an X-Mixup model's, its task's
+    translate-test set where the config names one (each target with its English side, English
+    with itself: the mixed states it predicts from); else the task's own."""
+    from xlt.targets import task_of
+
+    task = task_of(dataset)
+    tag = Recipe.parse(recipe).hparams.partition("-")[2]  # <profile>[-<extra tag>]
+    mixup = extra_of(tag) is not None
+    translate_test = cfg["papers"][SLUG].get("translate_test") or {}
+    return translate_test.get(task, task) if mixup else task
 
 
 def qa_test_file(cfg: dict, name: str, model: str, seed: int) -> str:
@@ -388,7 +402,10 @@ def table8(spec: dict, inputs: list[str]):
 # ---- Tables 7 and 2: CKA ---------------------------------------------------------------------
 
 
-def _cka_rows(paths: list[str]) -> pd.DataFrame:
+def _cka_rows(paths: list[str], unmixed: bool = False) -> pd.DataFrame:
+    """Each CKA file's values by model, language and seed: an X-Mixup model's from its mixed
+    target states (what it predicts from); with `unmixed`, also its unmixed ones as the model
+    `xmixup_unmixed` (a second, labelled reading)."""
     from xlt.io import read_json
 
     from xlt.targets import task_of
@@ -397,10 +414,18 @@ def _cka_rows(paths: list[str]) -> pd.DataFrame:
     for path in paths:  # …/cka/<encoder>/<init>/<dataset>/<recipe>/seed<s>/<split>.<langset>.json
         parts = path.split("/")
         recipe, seed = Recipe.parse(parts[-3]), int(parts[-2].removeprefix("seed"))
-        for lang, value in read_json(path)["cka"].items():
-            rows.append({"model": _setting(recipe), "lang": lang, "seed": seed, "value": float(value),
-                         "task": task_of(parts[-4])})
+        found = read_json(path)
+        readings = [(_setting(recipe), found["cka"])]
+        if unmixed and "cka_unmixed" in found:
+            readings.append((UNMIXED, found["cka_unmixed"]))
+        for model, values in readings:
+            for lang, value in values.items():
+                rows.append({"model": model, "lang": lang, "seed": seed, "value": float(value), "task": task_of(parts[-4])})
     return pd.DataFrame(rows, columns=["model", "lang", "seed", "value", "task"])
+
+
+UNMIXED = "xmixup_unmixed"  # Table 7's second CKA reading of the X-Mixup model
+LABELS[UNMIXED] = "X-Mixup (target side unmixed)"
 
 
 def table7_inputs(cfg: dict) -> list[str]:
@@ -418,17 +443,22 @@ def table7(spec: dict, inputs: list[str]):
     if not inputs:
         return _not_run(published, keys, ["metric", "model"], "lang", title,
                         "Not run: xnli is not in papers.xmixup.tasks; the paper's values only.")
-    cka = _cka_rows([f for f in inputs if "/xmixup/cka/" in f]).assign(metric="cka")
+    cka = _cka_rows([f for f in inputs if "/xmixup/cka/" in f], unmixed=True).assign(metric="cka")
     acc = _model_rows(spec, [f for f in inputs if "/xmixup/cka/" not in f]).assign(metric="accuracy")
     acc = acc[acc["lang"].isin(spec["langs"]["xnli"])]
     ours = pd.concat([cka[["metric", "model", "lang", "seed", "value"]], acc[["metric", "model", "lang", "seed", "value"]]])
     delta = _paired_delta(ours)
     table = paper_vs_ours(pd.concat([ours, delta]), published, keys)
+    shown = [x for x in published["lang"].drop_duplicates() if x not in spec["langs"]["xnli"]]
     notes = _notes(spec, ["CKA: linear CKA (Kornblith et al. 2019) between English and the language's mean-pooled "
                           "last-layer sentence representations on the XNLI test set (parallel by row), per seed; accuracy: "
                           "XNLI test. Δ: X-Mixup minus translate-train, per seed.",
-                          f"Languages not in this run's XNLI set ({', '.join(spec['langs']['xnli'])}) show the paper's "
-                          "values only."])
+                          "X-Mixup's CKA is read from the states it predicts from: each target sentence with its English "
+                          "translate-test side mixed in, English mixed with itself. The row 'X-Mixup (target side "
+                          "unmixed)' reads the same sentences through the encoder alone, which X-Mixup never trained "
+                          "for a target language; the paper does not say which it measured.",
+                          *([f"Languages not in this run's XNLI set ({', '.join(shown)}) show the paper's values only."]
+                            if shown else [])])
     md, tex = render_grid(table, ["metric", "model"], "lang", title, notes,
                           labels=LABELS, columns=spec["langs"]["xnli"])
     return table, md, tex
@@ -637,8 +667,7 @@ def table6_inputs(cfg: dict) -> list[str]:
 
 
 def _trained_on(path: str, source: str) -> list[str]:
-    """The languages a score file's model saw in training: its recipe's, and the source side
-    (an X-Mixup recipe names the targets; English is its source side)."""
+    """The languages a score file's model saw in training: its recipe's, and the source side."""
     parts = path.split("/")
     k = max(i for i, x in enumerate(parts) if re.fullmatch(r"seed\d+", x))
     return sorted({source, *Recipe.parse(parts[k - 1]).train_langs})
@@ -985,10 +1014,10 @@ def _check_layers(cfg: dict, p: dict) -> None:
     layers = {f"mixup_layer.{t}": p["mixup_layer"][t] for t in p["tasks"]}
     layers.update({f"figure5.layers[{i}]": x for i, x in enumerate((p.get("figure5") or {}).get("layers", []))})
     for key, layer in layers.items():
-        if not 1 <= layer < depth:
+        if not 1 <= layer <= depth:
             raise XltError(f"config key papers.{SLUG}.{key}: {layer} is out of range for encoder {p['encoder']!r} "
-                           f"({depth} layers); allowed: 1 … {depth - 1} (the hidden state after layer k, read by "
-                           f"layer k + 1)")
+                           f"({depth} layers); allowed: 1 … {depth} (the paper's numbering: the mixup happens "
+                           f"inside that layer, 1 the first)")
 
 
 def _check_qa_tests(cfg: dict, p: dict) -> None:

@@ -3,8 +3,9 @@
 A language's centroid (Rosenberg & Hirschberg 2007, as the paper cites) is the mean of its
 sentences' representations; a sentence's representation is the mean over its real tokens of a
 fine-tuned encoder's last layer (`cka.sentence_representations`, the one CKA and Figure 1 use),
-the sentence's words given as the tagger reads them (pre-split). The test sets need not be
-parallel. The job writes each language's centroid, its sentence count, its radius (the root
+the sentence's words given as the tagger reads them (pre-split); an X-Mixup model's, each
+sentence mixed with itself (no English side: the authors' inference then mixes an input with
+itself), as it predicts. The test sets need not be parallel. The job writes each language's centroid, its sentence count, its radius (the root
 mean squared distance of its sentences to the centroid) and the centroid's Euclidean distance
 to the source's; the figure projects one model's centroids to 2-D with a PCA fitted on those
 centroids alone (`centroid_pca`), so each panel has its own axes and the distances in the
@@ -87,16 +88,18 @@ def centroids_job(model_dir: str | Path, data_dir: str | Path, langs: list[str],
     "distance_to_source", "source", "split", "max_length", "max_sentences", "model", "provenance"}."""
     from xlt.engine.model import load_model
     from xlt.engine.runtime import pick_device
-    from xlt.papers.xmixup.cka import sentence_representations
+    from xlt.papers.xmixup.cka import is_mixup_model, sentence_representations
 
     langs = [source, *[lang for lang in dict.fromkeys(langs) if lang != source]]
     recs = split_records(data_dir, langs, split, max_sentences)
     dev = pick_device(device)
     model, tokenizer, meta = load_model(model_dir, dev)
     max_length = max_length or (meta.get("train_config") or {}).get("max_length", 128)
-    reps = {lang: sentence_representations(model, tokenizer, r, max_length, batch_size, dev) for lang, r in recs.items()}
+    mixed = is_mixup_model(model)
+    reps = {lang: sentence_representations(model, tokenizer, r, max_length, batch_size, dev, mixed) for lang, r in recs.items()}
     centroids = language_centroids(reps)
     result = {
+        "representations": "mixed" if mixed else "plain",
         "centroids": {lang: c.tolist() for lang, c in centroids.items()},
         "n": {lang: len(r) for lang, r in recs.items()},
         "radius": radii(reps, centroids),

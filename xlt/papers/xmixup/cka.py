@@ -11,6 +11,12 @@ not invariant to scaling and CKA(X, X) ≠ 1, so we follow Kornblith et al.). A 
 representation is the mean over its real tokens of the fine-tuned encoder's last layer, the
 pair encoded as evaluation encodes it (premise and hypothesis in one input).
 
+An X-Mixup model's representations are the ones it predicts from (§4.3): each target sentence
+run with its English side mixed in at the mixup layer (the record's "source", its translation
+into English; a record without one, English included, mixed with itself, as the authors'
+inference does) — `mixed`. Its unmixed representations (the target alone through the
+encoder) are written beside them, labelled, as a second reading.
+
 The same representations give Figure 1's PCA (`pca_coordinates`): one 2-D PCA per model,
 fitted on the first `PCA_ROWS` rows of every language of the set together.
 """
@@ -127,30 +133,46 @@ def parallel_records(data_dir: str | Path, langs: list[str], split: str) -> dict
     return recs
 
 
+def _tokenized(tokenizer, chunk: list[dict], max_length: int) -> dict:
+    """A chunk of records tokenised as evaluation does: `text` and `text_pair` (if any) as one
+    input, or a tagging record's `tokens` as pre-split words (truncated to `max_length`)."""
+    if "tokens" in chunk[0]:  # a tagging record (POS, NER): its words as the tagger reads them
+        return tokenizer([r["tokens"] for r in chunk], is_split_into_words=True, padding=True,
+                         truncation=True, max_length=max_length, return_tensors="pt")
+    pairs = [r["text_pair"] for r in chunk] if "text_pair" in chunk[0] else None
+    return tokenizer([r["text"] for r in chunk], pairs, padding=True, truncation=True,
+                     max_length=max_length, return_tensors="pt")
+
+
+def is_mixup_model(model) -> bool:
+    """The model carries the X-Mixup extra: it predicts from mixed target states."""
+    return getattr(model, "xmixup", None) is not None
+
+
 def sentence_representations(model, tokenizer, records: list[dict], max_length: int, batch_size: int = 64,
-                             device=None) -> np.ndarray:
+                             device=None, mixed: bool = False) -> np.ndarray:
     """(len(records), hidden) float64: per record, the mean over its real tokens of the encoder's
-    last hidden layer (eval mode), `text` and `text_pair` (if any) tokenised as one input as
-    evaluation does, or a tagging record's `tokens` as pre-split words (truncated to `max_length`)."""
+    last hidden layer (eval mode), the record tokenised as evaluation does (`_tokenized`).
+    `mixed` (an X-Mixup model): the target's last layer with its English side mixed in
+    (xlt.engine.model.TaskModel.with_source): the record's "source", else the record itself."""
     import torch
 
     from xlt.engine.fastpath import encode
 
+    if mixed and not is_mixup_model(model):
+        raise XltError("mixed representations: the model has no xmixup extra")
     device = device or next(model.parameters()).device
     model.eval()
     out = []
     with torch.no_grad():
         for i in range(0, len(records), batch_size):
             chunk = records[i:i + batch_size]
-            if "tokens" in chunk[0]:  # a tagging record (POS, NER): its words as the tagger reads them
-                batch = tokenizer([r["tokens"] for r in chunk], is_split_into_words=True, padding=True,
-                                  truncation=True, max_length=max_length, return_tensors="pt")
+            batch = {k: v.to(device) for k, v in _tokenized(tokenizer, chunk, max_length).items()}
+            if mixed:
+                source = _tokenized(tokenizer, [{**r, **r.get("source", {})} for r in chunk], max_length)
+                h = model({**batch, "source": {k: v.to(device) for k, v in source.items()}})["target_features"].float()
             else:
-                pairs = [r["text_pair"] for r in chunk] if "text_pair" in chunk[0] else None
-                batch = tokenizer([r["text"] for r in chunk], pairs, padding=True, truncation=True,
-                                  max_length=max_length, return_tensors="pt")
-            batch = {k: v.to(device) for k, v in batch.items()}
-            h = encode(model.encoder, batch["input_ids"], batch["attention_mask"], batch.get("token_type_ids")).float()
+                h = encode(model.encoder, batch["input_ids"], batch["attention_mask"], batch.get("token_type_ids")).float()
             mask = batch["attention_mask"].unsqueeze(-1).to(h.dtype)
             out.append(((h * mask).sum(1) / mask.sum(1)).cpu().double().numpy())
     return np.concatenate(out)
@@ -171,9 +193,11 @@ def cka_job(model_dir: str | Path, data_dir: str | Path, langs: list[str], split
     dev = pick_device(device)
     model, tokenizer, meta = load_model(model_dir, dev)
     max_length = max_length or (meta.get("train_config") or {}).get("max_length", 128)
-    reps = {lang: sentence_representations(model, tokenizer, r, max_length, batch_size, dev) for lang, r in recs.items()}
+    mixed = is_mixup_model(model)
+    reps = {lang: sentence_representations(model, tokenizer, r, max_length, batch_size, dev, mixed) for lang, r in recs.items()}
     result = {
         "cka": {lang: linear_cka(reps[source], reps[lang]) for lang in langs if lang != source},
+        "representations": "mixed" if mixed else "plain",
         "n": {lang: len(recs[lang]) for lang in langs},
         "source": source, "split": split, "max_length": max_length,
         "model": {"dir": str(model_dir), "weights_sha256": read_json(Path(model_dir) / "xlt_model.json").get("weights_sha256")},
@@ -181,6 +205,9 @@ def cka_job(model_dir: str | Path, data_dir: str | Path, langs: list[str], split
                                  meta.get("train_config", {}).get("seed"),
                                  [Path(data_dir) / lang / f"{split}.jsonl" for lang in langs]),
     }
+    if mixed:  # the second, labelled reading: the same sentences through the encoder alone
+        plain = {lang: sentence_representations(model, tokenizer, r, max_length, batch_size, dev) for lang, r in recs.items()}
+        result["cka_unmixed"] = {lang: linear_cka(plain[source], plain[lang]) for lang in langs if lang != source}
     write_json(out, result)
     if pca_out is not None:
         write_json(pca_out, {**pca_coordinates(reps, pca_rows), "source": source, "split": split,
