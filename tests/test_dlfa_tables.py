@@ -183,7 +183,7 @@ def test_every_published_cell_is_shown_with_ours_or_a_reason(tmp_path):
     assert t2["paper"].notna().sum() == 48 + 3 and t2.loc[("xnli", "d3"), "why"].startswith("Tasks not trained in this run (papers.dlfa.train_tasks: pawsx")
     assert t2.loc[("pawsx", "d7"), "why"].startswith("d4–d11: the encoder tiny has 4 layers")
     md = (tmp_path / "t2.md").read_text()
-    assert "The control row equals the baseline by construction" in md and "Fine-tuning: hparams profile underspec" in md
+    assert "The control row fuses the last layer with itself" in md and "Fine-tuning: hparams profile underspec" in md
     t4 = make_table("dlfa", "table4", spec, inputs, str(tmp_path / "t4")).set_index(["model", "lang"])
     assert t4.loc[("best", "ko"), "why"].startswith("KO: not among the PI test languages")
     assert "look swapped" in (tmp_path / "t4.md").read_text()

@@ -563,3 +563,13 @@ def test_an_xmixup_models_cka_reads_the_translate_test_set_the_others_their_task
     for model, expected in (("xmixup", "xnli.translate_test"), ("trans_train", "xnli"), ("zero_shot", "xnli")):
         dataset, recipe = X.model_of(tiny_cfg, "xnli", model)
         assert X.cka_dataset(tiny_cfg, dataset, recipe) == expected
+
+
+def test_the_note_says_where_the_zero_shot_models_settings_differ(tiny_cfg):
+    cfg = copy.deepcopy(tiny_cfg)
+    note = X._notes(X.table_spec(cfg), [])[0]
+    hp = cfg["hparams"]
+    differs = [k for k in X.SETTINGS if hp["underspec"].get(k) != hp["xmixup"].get(k)]
+    assert differs and all(f"{k} {hp['underspec'].get(k)} vs {hp['xmixup'].get(k)}" in note for k in differs)
+    cfg["hparams"]["underspec"] = {**hp["underspec"], **{k: hp["xmixup"].get(k) for k in X.SETTINGS}}
+    assert "another paper's, the same settings" in X._notes(X.table_spec(cfg), [])[0]

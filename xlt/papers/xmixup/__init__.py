@@ -273,9 +273,22 @@ def _setting(recipe: Recipe) -> str:
     return "trans_train" if len(recipe.train_langs) > 1 else "zero_shot"
 
 
+SETTINGS = ("lr", "epochs", "batch_size", "warmup_ratio", "max_length", "max_train_examples", "select")
+
+
+def _zero_shot_differs(cfg: dict, p: dict) -> dict:
+    """Where the zero-shot model's profile (another paper's, `zero_shot_hparams`) and the
+    paper's own profile disagree: {setting: (zero-shot's, ours)}."""
+    if not p.get("zero_shot_hparams"):
+        return {}
+    zs, own = cfg["hparams"][p["zero_shot_hparams"]], cfg["hparams"][p["hparams"]]
+    return {k: (zs.get(k), own.get(k)) for k in SETTINGS if zs.get(k) != own.get(k)}
+
+
 def table_spec(cfg: dict) -> dict:
     p = cfg["papers"][SLUG]
     return {**p, "langs": {t: _langs(cfg, t) for t in _tasks(p)}, "encoder_label": _encoder_label(p["encoder"]),
+            "zero_shot_differs": _zero_shot_differs(cfg, p),
             "qa_test_langs": {name: list(cfg["language_sets"][t["languages"]]) for name, t in (p.get("qa_tests") or {}).items()}}
 
 
@@ -295,12 +308,20 @@ def _size_note(spec: dict) -> str:
             "the paper's XLM-R base comparison).")
 
 
+def _zero_shot_note(spec: dict) -> str:
+    differs = spec.get("zero_shot_differs") or {}
+    if not differs:
+        return f" (zero-shot: {spec['zero_shot_hparams']}'s English model, another paper's, the same settings)"
+    said = ", ".join(f"{k} {a} vs {b}" for k, (a, b) in differs.items())
+    return (f" (zero-shot: {spec['zero_shot_hparams']}'s English model, another paper's, trained with other "
+            f"settings than the two translated models: {said})")
+
+
 def _notes(spec: dict, extra: list[str]) -> list[str]:
     return [f"Ours: encoder {spec['encoder']} beside the paper's {LABELS[spec['encoder_label']]} rows; seeds "
             f"{spec['seeds']}; profile {spec['hparams']}"
             + "".join(f", {task}: {h}" for task, h in (spec.get("task_hparams") or {}).items() if task in _tasks(spec))
-            + (f" (zero-shot: {spec['zero_shot_hparams']}, the same settings: another paper's English model)"
-               if spec.get("zero_shot_hparams") else " for the three models")
+            + (_zero_shot_note(spec) if spec.get("zero_shot_hparams") else " for the three models")
             + "; translate-train data: XTREME's (the paper's); model selection on English dev (the paper averages "
             "every language's translate-dev set, which it did not release)." + _size_note(spec),
             "Scheduled sampling: no back-translations are public (the paper's own were not released), so the source "
