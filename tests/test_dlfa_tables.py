@@ -25,8 +25,8 @@ def test_settings_and_recipes_round_trip():
     p = base()["papers"]["dlfa"]
     for setting in ("baseline", "d3", "d11_g", "d8_l", "d12"):
         assert D.setting_of(D.setting_recipe(p, setting)) == setting
-    assert D.setting_recipe(p, "d8_g").name == "en.underspec-dlfa8-global"
-    assert D.setting_recipe({**p, "reading": "gated"}, "d8").name == "en.underspec-dlfa8-gated"
+    assert D.setting_recipe(p, "d8_g").name == "en.dlfa-dlfa8-global"
+    assert D.setting_recipe({**p, "reading": "gated"}, "d8").name == "en.dlfa-dlfa8-gated"
 
 
 def test_a_dlfa_recipe_is_its_profile_plus_the_extra():
@@ -44,19 +44,22 @@ def test_a_dlfa_recipe_is_its_profile_plus_the_extra():
         T.hparams(cfg, "en.underspec-dlfa8", "xnli")  # the path grammar alone knows no paper's tags
 
 
-def test_the_baseline_is_underspecs_theta_src_and_every_setting_is_trained_once():
+def test_the_baseline_is_dlfas_own_model_and_every_setting_is_trained_once():
+    """dlfa follows XTREME (no warmup, BERT's pooled classifier), underspec its authors' code (warmup, one
+    linear layer): their EN models differ, so each has its own path."""
     cfg = base()
     inputs = D.table2_inputs(cfg)
-    assert "results/eval/mbert/pretrained/xnli/en.underspec/seed1/test.xtreme_xnli.json" in inputs
+    assert "results/eval/mbert/pretrained/xnli/en.dlfa/seed1/test.xtreme_xnli.json" in inputs
     src = US.grid_inputs(cfg, "mbert", "xnli", "en", "de", "1")["src"]
-    assert src == T.model_dir(cfg, "mbert", "pretrained", "xnli", D.setting_recipe(cfg["papers"]["dlfa"], "baseline").name, 1)
+    assert src != T.model_dir(cfg, "mbert", "pretrained", "xnli", D.setting_recipe(cfg["papers"]["dlfa"], "baseline").name, 1)
+    assert src.endswith("xnli/en.underspec/seed1")
     # 4 tasks x (baseline + 11 layers + control) x 3 seeds
     # and with papers.dlfa.oracle (on in config.yaml) each model, whose oracle.json Table II reads
-    assert len(inputs) == len(set(inputs)) == 2 * 4 * 13 * 3 and "results/models/mbert/pretrained/xnli/en.underspec/seed1" in inputs
-    assert "results/eval/mbert/pretrained/pos.xtreme/en.underspec-dlfa10/seed3/test.xtreme_pos.json" in inputs
-    assert "results/eval/xlmr_base/pretrained/ner/en.underspec-dlfa10/seed1/test.xtreme_ner.json" in D.table7_inputs(cfg)
+    assert len(inputs) == len(set(inputs)) == 2 * 4 * 13 * 3 and "results/models/mbert/pretrained/xnli/en.dlfa/seed1" in inputs
+    assert "results/eval/mbert/pretrained/pos.xtreme/en.dlfa-dlfa10/seed3/test.xtreme_pos.json" in inputs
+    assert "results/eval/xlmr_base/pretrained/ner/en.dlfa-dlfa10/seed1/test.xtreme_ner.json" in D.table7_inputs(cfg)
     assert set(D.table3_inputs(cfg)) <= set(inputs) and set(D.table4_inputs(cfg)) <= set(inputs)
-    assert "results/eval/mbert/pretrained/pawsx/en.underspec-dlfa6-local/seed2/test.xtreme_pawsx.json" in D.table5_inputs(cfg)
+    assert "results/eval/mbert/pretrained/pawsx/en.dlfa-dlfa6-local/seed2/test.xtreme_pawsx.json" in D.table5_inputs(cfg)
 
 
 def test_bad_layers_name_the_key():
@@ -73,8 +76,8 @@ def test_full_scale_dag_plans_the_mbert_sweep(tmp_path):
                           "dlfa_table6", "--directory", str(tmp_path)], capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-3000:]
     out = run.stdout + run.stderr
-    assert "results/models/mbert/pretrained/pawsx/en.underspec-dlfa6/seed3" in out
-    assert "results/models/mbert/pretrained/xnli/en.underspec-dlfa12/seed1" in out
+    assert "results/models/mbert/pretrained/pawsx/en.dlfa-dlfa6/seed3" in out
+    assert "results/models/mbert/pretrained/xnli/en.dlfa-dlfa12/seed1" in out
     assert "results/dlfa/similarity/mbert/seed2.csv" in out
 
 

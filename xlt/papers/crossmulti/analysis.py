@@ -28,11 +28,15 @@ def read_csvs(inputs: list[str]) -> pd.DataFrame:
 
 
 def in_paper_order(table: pd.DataFrame, tasks: list[str], keys: list[str]) -> pd.DataFrame:
-    """Rows sorted by the tasks' order in the config (task and probe_task columns), stable
-    otherwise: the rendered grid's rows and columns follow the paper (POS, NER, PI, SA)."""
+    """Rows sorted by the tasks' order in the config (task and probe_task columns) and, where
+    `keys` hold it, cross before multi (a cross model is not compared with itself, so its task's
+    first rows would otherwise be multi's), stable otherwise: the rendered grid's rows and
+    columns follow the paper (POS, NER, PI, SA; cross, multi)."""
     rank = {t: i for i, t in enumerate(tasks)}
-    cols = [k for k in keys if k in ("task", "probe_task")]
-    return table.sort_values(cols, key=lambda c: c.map(lambda t: rank.get(t, len(rank))), kind="stable").reset_index(drop=True)
+    cols = [k for k in ("task", "setting", "probe_task") if k in keys]
+    order = {"setting": {s: i for i, s in enumerate(("cross", "multi"))}}
+    return table.sort_values(cols, key=lambda c: c.map(lambda t: order.get(c.name, rank).get(t, len(rank))),
+                             kind="stable").reset_index(drop=True)
 
 
 def _published(table: str) -> pd.DataFrame:
