@@ -41,10 +41,22 @@ def test_pos_accuracy_and_f1():
     # macro = 1.8 / 5 = 36.0 (over all 17 UPOS it would be 1.8/17: not what we report)
     # micro = accuracy for single-label tags = 66.667
     m = compute_metrics("pos", golds, preds)
-    assert list(m) == ["accuracy", "f1_macro", "f1_micro"]
+    assert list(m) == ["accuracy", "f1_macro", "f1_micro", "seqeval_f1"]
     assert m["accuracy"] == approx(400 / 6)
     assert m["f1_macro"] == approx(36.0)
     assert m["f1_micro"] == approx(400 / 6)
+
+
+def test_pos_seqeval_f1_is_xtremes_span_reading_of_the_tags():
+    # XTREME's run_tag.py scores POS with seqeval over the raw tags: a tag's first letter is its
+    # chunk prefix, the rest its type, so NOUN NOUN is one span (type OUN)
+    # gold spans: [NOUN NOUN] [VERB] | [DET] [NOUN]   pred: [NOUN] [VERB VERB] | [DET] [NOUN]
+    # 2 of 4 spans match on each side -> P = R = F1 = 50; yet 4 of 5 tags are right
+    golds = [["NOUN", "NOUN", "VERB"], ["DET", "NOUN"]]
+    preds = [["NOUN", "VERB", "VERB"], ["DET", "NOUN"]]
+    m = compute_metrics("pos", golds, preds)
+    assert m["seqeval_f1"] == approx(50.0) and m["accuracy"] == approx(80.0)
+    assert compute_metrics("pos", golds, golds)["seqeval_f1"] == approx(100.0)
 
 
 def test_pos_unknown_label_and_token_mismatch():

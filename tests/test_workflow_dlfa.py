@@ -37,15 +37,15 @@ def test_dlfa_all_writes_tables_2_to_7(dlfa_run):
     assert t2["oracle_mean"].notna().sum() == 3  # baseline, d1, control: oracle selection beside ours
     md = (tables / "table2.md").read_text()
     assert "paired t =" in md and "oracle: target-dev selection" in md and "Tasks not trained in this run" in md
-    oracle = json.loads((dlfa_run / "results/models/tiny/pretrained/pawsx/en.underspec-dlfa1/seed1/oracle.json").read_text())
+    oracle = json.loads((dlfa_run / "results/models/tiny/pretrained/pawsx/en.dlfa-dlfa1/seed1/oracle.json").read_text())
     assert set(oracle["languages"]) == {"en", "de", "es", "fr", "zh"}
-    assert not (dlfa_run / "results/models/tiny/pretrained/pawsx/en.underspec-dlfa1-global/seed1/oracle.json").exists()
+    assert not (dlfa_run / "results/models/tiny/pretrained/pawsx/en.dlfa-dlfa1-global/seed1/oracle.json").exists()
     t5 = pd.read_csv(tables / "table5.csv")  # the ablated layer matched to the paper's by rank
     assert {"first", "first_g", "first_l", "baseline"} <= set(t5.dropna(subset=["ours_mean"])["model"])
     t6 = pd.read_csv(tables / "table6.csv").dropna(subset=["ours_mean"])
     assert t6["ours_mean"].between(-1, 1).all() and {"baseline", "d1", "best"} <= set(t6["model"])
     assert "tiny stands in for XLM-R base" in (tables / "table7.md").read_text()
-    model = json.loads((dlfa_run / "results/models/tiny/pretrained/pawsx/en.underspec-dlfa1-global/seed2/xlt_model.json").read_text())
+    model = json.loads((dlfa_run / "results/models/tiny/pretrained/pawsx/en.dlfa-dlfa1-global/seed2/xlt_model.json").read_text())
     assert model["spec"]["extras"] == [{"name": "dlfa", "layer": 1, "branches": "global"}]
     sim = json.loads((dlfa_run / "results/dlfa/similarity/tiny/seed1.json").read_text())
     assert sim["sentences"] == 5 and "provenance" in sim and len(sim["models"]) == 2  # baseline, d1 (PAWS-X)

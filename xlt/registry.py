@@ -61,7 +61,7 @@ TASKS: dict[str, Task] = {
             input="tokens",
             label_field="upos",
             labels=UPOS,
-            metrics=("accuracy", "f1_macro", "f1_micro"),
+            metrics=("accuracy", "f1_macro", "f1_micro", "seqeval_f1"),
             source="ud",
             languages=("en", "de", "es", "fr", "ar", "hi", "ru", "vi", "zh") + XTREME_POS_MORE,
         ),

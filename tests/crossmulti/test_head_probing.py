@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 from scipy.stats import spearmanr
 
+from xlt.errors import XltError
 from xlt.papers.crossmulti import analysis as A
 
 LAYERS, HEADS = 4, 4
@@ -20,7 +21,8 @@ def probe_frame(rng: np.random.Generator, numbering: np.ndarray | None = None) -
     both tasks; half of every model's heads score exactly 0.0 (probes that learned nothing),
     so ties straddle every cut-off. `numbering`: a relabelling of the heads (a permutation of
     0..15), applied alike to every model, as another numbering of the same encoder would be."""
-    rows = []
+    rows = [{"unit": "head", "task": "none", "setting": "vanilla", "seed": 0, "probe_task": probe,
+             "layer": h // HEADS, "head": h % HEADS, "value": 0.0} for probe in SPEC["tasks"] for h in range(LAYERS * HEADS)]
     for task in SPEC["tasks"]:
         for setting in ("cross", "multi"):
             for seed in (1, 2):
@@ -89,6 +91,7 @@ def test_table4_marks_significant_rho_with_its_p(tmp_path):
             rows.append({"unit": "head", "task": task, "setting": setting, "seed": seed, "probe_task": "pos",
                          "layer": h // HEADS, "head": h % HEADS, "value": v})
 
+    add("none", "vanilla", 0, np.zeros(16))
     for seed in (1, 2):
         add("pos", "cross", seed, base)
         add("pos", "multi", seed, strong)  # significant in both seeds
@@ -165,3 +168,29 @@ def test_table5_marks_a_collapsed_model_and_not_the_vanilla_encoder(tmp_path):
     cells = table.set_index(["task", "setting", "lang"])
     assert cells.loc[("pos", "vanilla", "de"), "n_collapsed"] == 0 and cells.loc[("pos", "cross", "de"), "n_collapsed"] == 1
     assert "POS cross / DE 11.00 (n=1)" in md
+
+
+def test_head_scores_are_over_the_vanilla_encoders_probe_of_the_same_head(tmp_path):
+    """The paper's Sect. 3.2 method: a head's score is its fine-tuned probe minus the vanilla one.
+    Here the raw multi scores follow the vanilla encoder's (reversed) ranking and share no top head
+    with the cross model; over the vanilla scores both follow one ranking."""
+    rank = np.arange(16, dtype=float)
+    vanilla = 3 * (15 - rank)
+    rows = []
+
+    def add(task, setting, seed, values):
+        rows.extend({"unit": "head", "task": task, "setting": setting, "seed": seed, "probe_task": "pos",
+                     "layer": h // HEADS, "head": h % HEADS, "value": v} for h, v in enumerate(values))
+
+    add("none", "vanilla", 0, vanilla)
+    add("pos", "cross", 1, rank)  # over vanilla: 4·rank − 45
+    add("pos", "multi", 1, vanilla + rank)  # raw: 45 − 2·rank (reversed); over vanilla: rank
+    probes = pd.DataFrame(rows)
+    scores = A.head_scores(probes)
+    assert np.allclose(scores[("pos", "multi", 1, "pos")], rank) and np.allclose(scores[("pos", "cross", 1, "pos")], 4 * rank - 45)
+    table, _ = build_table4(tmp_path, probes, "over_vanilla")
+    cell = table.set_index(["task", "setting", "probe_task", "topk", "metric"])
+    assert cell.loc[("pos", "multi", "pos", 40, "overlap"), "ours_mean"] == 4  # raw: 0
+    assert cell.loc[("pos", "multi", "pos", 40, "spearman"), "ours_mean"] == pytest.approx(1.0)
+    with pytest.raises(XltError, match="no per-head probe of the vanilla encoder"):
+        A.head_scores(probes[probes["setting"] != "vanilla"])

@@ -91,7 +91,7 @@ def test_only_the_models_of_tables_that_show_the_oracle_ask_for_it():
 
     cfg = base()
     assert P.oracle_languages(cfg, "results/models/mbert/pretrained/ner/en.crossmulti/seed2") == ["en", "de", "es", "fr"]
-    assert P.oracle_languages(cfg, "results/models/mbert/pretrained/pawsx/en.underspec-dlfa6/seed1") == \
+    assert P.oracle_languages(cfg, "results/models/mbert/pretrained/pawsx/en.dlfa-dlfa6/seed1") == \
         cfg["language_sets"]["xtreme_pawsx"]
     assert P.oracle_languages(cfg, "results/models/mbert/pretrained/xnli/en.adjust/seed1") == []
     off = {**cfg, "papers": {**cfg["papers"], "crossmulti": {**cfg["papers"]["crossmulti"], "oracle": False}}}

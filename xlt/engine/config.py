@@ -9,6 +9,7 @@ from xlt.errors import XltError
 
 
 FAST_PATH = ("auto", "off")
+CLASSIFIERS = ("dense", "linear", "hf_sequence_classifier")  # TrainConfig.classifier
 ORACLE_FILE = "oracle.json"  # beside a model fine-tuned with oracle selection (per target language, its own dev)  # the lean training forward where it applies, or never
 
 
@@ -31,7 +32,13 @@ class TrainConfig:
     max_length: int = 128  # subwords per window, specials included
     stride: int = 32  # tagging: window step; QA: doc-stride overlap (below max_length/2)
     parse_max_words: int = 128  # parsing at test time: the first N words, whatever their subwords
-    dropout: float = 0.1
+    dropout: float = 0.1  # the encoder's (hidden and attention) and, unless head_dropout says otherwise, the heads'
+    head_dropout: float | None = None  # on what the heads read; None: `dropout`
+    # the classification head on [CLS]: "dense" (a fresh dense + tanh layer, then a linear one:
+    # RoBERTa's), "linear" (one linear layer), "hf_sequence_classifier" (Hugging Face's
+    # AutoModelForSequenceClassification for the encoder: BERT's pretrained pooler + a linear layer,
+    # RoBERTa's fresh dense head); other kinds have one head
+    classifier: str = "dense"
     select: str = "best"  # "best" dev epoch, or "last" epoch (the adjust paper's choice)
     # the languages whose dev sets model selection averages; None: the training languages' (no
     # target-language peeking). A list, e.g. [en]: translate-train data has English dev only
@@ -61,7 +68,8 @@ class TrainConfig:
             d["adam_betas"] = tuple(d["adam_betas"])
         cfg = cls(**d)
         for key, allowed in (("select", ("best", "last")), ("schedule", ("linear", "constant")), ("device", ("auto", "cpu", "cuda")),
-                             ("precision", ("auto", "bf16", "fp32")), ("fast_path", FAST_PATH)):
+                             ("precision", ("auto", "bf16", "fp32")), ("fast_path", FAST_PATH),
+                             ("classifier", CLASSIFIERS)):
             if getattr(cfg, key) not in allowed:
                 raise XltError(f"{where}: {key}={getattr(cfg, key)!r}; allowed: {', '.join(allowed)}")
         if not 0 < cfg.stride < cfg.max_length // 2:

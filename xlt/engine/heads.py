@@ -23,7 +23,8 @@ class TaggingHead(nn.Module):
 
 
 class ClassificationHead(nn.Module):
-    """Sentence(-pair) classification from the first token ([CLS] / <s>), RoBERTa-style."""
+    """Sentence(-pair) classification from the first token ([CLS] / <s>), RoBERTa-style: a
+    fresh dense + tanh layer, then a linear one (Hugging Face's RobertaClassificationHead)."""
 
     def __init__(self, hidden: int, num_labels: int, dropout: float):
         super().__init__()
@@ -34,6 +35,44 @@ class ClassificationHead(nn.Module):
     def forward(self, h: torch.Tensor, batch: dict) -> dict:
         x = self.dropout(h[:, 0])
         return {"logits": self.out(self.dropout(torch.tanh(self.dense(x))))}
+
+
+class LinearClassificationHead(nn.Module):
+    """One linear layer on the first token (shijie-wu/crosslingual-nlp's classifier)."""
+
+    def __init__(self, hidden: int, num_labels: int, dropout: float):
+        super().__init__()
+        self.dropout = nn.Dropout(dropout)
+        self.out = nn.Linear(hidden, num_labels)
+
+    def forward(self, h: torch.Tensor, batch: dict) -> dict:
+        return {"logits": self.out(self.dropout(h[:, 0]))}
+
+
+class PooledClassificationHead(nn.Module):
+    """BERT's pooler (dense + tanh on [CLS]), then dropout and a linear layer: Hugging Face's
+    BertForSequenceClassification. `pooler` starts as the encoder's pretrained one
+    (`adopt_pooler`)."""
+
+    def __init__(self, hidden: int, num_labels: int, dropout: float):
+        super().__init__()
+        self.pooler = nn.Linear(hidden, hidden)
+        self.dropout = nn.Dropout(dropout)
+        self.out = nn.Linear(hidden, num_labels)
+
+    def forward(self, h: torch.Tensor, batch: dict) -> dict:
+        return {"logits": self.out(self.dropout(torch.tanh(self.pooler(h[:, 0]))))}
+
+    def adopt_pooler(self, pooler: nn.Module, init_std: float) -> None:
+        """The encoder's pretrained pooler's weights into ours; the linear layer initialised
+        as Hugging Face initialises a new classifier (normal, std `init_std`; bias 0)."""
+        self.pooler.load_state_dict(pooler.dense.state_dict())
+        nn.init.normal_(self.out.weight, std=init_std)
+        nn.init.zeros_(self.out.bias)
+
+
+# The classification heads a model spec names (ModelSpec.classifier); the default is the first.
+CLASSIFIERS = {"dense": ClassificationHead, "linear": LinearClassificationHead, "pooler": PooledClassificationHead}
 
 
 class SpanQAHead(nn.Module):

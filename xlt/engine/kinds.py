@@ -31,7 +31,9 @@ class Kind:
     def encode(self, task: Task, records: list[dict], tokenizer, cfg, train: bool, positions: int | None = None):
         raise NotImplementedError
 
-    def build_head(self, task: Task, hidden: int, dropout: float) -> torch.nn.Module:
+    def build_head(self, task: Task, hidden: int, dropout: float, classifier: str = "dense") -> torch.nn.Module:
+        """The task's head; `classifier` picks the classification head (heads.CLASSIFIERS), a
+        kind with one head shape ignores it."""
         raise NotImplementedError
 
     def loss(self, out: dict, batch: dict) -> torch.Tensor:
@@ -110,7 +112,7 @@ class Tagging(Kind):
 
         return task.name == "ner" or is_bio_labelset(task.labels)
 
-    def build_head(self, task, hidden, dropout):
+    def build_head(self, task, hidden, dropout, classifier="dense"):
         return heads.TaggingHead(hidden, task.num_labels, dropout)
 
     def loss(self, out, batch):
@@ -148,8 +150,10 @@ class Classification(Kind):
     def encode(self, task, records, tokenizer, cfg, train, positions=None):
         return feat.encode_sequence_task(task, records, tokenizer, cfg.max_length)
 
-    def build_head(self, task, hidden, dropout):
-        return heads.ClassificationHead(hidden, task.num_labels, dropout)
+    def build_head(self, task, hidden, dropout, classifier="dense"):
+        if classifier not in heads.CLASSIFIERS:
+            raise XltError(f"classification head {classifier!r}; allowed: {', '.join(heads.CLASSIFIERS)}")
+        return heads.CLASSIFIERS[classifier](hidden, task.num_labels, dropout)
 
     def loss(self, out, batch):
         return F.cross_entropy(out["logits"].float(), batch["label"])
@@ -180,7 +184,7 @@ class SpanQA(Kind):
     def encode(self, task, records, tokenizer, cfg, train, positions=None):
         return feat.encode_qa(records, tokenizer, cfg.max_length, cfg.stride, train)
 
-    def build_head(self, task, hidden, dropout):
+    def build_head(self, task, hidden, dropout, classifier="dense"):
         return heads.SpanQAHead(hidden, dropout)
 
     def loss(self, out, batch):
@@ -216,7 +220,7 @@ class Biaffine(Kind):
         return feat.encode_token_task(task, records, tokenizer, cfg.max_length, cfg.stride, train,
                                       cfg.parse_max_words, positions, parsing=True)
 
-    def build_head(self, task, hidden, dropout):
+    def build_head(self, task, hidden, dropout, classifier="dense"):
         return heads.ParsingHead(hidden, task.num_labels, dropout)
 
     def loss(self, out, batch):

@@ -36,7 +36,8 @@ class ModelSpec:
     task: str  # the task whose head predicts (registry name)
     extras: list[dict] = field(default_factory=list)  # [{"name": ..., **params}], applied in order
     aux_tasks: list[str] = field(default_factory=list)  # one more head each (multi-task streams)
-    dropout: float = 0.1
+    dropout: float = 0.1  # on what the heads read
+    classifier: str = "dense"  # the classification head (xlt.engine.heads.CLASSIFIERS)
 
     @classmethod
     def from_dict(cls, d: dict) -> "ModelSpec":
@@ -64,9 +65,11 @@ def require_local(name_or_path: str) -> None:
                    "(a login node): `snakemake --cores 1 prefetch` with this run's --configfile")
 
 
-def load_encoder_weights(name_or_path: str, revision: str | None = None, dropout: float | None = None):
-    """An encoder (its base model, no pooler) from the Hub or a local directory, whose
-    safetensors files are checked first; pickled weights are never loaded."""
+def load_encoder_weights(name_or_path: str, revision: str | None = None, dropout: float | None = None,
+                         pooler: bool = False):
+    """An encoder (its base model; its pooler only if asked, for a head to take over) from the
+    Hub or a local directory, whose safetensors files are checked first; pickled weights are
+    never loaded."""
     from transformers import AutoModel
 
     require_local(name_or_path)
@@ -77,7 +80,7 @@ def load_encoder_weights(name_or_path: str, revision: str | None = None, dropout
         kwargs.update(hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout)
     try:
         # safetensors only: a pickled pytorch_model.bin can run code when loaded.
-        return AutoModel.from_pretrained(name_or_path, add_pooling_layer=False, use_safetensors=True, **kwargs)
+        return AutoModel.from_pretrained(name_or_path, add_pooling_layer=pooler, use_safetensors=True, **kwargs)
     except (OSError, ValueError) as e:
         raise _cannot_load(name_or_path, revision, e) from None
 
@@ -101,10 +104,10 @@ def load_tokenizer(name_or_path: str, revision: str | None = None):
     return tokenizer
 
 
-def load_encoder(name_or_path: str, revision: str | None = None, dropout: float | None = None):
+def load_encoder(name_or_path: str, revision: str | None = None, dropout: float | None = None, pooler: bool = False):
     """Load an encoder and its tokenizer from the Hub or a local directory."""
     tokenizer = load_tokenizer(name_or_path, revision)
-    return load_encoder_weights(name_or_path, revision, dropout), tokenizer
+    return load_encoder_weights(name_or_path, revision, dropout, pooler), tokenizer
 
 
 class TaskModel(nn.Module):
@@ -120,7 +123,8 @@ class TaskModel(nn.Module):
         if (mixup := xmixup_of(self.extras)) is not None and self.kind.name not in mixup.KINDS:
             raise XltError(xmixup_not_built(self.kind.name))
         hidden = encoder.config.hidden_size
-        self.heads = nn.ModuleDict({name: kind.build_head(task, hidden, spec.dropout) for name, (task, kind) in tasks.items()})
+        self.heads = nn.ModuleDict({name: kind.build_head(task, hidden, spec.dropout, spec.classifier)
+                                    for name, (task, kind) in tasks.items()})
         use_keep_mask_dropout(self)
         self.fast_path = True  # training steps through the lean forward where it applies (engine.fast_path)
 

@@ -12,6 +12,7 @@ import torch
 
 from xlt.engine.config import ORACLE_FILE, TrainConfig
 from xlt.engine.evalset import EvalSet, load_records, max_positions
+from xlt.engine.heads import PooledClassificationHead
 from xlt.engine.kinds import Kind, resolve
 from xlt.engine.loop import Loop
 from xlt.engine.model import ModelSpec, build_model, load_encoder, load_model, save_model
@@ -45,14 +46,44 @@ def build_task_model(cfg: TrainConfig, encoder, aux: list[tuple[Task, Kind]] = (
     leaves the main head and the training RNG as they were."""
     seed_everything(cfg.seed)
     main = main or resolve(cfg.task)
-    spec = ModelSpec(task=cfg.task, extras=[dict(e) for e in cfg.extras], aux_tasks=[], dropout=cfg.dropout)
+    dropout = cfg.dropout if cfg.head_dropout is None else cfg.head_dropout
+    classifier = spec_classifier(cfg.classifier, encoder.config)
+    spec = ModelSpec(task=cfg.task, extras=[dict(e) for e in cfg.extras], aux_tasks=[], dropout=dropout, classifier=classifier)
     model = build_model(spec, encoder, {cfg.task: main})
+    adopt_pooler(model.head, encoder)
     for task, kind in aux:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(_seed_of(cfg.seed, task.name))
-            model.heads[task.name] = kind.build_head(task, encoder.config.hidden_size, cfg.dropout)
+            model.heads[task.name] = kind.build_head(task, encoder.config.hidden_size, dropout, classifier)
+            adopt_pooler(model.heads[task.name], encoder)
+    if getattr(encoder, "pooler", None) is not None:
+        encoder.pooler = None  # the heads hold copies; the saved encoder stays a base model
     model.spec.aux_tasks = [task.name for task, _ in aux]
     return model
+
+
+def spec_classifier(classifier: str, encoder_config) -> str:
+    """TrainConfig.classifier as a model spec's head (heads.CLASSIFIERS): "hf_sequence_classifier"
+    is "pooler" where Hugging Face's sequence classifier for this architecture reads the
+    pretrained pooler (BERT), else "dense" (RoBERTa's fresh dense head); asked of transformers
+    itself, built on the meta device (no weights)."""
+    if classifier != "hf_sequence_classifier":
+        return classifier
+    from transformers import AutoModelForSequenceClassification
+
+    with torch.device("meta"):
+        hf = AutoModelForSequenceClassification.from_config(encoder_config)
+    return "pooler" if getattr(hf.base_model, "pooler", None) is not None else "dense"
+
+
+def adopt_pooler(head: torch.nn.Module, encoder) -> None:
+    """A pooled classification head starts from the encoder's pooler (loaded with it:
+    `load_encoder(..., pooler=True)`), as Hugging Face's does; other heads are left alone."""
+    if not isinstance(head, PooledClassificationHead):
+        return
+    if getattr(encoder, "pooler", None) is None:
+        raise XltError("a pooled classification head needs the encoder loaded with its pooler (load_encoder(..., pooler=True))")
+    head.adopt_pooler(encoder.pooler, encoder.config.initializer_range)
 
 
 def oracle_step(state: dict, epoch: int, dev: dict[str, dict], test_of, metric: str) -> None:
@@ -128,7 +159,8 @@ def train(
     precision = resolve_precision(cfg.precision, device)
 
     seed_everything(cfg.seed)
-    encoder, tokenizer = load_encoder(cfg.encoder, cfg.encoder_revision, dropout=cfg.dropout)
+    encoder, tokenizer = load_encoder(cfg.encoder, cfg.encoder_revision, dropout=cfg.dropout,
+                                      pooler=cfg.classifier == "hf_sequence_classifier")
     model = build_task_model(cfg, encoder, aux_tasks, (task, kind)).to(device)
     model.fast_path = cfg.fast_path != "off"
     if dist.world > 1:

@@ -245,7 +245,7 @@ def probe_jobs(cfg: dict) -> dict:
 
 
 def figure_inputs(cfg: dict) -> list[str]:
-    return [head_updates_file(cfg)] + probe_files(cfg)[1:]
+    return [head_updates_file(cfg)] + probe_files(cfg)  # the vanilla probe too: head scores are over it
 
 
 def draw(spec: dict, inputs: list[str], out_dir: str, figure: str) -> None:
@@ -298,7 +298,7 @@ PAPER = Paper(
         datasize.table(SLUG, table1),
         Table("table2", inputs=table2_inputs, build=table2, spec=with_profile),
         Table("table3", inputs=probe_files, build=_build("table3")),
-        Table("table4", inputs=lambda cfg: probe_files(cfg)[1:], build=_build("table4"), spec=_analysis_spec),
+        Table("table4", inputs=probe_files, build=_build("table4"), spec=_analysis_spec),
         Table("table5", inputs=pppl_files, build=_build("table5")),
         Table("table6", inputs=table6_inputs, build=table6, spec=with_profile),
     ),

@@ -28,11 +28,15 @@ def read_csvs(inputs: list[str]) -> pd.DataFrame:
 
 
 def in_paper_order(table: pd.DataFrame, tasks: list[str], keys: list[str]) -> pd.DataFrame:
-    """Rows sorted by the tasks' order in the config (task and probe_task columns), stable
-    otherwise: the rendered grid's rows and columns follow the paper (POS, NER, PI, SA)."""
+    """Rows sorted by the tasks' order in the config (task and probe_task columns) and, where
+    `keys` hold it, cross before multi (a cross model is not compared with itself, so its task's
+    first rows would otherwise be multi's), stable otherwise: the rendered grid's rows and
+    columns follow the paper (POS, NER, PI, SA; cross, multi)."""
     rank = {t: i for i, t in enumerate(tasks)}
-    cols = [k for k in keys if k in ("task", "probe_task")]
-    return table.sort_values(cols, key=lambda c: c.map(lambda t: rank.get(t, len(rank))), kind="stable").reset_index(drop=True)
+    cols = [k for k in ("task", "setting", "probe_task") if k in keys]
+    order = {"setting": {s: i for i, s in enumerate(("cross", "multi"))}}
+    return table.sort_values(cols, key=lambda c: c.map(lambda t: order.get(c.name, rank).get(t, len(rank))),
+                             kind="stable").reset_index(drop=True)
 
 
 def _published(table: str) -> pd.DataFrame:
@@ -100,9 +104,29 @@ def topk_compare(model: np.ndarray, base: np.ndarray, k: int) -> tuple[int, floa
     return len(shared), float(rho), float(p)
 
 
+def over_vanilla(probes: pd.DataFrame) -> pd.DataFrame:
+    """The fine-tuned models' per-head probe rows, each score minus the vanilla (pretrained)
+    encoder's probe of the same head on the same probing task: the paper probes heads "using
+    the same probing method as introduced in Section 3.2", which subtracts the pretrained score."""
+    heads = probes[probes["unit"] == "head"]
+    vanilla = heads[heads["setting"] == VANILLA].set_index(["probe_task", "layer", "head"])["value"]
+    if vanilla.empty:
+        raise XltError("Table 4 / Figures A1-A4: no per-head probe of the vanilla encoder among the inputs")
+    if vanilla.index.duplicated().any():
+        raise XltError("Table 4 / Figures A1-A4: more than one vanilla probe of a head among the inputs")
+    tuned = heads[heads["setting"] != VANILLA].copy()
+    base = vanilla.reindex(pd.MultiIndex.from_frame(tuned[["probe_task", "layer", "head"]])).to_numpy(dtype=float)
+    if np.isnan(base).any():
+        missing = tuned.loc[np.isnan(base), ["probe_task", "layer", "head"]].iloc[0].tolist()
+        raise XltError(f"Table 4 / Figures A1-A4: the vanilla encoder has no probe of (probe task, layer, head) {missing}")
+    tuned["value"] = tuned["value"].to_numpy(dtype=float) - base
+    return tuned
+
+
 def head_scores(probes: pd.DataFrame) -> dict[tuple, np.ndarray]:
-    """(task, setting, seed, probe_task) -> the heads' scores, layer-major."""
-    heads = probes[probes["unit"] == "head"].sort_values(["layer", "head"], kind="stable")
+    """(task, setting, seed, probe_task) -> the heads' scores over the vanilla encoder's
+    (`over_vanilla`), layer-major."""
+    heads = over_vanilla(probes).sort_values(["layer", "head"], kind="stable")
     return {key: g["value"].to_numpy() for key, g in heads.groupby(["task", "setting", "seed", "probe_task"], sort=False)}
 
 
@@ -159,7 +183,9 @@ def table4(spec: dict, inputs: list[str]):
              "compares counts of different totals); ρ over fewer than 3 shared heads is –, and over a handful of heads "
              "it is coarse.",
              "Baseline of a probing task = its cross model (same seed); per-head probes: linear layers on each "
-             "head's context vector, trained on the EN training data, scored on the four test sets.",
+             "head's context vector, trained on the EN training data, scored on the four test sets; a head's score "
+             "is its probe on the fine-tuned model minus its probe on the vanilla (pretrained) encoder, as Table 3's "
+             "(the paper's Sect. 3.2 method).",
              f"Top-k heads: {TOP_HEADS_RULE}",
              f"ρ*: Spearman's ρ significant (two-sided p < {TABLE4_ALPHA}, scipy.stats.spearmanr) in every seed "
              "of the cell; the CSV's pvalue is the largest p over those seeds, n_significant counts the seeds "
@@ -274,7 +300,8 @@ def figure_a(spec: dict, probes: pd.DataFrame, out_dir: str, figure: str, probe_
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    heads = probes[(probes["unit"] == "head") & (probes["probe_task"] == probe_task)].copy()
+    heads = over_vanilla(probes)
+    heads = heads[heads["probe_task"] == probe_task].copy()
     heads["task"] = heads["task"].str.partition(".")[0]
     mean = heads.groupby(["task", "setting", "layer", "head"], sort=False)["value"].mean().reset_index()
     n_heads = int(mean.groupby(["task", "setting"]).size().iloc[0])
@@ -293,7 +320,7 @@ def figure_a(spec: dict, probes: pd.DataFrame, out_dir: str, figure: str, probe_
         marked.append(m)
         ax = axes[i // 2, i % 2]
         grid = _grid(m, "value")
-        fig.colorbar(ax.imshow(grid, cmap="Blues"), ax=ax, fraction=0.046, label=spec["metric"][probe_task])
+        fig.colorbar(ax.imshow(grid, cmap="Blues"), ax=ax, fraction=0.046, label=f"{spec['metric'][probe_task]} − vanilla")
         for (layer, head), mk in zip(m[["layer", "head"]].itertuples(index=False), m["mark"]):
             if mk:
                 ax.add_patch(plt.Rectangle((head - 0.5, layer - 0.5), 1, 1, fill=False, lw=2,
