@@ -1,6 +1,7 @@
 """xmixup's paired sets (xlt.prepare `translated`): translate-train (XTREME's TSV, both sides in
 one row) and translate-test (XNLI test joined by row with XNLI-MT's English translation)."""
 
+import json
 import shutil
 
 import pytest
@@ -116,7 +117,8 @@ def test_translated_qa_sets_join_by_question_id_and_skip_misplaced_answers(tmp_p
     stats: dict = {}
     train = prepare_split("qa", "de", "train", tmp_path, cfg, stats=stats)
     assert [(r["id"], r["question"], r["source"]["question"], r["source"]["answers"]["text"]) for r in train] == \
-        [("q2", "wo?", "where?", ["Berlin"]), ("q1", "wer?", "who?", ["Anna"])]  # the translation's order
+        [("q2", "wo?", "where?", ["Berlin"]), ("q1", "wer?", "who?", ["Anna"]),  # the translation's order
+         ("q9", "?", "?", ["x"])]  # no English original: paired with itself, as the xmixup authors' code
     assert stats["translated_qa"]["de/train"] == {"skipped_answers": 1, "skipped_questions": 1, "unmatched": 1}
     test = prepare_split("qa", "de", "test", tmp_path, cfg)
     assert [(r["id"], r["answers"]["text"], r.get("source")) for r in test] == \
@@ -128,7 +130,7 @@ def test_translated_qa_sets_join_by_question_id_and_skip_misplaced_answers(tmp_p
         prepare_split("qa", "de", "train", tmp_path, cfg)
 
 
-def test_the_join_by_question_id_counts_the_unmatched_and_refuses_none_in_common_naming_both_files():
+def test_the_join_by_question_id_counts_the_unmatched_and_refuses_none_in_common_naming_both_files_unless_self_paired():
     from xlt.evalsets import attach_source_by_id
 
     en = [{"id": f"english-{k}-0", "question": f"q{k}", "context": f"c{k}", "answers": {"text": ["a"], "answer_start": [0]}}
@@ -138,12 +140,19 @@ def test_the_join_by_question_id_counts_the_unmatched_and_refuses_none_in_common
     out = attach_source_by_id(ar, en, ("question",), stats=stats, target_file="tt.ar.json", source_file="train.parquet")
     assert [(r["id"], r["source"]) for r in out] == [("english-1-0", {"question": "q1"}), ("english-2-0", {"question": "q2"})]
     assert stats == {"unmatched": 1}  # english-9-0 has no original: left out, counted
-    kept = attach_source_by_id(ar, en, ("question",), keep_unmatched=True)
+    kept = attach_source_by_id(ar, en, ("question",), unmatched="keep")
     assert [r["id"] for r in kept] == ["english-1-0", "english-2-0", "english-9-0"] and "source" not in kept[2]
+    own = attach_source_by_id(ar, en, ("question",), unmatched="self")
+    assert [r["source"] for r in own] == [{"question": "q1"}, {"question": "q2"}, {"question": "q0"}]  # en[0] renamed: its own
+    with pytest.raises(ValueError, match="unmatched='skip'; allowed: drop, keep, self"):
+        attach_source_by_id(ar, en, ("question",), unmatched="skip")
     renamed = [{**r, "id": f"arabic-{k}"} for k, r in enumerate(ar)]  # a translation with ids of its own
     with pytest.raises(XltError, match=r"tt\.ar\.json \(3 records, first id 'arabic-0'\) and train\.parquet \(3 records, "
                                        r"first id 'english-0-0'\): no id in common"):
         attach_source_by_id(renamed, en, ("question",), target_file="tt.ar.json", source_file="train.parquet")
+    stats = {}
+    alone = attach_source_by_id(renamed, en, ("question",), stats=stats, unmatched="self")
+    assert [r["source"]["question"] for r in alone] == [r["question"] for r in renamed] and stats == {"unmatched": 3}
 
 
 TYDIQA_WORLD = ["en", "ar", "ru"]  # the world's TyDiQA-GoldP languages
@@ -181,7 +190,8 @@ def test_tydiqa_sets_of_config_yaml_from_the_world_join_each_translation_to_its_
                                                                "squad-json": []}  # SQuAD v1.1 dev
 
 
-def test_a_tydiqa_translation_whose_ids_are_not_the_english_trains_fails_naming_both_files(tmp_path):
+def test_a_tydiqa_translation_whose_ids_are_not_the_english_trains_pairs_each_question_with_itself_and_says_so(
+        tmp_path, caplog):
     from xlt.formats.hub_parquet import write_squad_parquet
 
     (tmp_path / "tydiqa").mkdir()
@@ -189,13 +199,16 @@ def test_a_tydiqa_translation_whose_ids_are_not_the_english_trains_fails_naming_
     write_squad_parquet(tmp_path / "tydiqa/train-00000-of-00001.parquet",
                         [{"id": f"{name}-{k}-0", "title": "t", "context": "Anna sleeps", "question": "who?", "answers": answers}
                          for name in ("english", "russian") for k in range(2)])  # fmt: skip
-    _squad(tmp_path / "tt/tydiqa.translate.train.en-ru.json", [("russian-0-0", "кто?", "Anna spit", "Anna", 0)])
+    # XTREME's file: ids of its own (public processors never join it to TyDiQA's English ids)
+    _squad(tmp_path / "tt/tydiqa.translate.train.en-ru.json", [("0", "кто?", "Anna spit", "Anna", 0),
+                                                              ("1", "где?", "Anna spit", "Anna", -1)])
     cfg = world_cfg()
     cfg["language_sets"]["xtreme_tydiqa"] = TYDIQA_WORLD
     cfg["data"]["qa"]["sets"]["tydiqa_translate_train"]["translated"]["train"] = "tt/tydiqa.translate.train.en-{lang}.json"
     source = T.source_cfg(cfg, "qa.tydiqa_translate_train")
     assert [r["id"] for r in prepare_split("qa", "en", "train", tmp_path, source)] == ["english-0-0", "english-1-0"]
-    with pytest.raises(XltError, match=r"tydiqa\.translate\.train\.en-ru\.json \(1 records, first id 'russian-0-0'\) and "
-                                       r".*tydiqa/train-00000-of-00001\.parquet \(2 records, first id 'english-0-0'\): "
-                                       r"no id in common"):
-        prepare_split("qa", "ru", "train", tmp_path, source)
+    got = prepare_task("qa", ["ru"], tmp_path, source, tmp_path / "out")
+    rows = [json.loads(x) for x in (tmp_path / "out/ru/train.jsonl").read_text().splitlines()]
+    assert [(r["id"], r["source"]["question"], r["source"]["context"]) for r in rows] == [("0", "кто?", "Anna spit")]
+    assert got["reader_stats"]["translated_qa"] == {"ru/train": {"skipped_answers": 1, "skipped_questions": 1, "unmatched": 1}}
+    assert "each of the 1 is paired with itself" in caplog.text and "skipped_answers 1" in caplog.text

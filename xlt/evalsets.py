@@ -83,24 +83,37 @@ def self_source(task: str, records: list[dict]) -> list[dict]:
     return [{**r, "source": {f: r[f] for f in fields}} for r in records]
 
 
+UNMATCHED = ("drop", "keep", "self")  # what attach_source_by_id does with a target id the source lacks
+
+
 def attach_source_by_id(target: list[dict], source: list[dict], fields: tuple[str, ...], *, stats: dict | None = None,
-                        keep_unmatched: bool = False, target_file: str | Path = "?",
+                        unmatched: str = "drop", target_file: str | Path = "?",
                         source_file: str | Path = "?") -> list[dict]:
     """Each `target` record whose id `source` holds, with `"source"`: that record's `fields`
     (QA: a translated SQuAD question and its English original share the question id). Target
-    ids the source lacks are counted in `stats["unmatched"]` and left out, or with
-    `keep_unmatched` (a test set) kept as they are; no id in common raises."""
+    ids the source lacks are counted in `stats["unmatched"]` and, by `unmatched`, left out
+    (``drop``), kept as they are (``keep``: a test set) or paired with their own `fields`
+    (``self``: the xmixup authors' code pairs a translated question it finds no English
+    original for with itself). No id in common raises, except with ``self``."""
+    if unmatched not in UNMATCHED:
+        raise ValueError(f"unmatched={unmatched!r}; allowed: {', '.join(UNMATCHED)}")
     by_id = {r["id"]: r for r in source}
-    joined = [{**t, "source": {f: by_id[t["id"]][f] for f in fields}} if t["id"] in by_id else t for t in target]
     matched = sum(t["id"] in by_id for t in target)
-    if not matched:  # e.g. a translation whose ids are not its original's: say what each side holds
+    if not matched and unmatched != "self":  # e.g. a translation whose ids are not its original's: say what each side holds
         first = {side: repr(records[0]["id"]) if records else "none" for side, records in (("t", target), ("s", source))}
         raise XltError(f"{target_file} ({len(target)} records, first id {first['t']}) and {source_file} ({len(source)} "
                        f"records, first id {first['s']}): no id in common; a translated set is joined to its original "
                        "by question id")
     if stats is not None:
         stats["unmatched"] = stats.get("unmatched", 0) + len(target) - matched
-    return joined if keep_unmatched else [r for r in joined if "source" in r]
+    out = []
+    for t in target:
+        partner = by_id.get(t["id"], t if unmatched == "self" else None)
+        if partner is not None:
+            out.append({**t, "source": {f: partner[f] for f in fields}})
+        elif unmatched == "keep":
+            out.append(t)
+    return out
 
 
 def cross_qa(questions: list[dict], contexts: list[dict], *, stats: dict | None = None,

@@ -244,9 +244,27 @@ def _need(path: Path, task: str, lang: str, split: str) -> Path:
     return path
 
 
+def record_quirks(stats: dict | None, lang: str, split: str, path: Path, counts: dict) -> None:
+    """Log the rows a reader skipped or repaired (a real file's known quirk, handled as the
+    reference implementation does) and record the counts in the manifest's
+    ``reader_stats.quirks["<lang>/<split>"][<file name>]``."""
+    counts = {k: v for k, v in counts.items() if v}
+    if not counts:
+        return
+    log.warning("%s (language %s, split %s): %s", path, lang, split, ", ".join(f"{k} {v}" for k, v in counts.items()))
+    if stats is not None:
+        stats.setdefault("quirks", {}).setdefault(f"{lang}/{split}", {})[path.name] = counts
+
+
+def _translated_squad(path: Path) -> bool:
+    """XTREME's machine-translated SQuAD / TyDiQA-GoldP (SQuAD JSON): some answers misplaced."""
+    return path.name.endswith(".json") and "xtreme_translations" in path.parts
+
+
 def _read_by_extension(task: str, lang: str, split: str, path: Path, stats: dict | None) -> list[dict]:
     name = path.name
     prefix = f"{lang}-{split}-{path.stem}-"
+    quirks: dict = {}
     if name.endswith(".parquet"):
         if task == "ner":
             return hub_parquet.read_wikiann(path, lang=lang, id_prefix=prefix)
@@ -255,20 +273,36 @@ def _read_by_extension(task: str, lang: str, split: str, path: Path, stats: dict
         if task == "pawsx":
             return hub_parquet.read_pawsx(path)
         if task == "qa" and "tydiqa" in path.parts:  # all languages in one file: keep `lang`
-            return hub_parquet.read_tydiqa(path, lang=lang)
+            records = hub_parquet.read_tydiqa(path, lang=lang, stats=quirks)
+            record_quirks(stats, lang, split, path, quirks)
+            return records
         if task == "qa":  # MLQA's refs/convert/parquet (SQuAD's columns)
             return hub_parquet.read_squad_parquet(path)
     elif name.endswith(".tsv") and task in ("xnli", "pawsx") and "xtreme_translations" in path.parts:
-        return tsv.read_xtreme_translated(path, task, id_prefix=prefix)
+        records = tsv.read_xtreme_translated(path, task, id_prefix=prefix, stats=quirks)
+        record_quirks(stats, lang, split, path, quirks)
+        return records
     elif name.endswith((".tsv", ".tsv.gz")) and task == "xnli":
         return tsv.read_xnli_mt(path, id_prefix=prefix)
     elif name.endswith(".jsonl") and task == "marc":
         return marc_jsonl.read_marc(path)
     elif name.endswith(".json") and task == "qa":
-        return squad_json.read_squad(path)
+        return read_squad_file(path, lang, split, stats)
     elif name.endswith(".conllu") and task in ("pos", "parsing"):
         return conllu.read_conllu(path, stats=stats)
     raise XltError(f"{path}: no reader for a {name.rsplit('.', 1)[-1]!r} file of task {task!r}")
+
+
+def read_squad_file(path: Path, lang: str, split: str, stats: dict | None, *, allow_unanswerable: bool = False) -> list[dict]:
+    """SQuAD JSON, strictly; XTREME's translations skip (and count) misplaced answers, as
+    XTREME's SQuAD reader drops a training answer it cannot find in its context."""
+    if not _translated_squad(path):
+        return squad_json.read_squad(path, allow_unanswerable=allow_unanswerable)
+    skipped: dict = {}
+    records = squad_json.read_squad(path, allow_unanswerable=allow_unanswerable, skipped=skipped)
+    record_quirks(stats, lang, split, path, {"answers_misplaced": skipped.get("answers", 0),
+                                             "questions_without_answer": skipped.get("questions", 0)})
+    return records
 
 
 def _ud(task: str, lang: str, split: str, raw_root: Path, source_cfg: dict, stats: dict | None) -> list[dict]:
@@ -417,7 +451,10 @@ def _translated_split(task: str, lang: str, split: str, raw_root: Path, source_c
     if task == "qa":
         out = _qa_translated(lang, split, path, raw_root, spec, plain, stats)
     elif _both_sides(path):
-        out = tsv.read_xtreme_translated(path, task, id_prefix=f"{lang}-{split}-{path.stem}-", keep_source=True)
+        quirks: dict = {}
+        out = tsv.read_xtreme_translated(path, task, id_prefix=f"{lang}-{split}-{path.stem}-", keep_source=True,
+                                         stats=quirks)
+        record_quirks(stats, lang, split, path, quirks)
     else:
         own = prepare_split(task, lang, split, raw_root, plain, stats=stats)
         own_file = ", ".join(map(str, _existing_files(task, lang, split, raw_root, plain)))
@@ -437,8 +474,10 @@ def _qa_translated(lang: str, split: str, path: Path, raw_root: Path, spec: dict
     each question with its English original's question, context and answer), or translate-test
     (the language's own questions, each with its English translation's question and context;
     one without a translation is kept on its own, predicted from the target side alone).
+    A translated question whose id the English side lacks is paired with itself, as the xmixup
+    authors' code does (XTREME's TyDiQA-GoldP translations need not keep TyDiQA's ids).
     Misplaced translated answers are skipped (`squad_json.read_squad`); both counts, and the
-    questions without a partner, go to the manifest's `translated` stats."""
+    questions without a partner, go to the manifest's `translated` stats and the log."""
     skipped: dict = {}
     train = _translation_is_target("qa", split)
     translated = squad_json.read_squad(path, allow_unanswerable=not train, skipped=skipped)
@@ -449,11 +488,15 @@ def _qa_translated(lang: str, split: str, path: Path, raw_root: Path, spec: dict
     files = {"target_file": path, "source_file": own_file} if train else {"target_file": own_file, "source_file": path}
     count: dict = {}
     out = evalsets.attach_source_by_id(target, source, ("question", "context", "answers") if train else ("question", "context"),
-                                       stats=count, keep_unmatched=not train, **files)
+                                       stats=count, unmatched="self" if train else "keep", **files)
+    counts = {"skipped_answers": skipped.get("answers", 0), "skipped_questions": skipped.get("questions", 0),
+              "unmatched": count["unmatched"]}
+    if train and count["unmatched"] == len(out):
+        log.warning("%s: no translated question has its English original's id in %s: each of the %d is paired with "
+                    "itself (no mixup partner), as the xmixup authors' code does", path, own_file, len(out))
+    record_quirks(None, lang, split, path, counts)  # the log; the manifest keeps them under translated_qa
     if stats is not None:
-        stats.setdefault("translated_qa", {})[f"{lang}/{split}"] = {"skipped_answers": skipped.get("answers", 0),
-                                                                    "skipped_questions": skipped.get("questions", 0),
-                                                                    "unmatched": count["unmatched"]}
+        stats.setdefault("translated_qa", {})[f"{lang}/{split}"] = counts
     return out
 
 

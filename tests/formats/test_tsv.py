@@ -10,6 +10,19 @@ def test_tokenize():
     assert tokenize("Maria, sees 3 дом. 北京 x?") == ["Maria", ",", "sees", "3", "дом", ".", "北京", "x", "?"]
 
 
+def test_xnli_mt_translate_test_folder_read_by_header_names(tmp_path):
+    # XNLI-MT-1.0/xnli/xnli.test.<lang>.tsv: its header could not be checked offline; the one
+    # public reader of it found (MultiFiT) takes XNLI 1.0's layout. Both are read by name.
+    p = tmp_path / "xnli.test.ru.tsv"
+    head = ["language", "gold_label", "sentence1_binary_parse", "sentence2_binary_parse", "sentence1_parse",
+            "sentence2_parse", "sentence1", "sentence2", "promptID", "pairID", "genre"]
+    p.write_text("\t".join(head) + "\n" + "\t".join(["ru", "contradiction", "(", "(", "(", "(", "He sleeps.", "He runs.",
+                                                       "1", "1", "fiction"]) + "\n", encoding="utf-8")  # fmt: skip
+    assert read_xnli_mt(p) == [{"id": "xnli.test.ru-2", "text": "He sleeps.", "text_pair": "He runs.", "label": "contradiction"}]
+    p.write_text("premise\thypo\tlabel\nHe sleeps.\tHe runs.\tcontradictory\n", encoding="utf-8")
+    assert read_xnli_mt(p)[0]["text_pair"] == "He runs."
+
+
 def test_xnli_mt_labels_and_errors(tmp_path):
     p = tmp_path / "multinli.train.de.tsv"
     p.write_text('premise\thypo\tlabel\nA "b\tC\tcontradictory\nD\tE\tentailment\n\nF\tG\tneutral\n')
@@ -17,14 +30,15 @@ def test_xnli_mt_labels_and_errors(tmp_path):
     assert [r["label"] for r in recs] == ["contradiction", "entailment", "neutral"]
     assert recs[0] == {"id": "multinli.train.de-2", "text": 'A "b', "text_pair": "C", "label": "contradiction"}
     p.write_text("premise\thypo\tlabel\nA\tB\tneutral\nA\tB\tC\tneutral\n")
-    with pytest.raises(DataFormatError, match="expected 3 tab-separated columns, got 4") as e:
+    with pytest.raises(DataFormatError, match=r"expected 3 tab-separated columns \(as the header\), got 4") as e:
         read_xnli_mt(p)
     assert e.value.line == 3 and str(e.value).startswith(f"{p}:3:")
     p.write_text("premise\thypo\tlabel\nA\tB\tmaybe\n")
     with pytest.raises(DataFormatError, match="unknown label 'maybe'"):
         read_xnli_mt(p)
     p.write_text("sentence1\tsentence2\tlabel\n")
-    with pytest.raises(DataFormatError, match="expected header") as e:
+    with pytest.raises(DataFormatError, match="expected a header naming premise/hypo/label or "
+                                              "sentence1/sentence2/gold_label columns") as e:
         read_xnli_mt(p)
     assert e.value.line == 1
 

@@ -2,10 +2,13 @@
 
 - XNLI-MT 1.0 (`multinli.train.<lang>.tsv`): header ``premise<TAB>hypo<TAB>label``; labels
   ``entailment`` / ``neutral`` / ``contradictory`` (read as the registry's ``contradiction``).
+  Its `xnli/` folder (translate-test) is read by the same header names, or XNLI 1.0's
+  ``sentence1`` / ``sentence2`` / ``gold_label`` (its layout could not be checked offline).
   -> ``{"id", "text", "text_pair", "label"}``.
 - XTREME translate-train (XNLI / PAWS-X `en-<lang>-translated.tsv`): no header, 5 columns
   (original pair, translated pair, label); the translated pair is kept, and with
   ``keep_source=True`` the English original too, as ``"source": {"text", "text_pair"}``.
+  PAWS-X rows whose label is not ``0`` / ``1`` are skipped and counted (as TFDS does).
 - WikiMatrix v1 (`WikiMatrix.en-<xx>.tsv.gz`): no header, ``margin score<TAB>en<TAB>xx``,
   sorted by score. Rows scoring below `threshold` (1.04, as the WikiMatrix paper advises) are
   dropped. -> ``{"id", "src": [tokens], "tgt": [tokens]}`` (English first), tokenised by
@@ -46,40 +49,56 @@ _XNLI_MT_LABELS = {"entailment": "entailment", "neutral": "neutral",
                    "contradictory": "contradiction", "contradiction": "contradiction"}  # fmt: skip
 
 
+# XNLI-MT's columns by header name: its multinli/ files say `premise, hypo, label`; a reader of its
+# xnli/ folder (translate-test) that could be checked (MultiFiT's) takes XNLI 1.0's layout
+# (`language, gold_label, ..., sentence1, sentence2, ...`). Either is read by name.
+_XNLI_MT_HEADERS = (("premise", "hypo", "label"), ("sentence1", "sentence2", "gold_label"))
+
+
 def read_xnli_mt(path: str | Path, *, id_prefix: str | None = None) -> list[dict]:
     path = Path(path)
     labels = set(get_task("xnli").labels)
     prefix = f"{path.stem}-" if id_prefix is None else id_prefix
     out = []
-    header_seen = False
+    where = None  # (premise, hypothesis, label) column indices, from the header
+    width = 0
     for lineno, line in iter_lines(path):
         if not line.strip():
             continue
         cols = line.split("\t")
-        if not header_seen:
-            header_seen = True
-            if cols != ["premise", "hypo", "label"]:
-                raise DataFormatError(path, lineno, f"expected header 'premise<TAB>hypo<TAB>label', got {line[:80]!r}")
+        if where is None:
+            names = [c.strip() for c in cols]
+            for header in _XNLI_MT_HEADERS:
+                if all(n in names for n in header):
+                    where, width = tuple(names.index(n) for n in header), len(cols)
+                    break
+            else:
+                raise DataFormatError(path, lineno, "expected a header naming " + " or ".join(
+                    "/".join(h) for h in _XNLI_MT_HEADERS) + f" columns, got {line[:80]!r}")
             continue
-        if len(cols) != 3:
-            raise DataFormatError(path, lineno, f"expected 3 tab-separated columns, got {len(cols)}")
-        premise, hypo, lab = cols
+        if len(cols) != width:
+            raise DataFormatError(path, lineno, f"expected {width} tab-separated columns (as the header), got {len(cols)}")
+        premise, hypo, lab = (cols[i] for i in where)
         name = _XNLI_MT_LABELS.get(lab.strip())
         if name is None or name not in labels:
             raise DataFormatError(path, lineno, f"unknown label {lab!r} (expected {', '.join(_XNLI_MT_LABELS)})")
         out.append({"id": f"{prefix}{lineno}", "text": premise, "text_pair": hypo, "label": name})
-    if not header_seen:
+    if where is None:
         raise DataFormatError(path, None, "empty file (no header)")
     return out
 
 
 def read_xtreme_translated(path: str | Path, task: str, *, id_prefix: str | None = None,
-                           keep_source: bool = False) -> list[dict]:
+                           keep_source: bool = False, stats: dict | None = None) -> list[dict]:
     """XTREME translate-train TSV (XNLI / PAWS-X ``en-<lang>-translated.tsv``): no header, 5
     columns: original sentence1, original sentence2, translated sentence1, translated
     sentence2, label. The TRANSLATED pair is kept at the top level; `keep_source` adds the
     original (English) pair as ``"source": {"text", "text_pair"}``. `task` is ``xnli`` or
-    ``pawsx``."""
+    ``pawsx``.
+
+    PAWS-X's files hold some wrongly populated rows: as TFDS's xtreme_pawsx, a row is kept only
+    if its fifth column is ``0`` or ``1``; the others (a short row too) are skipped and counted
+    in ``stats["skipped_rows"]``. XNLI's are read strictly (no such rows are known)."""
     path = Path(path)
     if task not in ("xnli", "pawsx"):
         raise ValueError(f"XTREME translate-train TSV exists for xnli / pawsx, not {task!r}")
@@ -87,11 +106,15 @@ def read_xtreme_translated(path: str | Path, task: str, *, id_prefix: str | None
     spelled = _XNLI_MT_LABELS if task == "xnli" else {lab: lab for lab in labels}
     prefix = f"{path.stem}-" if id_prefix is None else id_prefix
     out = []
+    skipped = 0
     for lineno, line in iter_lines(path):
         if not line.strip():
             continue
         cols = line.split("\t")
-        if len(cols) != 5:
+        if task == "pawsx" and (len(cols) < 5 or cols[4] not in spelled):
+            skipped += 1
+            continue
+        if len(cols) != 5 and task == "xnli":
             raise DataFormatError(
                 path, lineno,
                 f"expected 5 tab-separated columns (original pair, translated pair, label), got {len(cols)}",
@@ -103,6 +126,8 @@ def read_xtreme_translated(path: str | Path, task: str, *, id_prefix: str | None
         if keep_source:
             rec["source"] = {"text": cols[0], "text_pair": cols[1]}
         out.append(rec)
+    if stats is not None and task == "pawsx":
+        stats["skipped_rows"] = stats.get("skipped_rows", 0) + skipped
     return out
 
 
