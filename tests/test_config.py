@@ -95,7 +95,7 @@ def base():
          r"config key data\.qa\.sets\.mlqa\.languages: task qa has no data for \['th'\]; its source offers: en, ar"),
         # MLQA has no Russian: no download delivers the file
         (lambda c: c["data"]["qa"]["sets"]["mlqa"].update(languages=[*c["language_sets"]["xtreme_mlqa"], "ru"]),
-         r"dataset 'qa\.mlqa', language 'ru', split 'test': no catalog source delivers mlqa/ru/test-00000-of-00001\.parquet"),
+         r"dataset 'qa\.mlqa', language 'ru', split 'test': no catalog source delivers mlqa-v1/test/test-context-ru-question-ru\.json"),
         (lambda c: c["data"]["qa"]["sets"]["xquad_q_en"].update(cross={"question": "es"}),
          r"config key data\.qa\.sets\.xquad_q_en\.cross: 'es' is one of the set's own languages"),
         (lambda c: c["data"]["xnli"]["sets"]["mixed"].update(mix={"with": "en"}),

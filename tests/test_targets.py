@@ -110,8 +110,9 @@ def test_datasets_name_the_treebank_selection_of_ud_tasks():
 # The catalog entries the default config reads: the UD releases (2.7 for crossmulti and
 # underspec, 2.5 for XTREME), WikiANN, PAWS-X, MARC, XNLI, and MultiNLI for English XNLI train.
 NEEDED = {"ud-2.5", "ud-2.7", "wikiann", "paws-x", "marc", "xnli", "mnli",
-          # adjust's QA: SQuAD, its test sets (XQuAD, MLQA with its cross-lingual files, TyDiQA), translated SQuAD
-          "squad-json", "xquad-json", "mlqa", "mlqa-zip", "tydiqa", "xtreme-squad-translate-train",
+          # adjust's QA: SQuAD, its test sets (XQuAD, MLQA's zip with its cross-lingual files, TyDiQA),
+          # translated SQuAD; MLQA's Hub parquet (a second route whose branch may not exist) is not read
+          "squad-json", "xquad-json", "mlqa-zip", "tydiqa", "xtreme-squad-translate-train",
           # xmixup's translate-train / translate-test sets (data.xnli.sets, data.pawsx.sets)
           "xtreme-xnli-translate-train", "xtreme-pawsx-translate-train", "xnli-mt",
           # xmixup's QA: XQuAD translate-test (data.qa.sets.translate_test), TyDiQA-GoldP's translate-train
@@ -129,7 +130,7 @@ def test_download_plan_of_the_default_config():
     assert T.download_langs(cfg, "squad") == []  # a source no paper reads: every language of the entry
     # data_all: every real source once (second routes to the same data left out), and the data
     everything = {"ud-2.5", "ud-2.7", "wikiann", "paws-x", "marc", "xnli", "mnli", "xnli-mt", "squad-json",
-                  "xquad-json", "mlqa", "mlqa-zip", "tydiqa", "wikimatrix", "xtreme-xnli-translate-train",
+                  "xquad-json", "mlqa-zip", "tydiqa", "wikimatrix", "xtreme-xnli-translate-train",
                   "xtreme-pawsx-translate-train", "xtreme-squad-translate-train", "xtreme-xquad-translate-test",
                   "xtreme-tydiqa-translate-train"}
     manifests = [f"resources/raw/manifests/{s}.json" for s in sorted(everything)]
@@ -230,7 +231,8 @@ def test_a_named_set_declares_its_languages_splits_and_sources():
     # fetched with the rest once a paper reads the task; prepared only when a job reads them
     cfg["papers"]["adjust"] = {"tasks": ["qa"], "languages": "en_only"}
     cfg["language_sets"]["en_only"] = ["en"]
-    assert {"mlqa", "mlqa-zip", "tydiqa", "xtreme-squad-translate-train"} <= set(T.download_plan(cfg))
+    assert {"mlqa-zip", "tydiqa", "xtreme-squad-translate-train"} <= set(T.download_plan(cfg))
+    assert T.raw_sources(cfg, "qa.mlqa") == {"mlqa-zip": ["en", "ar", "de", "es", "hi", "vi", "zh"]}  # the zip by default
     assert "results/data/qa.mlqa" not in T.data_all(cfg)
 
 

@@ -25,7 +25,11 @@ formats, by the source folder: ``.parquet`` of task qa under ``tydiqa/`` is TyDi
 (filtered to the language by id prefix), otherwise SQuAD-column parquet (MLQA's
 ``mlqa/{lang}/{hub_split}-*.parquet``); ``.tsv`` under ``xtreme_translations/`` is XTREME's
 5-column translate-train (xnli, pawsx). MLQA's original JSON
-(``mlqa-v1/{split}/{split}-context-{lang}-question-{lang}.json``) is SQuAD JSON. So QA test
+(``mlqa-v1/{split}/{split}-context-{lang}-question-{lang}.json``, config.yaml's route) is SQuAD
+JSON; SQuAD JSON under ``xtreme_translations/`` (machine-translated) skips misplaced answers.
+A real file's known quirk is handled as its reference implementation does (docs/data.md, "Known
+quirks"): the rows skipped or repaired are logged and counted in the manifest's
+``reader_stats.quirks`` (`record_quirks`). So QA test
 sets other than XQuAD are a ``qa.test_source`` override, e.g.
 ``tydiqa/validation-00000-of-00001.parquet`` (TyDiQA-GoldP has no test split). `xlt.world.World.source_cfg()` gives
 the source config of the tiny world.

@@ -10,7 +10,8 @@ Readers (pyarrow, only the needed columns) -> normalised records of docs/data.md
 - XNLI / MultiNLI: `premise`, `hypothesis`, `label` (0 entailment, 1 neutral, 2 contradiction).
 - QA with SQuAD's columns (MLQA's `refs/convert/parquet`, TyDiQA-GoldP `secondary_task`):
   `id`, `title`, `context`, `question`, `answers{text, answer_start}` -> qa records. TyDiQA's
-  language is only in the id prefix (`russian-...` -> ru); an unknown prefix is an error.
+  language is only in the id prefix (`russian-...` -> ru); an unknown prefix is an error. Its
+  answer starts, shifted by the conversion's stripping, are repaired (`read_tydiqa`).
 
 Integer labels become the registry's label names. A missing column, a null, an out-of-range
 label or a tokens/tags length mismatch raises `DataFormatError(path, None, "row N: ...")`

@@ -651,7 +651,8 @@ def build_qa(world, langs: list[str]) -> list[Unit]:
 
 def _mlqa(world, langs: list[str]) -> list[Unit]:
     """MLQA: parallel paragraphs, the same question ids in every language; the Hub's parquet per
-    language, and the original zip's SQuAD JSON for the cross-lingual pairs with English."""
+    language, and the original zip's SQuAD JSON for each language and for the cross-lingual
+    pairs with English."""
     units = []
     for split in ("dev", "test"):
         paragraphs = qa_paragraphs(world, split, stream="mlqa")
@@ -662,6 +663,9 @@ def _mlqa(world, langs: list[str]) -> list[Unit]:
             path = f"mlqa/{ctx}/{HUB_SPLIT[split]}-00000-of-00001.parquet"
             rows = _squad_rows(arts)
             units.append(_parquet_unit(path, rows, [("qa", ctx, split, path)], lambda k, r=rows: _qa_records(r)))
+            # the same questions in the zip's SQuAD JSON (the route config.yaml reads)
+            units.append(translations.squad_file(Unit, f"mlqa-v1/{split}/{split}-context-{ctx}-question-{ctx}.json",
+                                                 ctx, split, arts))
             for q in langs:
                 if q != ctx and "en" in (q, ctx):
                     arts, _ = _squad_articles(world, ctx, paragraphs, split, rng_for(world, "mlqa", split, ctx), True,
