@@ -113,6 +113,10 @@ def test_qa_test_sets_and_translate_train_through_overrides(tmp_path):
     (d / "en-de-translated.tsv").write_text("a\tb\tA\tB\t1\n")
     sc = {"pawsx": {"train_source": {"de": "xtreme_translations/PAWSX/translate-train/en-{lang}-translated.tsv"}}}
     assert prepare_split("pawsx", "de", "train", tmp_path, sc)[0]["text"] == "A"
-    (d / "en-de-translated.tsv").write_text("a\tb\tA\t1\n")
-    with pytest.raises(DataFormatError, match=r"en-de-translated.tsv:1: expected 5"):
+    (d / "en-de-translated.tsv").write_text("a\tb\tA\tB\t1\na\tb\tA\t1\n")  # a wrongly populated row: skipped (TFDS)
+    stats: dict = {}
+    assert len(prepare_split("pawsx", "de", "train", tmp_path, sc, stats=stats)) == 1
+    assert stats["quirks"] == {"de/train": {"en-de-translated.tsv": {"skipped_rows": 1}}}
+    (d / "en-de-translated.tsv").write_text("a\tb\tA\t1\n")  # nothing left: no reference reads an empty file
+    with pytest.raises(XltError, match=r"en-de-translated.tsv: no records for task 'pawsx'"):
         prepare_split("pawsx", "de", "train", tmp_path, sc)
