@@ -206,7 +206,7 @@ def test_full_scale_data_all_downloads_each_real_source_once(tmp_path):
     counts = job_counts(run.stdout + run.stderr)
     cfg = base()
     downloads = [p for p in T.data_all(cfg) if "/manifests/" in p]
-    assert counts["download"] == len(downloads) == 19  # the catalog's 21 entries less 2 second routes (adjust reads MLQA's zip too)
+    assert counts["download"] == len(downloads) == 18  # the catalog's 21 entries less 3 second routes (squad, xquad, mlqa)
     assert counts["prepare_task"] == len(T.datasets(cfg))
     for source in T.download_plan(cfg):  # what the papers read is among them
         assert f"resources/raw/manifests/{source}.json" in run.stdout + run.stderr
