@@ -573,3 +573,16 @@ def test_the_note_says_where_the_zero_shot_models_settings_differ(tiny_cfg):
     assert differs and all(f"{k} {hp['underspec'].get(k)} vs {hp['xmixup'].get(k)}" in note for k in differs)
     cfg["hparams"]["underspec"] = {**hp["underspec"], **{k: hp["xmixup"].get(k) for k in X.SETTINGS}}
     assert "another paper's, the same settings" in X._notes(X.table_spec(cfg), [])[0]
+
+
+def test_a_collapsed_xmixup_model_gets_the_measured_cause_in_the_notes(in_tmp, tmp_path):
+    cfg, spec, langs = in_tmp
+    for collapsed in (False, True):
+        for seed, model, base, model_path in _models(cfg, tmp_path):
+            path = Path(X.scores_file(cfg, "xnli", model, seed))
+            _eval(path, "xnli", model_path, seed, {x: base for x in langs})
+            report = json.loads(path.read_text())
+            path.write_text(json.dumps({**report, "collapsed": collapsed and model == "xmixup" and seed == 2}))
+        _, md3, _ = get_table("xmixup", "table3").build(spec, table_inputs(cfg, "xmixup", "table3"))
+        _, md8, _ = get_table("xmixup", "table8").build(spec, table_inputs(cfg, "xmixup", "table8"))
+        assert (X.MIXUP_COLLAPSE in md3) is collapsed and (X.MIXUP_COLLAPSE in md8) is collapsed

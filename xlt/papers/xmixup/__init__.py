@@ -317,7 +317,20 @@ def _zero_shot_note(spec: dict) -> str:
             f"settings than the two translated models: {said})")
 
 
-def _notes(spec: dict, extra: list[str]) -> list[str]:
+MIXUP_COLLAPSE = ("X-Mixup marked †: its consistency terms (MSE of the pooled last layers, KL of the two sides' "
+                  "predictions) are both zero when the encoder gives every input the same state; a small encoder "
+                  "fine-tuned at a high learning rate (the tiny preset: lr 1e-3, the paper 5e-6) can reach that "
+                  "state before the task loss takes hold, and then predicts one class. Measured over seeds and "
+                  "ablations on the tiny world by benchmarks/xmixup_tiny_seeds.py (its JSON beside it).")
+
+
+def _mixup_collapsed(ours: pd.DataFrame | None) -> bool:
+    if ours is None or not len(ours) or "collapsed" not in ours:
+        return False
+    return bool((ours["model"].isin(["xmixup", "delta"]) & ours["collapsed"].eq(True)).any())
+
+
+def _notes(spec: dict, extra: list[str], ours: pd.DataFrame | None = None) -> list[str]:
     return [f"Ours: encoder {spec['encoder']} beside the paper's {LABELS[spec['encoder_label']]} rows; seeds "
             f"{spec['seeds']}; profile {spec['hparams']}"
             + "".join(f", {task}: {h}" for task, h in (spec.get("task_hparams") or {}).items() if task in _tasks(spec))
@@ -326,7 +339,7 @@ def _notes(spec: dict, extra: list[str]) -> list[str]:
             "every language's translate-dev set, which it did not release)." + _size_note(spec),
             "Scheduled sampling: no back-translations are public (the paper's own were not released), so the source "
             "side is always the gold English original.",
-            *extra, COLLAPSE_NOTE]
+            *extra, *([MIXUP_COLLAPSE] if _mixup_collapsed(ours) else []), COLLAPSE_NOTE]
 
 
 # ---- Table 3: main results (average over the language set) ------------------------------------
@@ -388,7 +401,7 @@ def table3(spec: dict, inputs: list[str]):
         "X-Mixup's target languages are scored with their English side mixed in where a translate-test set exists "
         "(classification: both sides' class probabilities averaged; QA: the target's span).",
         *_not_run_notes(spec, published["task"]),
-        "Avg.: the paper's only (it averages every task, QA included)."])
+        "Avg.: the paper's only (it averages every task, QA included)."], avg)
     md, tex = render_grid(table, ["encoder", "model"], "column", "xmixup Table 3: main results (accuracy, average "
                           "over languages)", notes, labels=LABELS)
     return table, md, tex
@@ -414,7 +427,7 @@ def table8(spec: dict, inputs: list[str]):
     notes = _notes(spec, [f"Gap = English accuracy (QA: EM, as the paper) minus the mean over the target languages, "
                           "per seed. The row "
                           f"{LABELS[spec['encoder_label']]} is zero-shot transfer (the paper's XTREME rows).",
-                          *_not_run_notes(spec, published["task"])])
+                          *_not_run_notes(spec, published["task"])], pd.DataFrame(rows, columns=["model", "collapsed"]))
     md, tex = render_grid(table, ["model"], "dataset", "xmixup Table 8: cross-lingual transfer gap (points)", notes,
                           labels=LABELS)
     return table, md, tex
@@ -479,7 +492,7 @@ def table7(spec: dict, inputs: list[str]):
                           "unmixed)' reads the same sentences through the encoder alone, which X-Mixup never trained "
                           "for a target language; the paper does not say which it measured.",
                           *([f"Languages not in this run's XNLI set ({', '.join(shown)}) show the paper's values only."]
-                            if shown else [])])
+                            if shown else [])], acc)
     md, tex = render_grid(table, ["metric", "model"], "lang", title, notes,
                           labels=LABELS, columns=spec["langs"]["xnli"])
     return table, md, tex
@@ -611,7 +624,7 @@ def _ablation_table(spec: dict, inputs: list[str], table_id: str, title: str):
                           "trained without the named part (recipe tags -nomix, -fixed, -nomse, -nokl), or (w/o mixup "
                           "inference) the X-Mixup model scored on the target side alone.", *reasons,
                           *_not_run_notes({**spec, "tasks": ab.get("tasks", [])}, published["task"]),
-                          "QA cells: F1 (the CSV has EM too)."])
+                          "QA cells: F1 (the CSV has EM too)."], avg)
     md, tex = render_grid(table[table["metric"] != "em"], ["encoder", "model"], "dataset", title, notes, labels=LABELS)
     return table, md, tex
 
