@@ -209,6 +209,9 @@ def test_table2_puts_each_adjusted_model_in_its_own_column_with_the_papers_marks
     mixed = cell.loc[("xnli_mixed", "adjusted", "hi")]
     assert mixed["paper"] > 0 and pd.isna(mixed["ours_mean"])  # published, not configured: the cell is kept
     assert "xnli_mixed: not configured" in md and "systran_align" in md and "paired t-test" in md
+    # the authors' pair filter, cut and continual sample, from the config
+    assert "a link joining two identical words" in md and "cut at 256 subwords (adapt.adjust.max_length" in md
+    assert "its own sample of 300 aligned pairs per seed (aux_sets.adjust_continual.size; the paper's 30K)" in md
 
 
 def test_table6_reports_gains_over_the_original_per_seed(tiny_cfg, tmp_path):
