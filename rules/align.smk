@@ -69,11 +69,25 @@ rule align_sample:
         meta=f"{RESULTS}/align/en-{{xx}}/{{backend}}/samples/n{{size}}.seed{{seed}}.json",
     log:
         "logs/align/en-{xx}/{backend}/samples/n{size}.seed{seed}.log",
+    params:
+        draw="",  # the adjustment's draw
     conda:
         ENV
     shell:
         "align_stage.py sample --pool {input.pool} --links {input.links} --align-meta {input.meta}"
-        " --size {wildcards.size} --seed {wildcards.seed} --out {output.sample} --meta {output.meta} 2> {log}"
+        " --size {wildcards.size} --seed {wildcards.seed}{params.draw} --out {output.sample} --meta {output.meta} 2> {log}"
+
+
+# Continual learning's own sample (an aux set of kind aligned_pairs, its `size`): another draw of
+# the same pool with the adjusted init's seed, not the adjustment's pairs (xlt.targets.continual_pairs_file)
+use rule align_sample as align_continual_sample with:
+    output:
+        sample=f"{RESULTS}/align/en-{{xx}}/{{backend}}/samples/continual/n{{size}}.seed{{seed}}.jsonl",
+        meta=f"{RESULTS}/align/en-{{xx}}/{{backend}}/samples/continual/n{{size}}.seed{{seed}}.json",
+    log:
+        "logs/align/en-{xx}/{backend}/samples/continual/n{size}.seed{seed}.log",
+    params:
+        draw=" --draw continual",
 
 
 # The subword branch (adjust Table 6's `subword alignment`, xlt/align/subword.py): the pool in

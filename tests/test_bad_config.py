@@ -78,7 +78,7 @@ NAME_KEYS = {  # where a name is declared (a mapping's key) -> a value for it
     "encoders": {"hub": "x/y"},
     "language_sets": ["en"],
     "hparams": {},
-    "aux_sets": {"kind": "aligned_pairs", "weight": 1.0},
+    "aux_sets": {"kind": "aligned_pairs", "weight": 1.0, "size": 100},
     "data.ud.sets": {},
     "data.xnli.sets": {"languages": ["en"]},
 }

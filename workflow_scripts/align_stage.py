@@ -25,6 +25,7 @@ def main():
     p.add_argument("--align-meta", required=True)
     p.add_argument("--size", type=int, required=True)
     p.add_argument("--seed", type=int, required=True)
+    p.add_argument("--draw", default="", help="another draw of the same seed (continual: continual learning's sample)")
     p.add_argument("--out", required=True)
     p.add_argument("--meta", required=True)
     p = sub.add_parser("subword-pool", help="pool -> the same pairs in an encoder's subwords")
@@ -77,7 +78,7 @@ def main():
     elif a.step == "sample":
         from xlt.align.sample import write_sample
 
-        write_sample(a.pool, a.links, a.align_meta, a.size, a.seed, a.out, a.meta)
+        write_sample(a.pool, a.links, a.align_meta, a.size, a.seed, a.out, a.meta, a.draw)
     elif a.step == "subword-pool":
         from xlt.align.subword import build_subword_pool
         from xlt.engine.model import load_tokenizer

@@ -67,6 +67,7 @@ NO_DEVICE_TIME = {
     "align_pool": "CPU: filters and tokenises the bitext",
     "align_links": "CPU: the word aligner (fast_align / eflomal), no encoder",
     "align_sample": "CPU: draws samples of aligned pairs",
+    "align_continual_sample": "CPU: draws samples of aligned pairs",
     "align_subword_pool": "CPU: the encoder's tokenizer only, no forward pass",
     "align_subword_links": "CPU: the word aligner on subwords, no encoder",
     "align_subword_sample": "CPU: draws samples of aligned pairs",

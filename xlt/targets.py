@@ -84,7 +84,8 @@ def aux_streams(cfg: dict, recipe: str, dataset: str, encoder: str | None = None
     gives [{"task", "data", "weight", "batch_size"?}] (none for a task it gives none), each
     reading the training split of its dataset in the recipe's languages. An aligned-pairs set
     (continual learning) gives one stream of the adjusted init's own sample of aligned pairs,
-    anchored to the encoder as released: [{"kind", "data", "reference", "weight", …}]."""
+    anchored to the encoder as released: [{"kind", "data", "reference", "weight", …}]; its pairs
+    are a fresh sample of the set's `size` (continual_pairs_file), not the adjustment's."""
     name = Recipe.parse(recipe).aux
     if name is None:
         return []
@@ -97,7 +98,7 @@ def aux_streams(cfg: dict, recipe: str, dataset: str, encoder: str | None = None
         if not isinstance(it, Adjusted):
             raise XltError(f"recipe {recipe!r}: aux set {name!r} (aligned pairs) needs an adjusted encoder init "
                            f"({Adjusted.GRAMMAR}); got {init!r}")
-        return [{"kind": "aligned_pairs", "data": adjusted_pairs_file(cfg, encoder, it),
+        return [{"kind": "aligned_pairs", "data": continual_pairs_file(cfg, it, aux["size"]),
                  "reference": encoder_source(cfg, encoder),
                  "weight": aux["weight"],
                  "anchor_weight": aux.get("anchor_weight", 1.0), "word_vectors": it.word_vectors, "tokens": it.tokens,
@@ -320,6 +321,19 @@ def adjusted_pairs_file(cfg: dict, encoder: str, it: "Adjusted") -> str:
     return aligned_pairs_file(cfg, it.pair, it.size, it.seed, encoder if it.word_vectors == "subword" else None)
 
 
+CONTINUAL_DRAW = "continual"  # the alignment stage's draw of continual learning's samples (rules/align.smk)
+
+
+def continual_pairs_file(cfg: dict, it: "Adjusted", size: int) -> str:
+    """Continual learning's own sample of `size` aligned pairs (the adjust authors draw 30K anew
+    for it): the pair and seed of the adjusted init, another draw than the adjustment's."""
+    if it.word_vectors == "subword":
+        raise XltError(f"encoder init {it.name!r}: continual learning draws its own sample of word pairs; an init "
+                       "ending in -subword (pairs aligned as subwords) has none (not built: no table asks for it)")
+    pair = f"{cfg['results']}/align/en-{it.pair}/{cfg['align']['backend']}"
+    return f"{pair}/samples/{CONTINUAL_DRAW}/n{size}.seed{it.seed}.jsonl"
+
+
 def adjust_inputs(cfg: dict, encoder: str, init: str) -> dict[str, list[str]]:
     """An adjustment's inputs: the encoder it starts from and its sample of aligned pairs."""
     it = Init.parse(init)
@@ -336,7 +350,7 @@ def adjust_config(cfg: dict, init: str) -> dict:
     if block is None:
         raise XltError(f"encoder init {init!r} needs config key adapt.adjust (the adjustment's settings)")
     return {**engine_options(cfg, block), "seed": it.seed, "word_vectors": it.word_vectors, "tokens": it.tokens,
-            "max_length": block.get("max_length", 128)}
+            "max_length": block.get("max_length", 512)}  # AdjustConfig's default
 
 
 def adapt_languages(cfg: dict, init: str) -> list[str]:

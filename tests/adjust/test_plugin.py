@@ -53,15 +53,40 @@ def test_an_adjustment_reads_its_seeds_sample_with_the_configured_settings(tiny_
     sub = adjust_inputs(cfg, "tiny", "adjust-hi-n300-seed1-subword")
     assert sub["pairs"] == [f"{cfg['results']}/align/en-hi/subword-tiny/{cfg['align']['backend']}/samples/n300.seed1.jsonl"]
     assert adjust_config(cfg, "adjust-hi-n300-seed1-subword")["word_vectors"] == "subword"
-    (stream,) = aux_streams(cfg, "en.underspec.adjust_continual", "xnli", "tiny", "adjust-hi-n300-seed1-subword")
-    assert stream["data"] == sub["pairs"][0] and stream["word_vectors"] == "subword"
+    with pytest.raises(XltError, match="continual learning draws its own sample of word pairs; an init ending in -subword"):
+        aux_streams(cfg, "en.underspec.adjust_continual", "xnli", "tiny", "adjust-hi-n300-seed1-subword")
 
 
-def test_continual_learning_streams_the_inits_own_pairs_anchored_to_the_released_encoder(tiny_cfg):
+def test_the_adjustment_cuts_sentences_at_512_subwords_as_the_authors_code(tiny_cfg, tiny_encoder):
+    """config.yaml's cut is mBERT's 512 (the authors' WordLevelBert), not 128: a long sentence keeps
+    the links of its words past subword 128; the tiny preset's is its encoder's 256 positions."""
+    from xlt.engine.features import encode_aligned_pairs
+    from xlt.engine.model import load_encoder
+
+    full = load_configs(["config.yaml"])
+    assert adjust_config(full, "adjust-hi-n30000-seed1")["max_length"] == 512
+    assert (adjust_config(tiny_cfg, "adjust-hi-n300-seed1")["max_length"]
+            == tiny_cfg["encoders"]["tiny"]["build"]["shape"]["max_positions"])
+    _, tok = load_encoder(str(tiny_encoder))
+    words = ["Anna", "Berlin"] * 100  # at least one subword each: the last links sit past 128
+    pair = {"src": words, "tgt": words[::-1], "links": [[i, i] for i in range(len(words))]}
+    cut = adjust_config(full, "adjust-hi-n30000-seed1")["max_length"]
+    links = {n: len(encode_aligned_pairs([pair], tok, n).features[0]["links"]) - 2 for n in (128, cut)}  # less CLS, SEP
+    assert links[128] <= 126 and links[cut] == len(words)
+
+
+def test_continual_learning_streams_its_own_sample_anchored_to_the_released_encoder(tiny_cfg):
+    """The authors draw continual learning's 30K pairs anew (not the adjustment's): a second draw
+    of the init's pair and seed, of the aux set's size (the tiny preset: the adjustment's 300)."""
     cfg = tiny_cfg
     (stream,) = aux_streams(cfg, "en.underspec.adjust_continual", "xnli", "tiny", "adjust-hi-n300-seed1-end")
     assert stream["kind"] == "aligned_pairs"
-    assert stream["data"].endswith("/align/en-hi/systran_align/samples/n300.seed1.jsonl")
+    assert stream["data"].endswith("/align/en-hi/systran_align/samples/continual/n300.seed1.jsonl")
+    assert stream["data"] not in adjust_inputs(cfg, "tiny", "adjust-hi-n300-seed1-end")["pairs"]
+    assert cfg["aux_sets"]["adjust_continual"]["size"] == cfg["papers"]["adjust"]["size"]
+    full = load_configs(["config.yaml"])
+    (paper,) = aux_streams(full, "en.adjust.adjust_continual", "xnli", "mbert", "adjust-ru-n5000-seed3")
+    assert paper["data"].endswith("/align/en-ru/systran_align/samples/continual/n30000.seed3.jsonl")
     assert stream["reference"] == f"{cfg['results']}/encoders/tiny/pretrained"
     assert (stream["weight"], stream["anchor_weight"], stream["batch_size"], stream["word_vectors"]) == (0.01, 1.0, 16, "end")
     assert aux_inputs(cfg, "en.underspec.adjust_continual", "xnli", "tiny", "adjust-hi-n300-seed1") == [
@@ -184,6 +209,9 @@ def test_table2_puts_each_adjusted_model_in_its_own_column_with_the_papers_marks
     mixed = cell.loc[("xnli_mixed", "adjusted", "hi")]
     assert mixed["paper"] > 0 and pd.isna(mixed["ours_mean"])  # published, not configured: the cell is kept
     assert "xnli_mixed: not configured" in md and "systran_align" in md and "paired t-test" in md
+    # the authors' pair filter, cut and continual sample, from the config
+    assert "a link joining two identical words" in md and "cut at 256 subwords (adapt.adjust.max_length" in md
+    assert "its own sample of 300 aligned pairs per seed (aux_sets.adjust_continual.size; the paper's 30K)" in md
 
 
 def test_table6_reports_gains_over_the_original_per_seed(tiny_cfg, tmp_path):

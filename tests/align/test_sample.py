@@ -65,3 +65,35 @@ def test_links_of_another_pool_are_refused(aligned):
     write_pharaoh(aligned / "links.pharaoh", [[(0, 0)]] * (N_PAIRS + 1))
     with pytest.raises(DataFormatError, match=r"links.pharaoh:41: more lines than the pool"):
         _sample(aligned, 5, 1, "x")
+
+
+def test_links_joining_identical_words_are_dropped_and_their_pairs_with_nothing_left_not_drawn(tmp_path):
+    """The authors' pair filter: a link stays only where its two words differ ('.', names and
+    numbers are dropped); a pair whose links were all identical is not drawn."""
+    from xlt.formats.tsv import write_wikimatrix
+
+    rows = [(1.9, "Anna sees 3 dogs .", "Anna ve 3 perros ."), (1.8, "Berlin 2020", "Berlin 2020 ."), (1.7, "a cat", "un gato")]
+    write_wikimatrix(tmp_path / "WikiMatrix.en-es.tsv.gz", rows)
+    build_pool(tmp_path / "WikiMatrix.en-es.tsv.gz", tmp_path / "pool.tsv", PoolConfig())
+    identity = [[(i, i) for i in range(5)], [(0, 0), (1, 1)], [(0, 0), (1, 1)]]
+    write_pharaoh(tmp_path / "links.pharaoh", identity)
+    write_json(tmp_path / "align.json", {"backend": {"name": "eflomal", "version": "2.0.0", "settings": {}}})
+    recs, meta = _sample(tmp_path, 2, 1, "s")
+    assert [r["links"] for r in recs] == [[[1, 1], [3, 3]], [[0, 0], [1, 1]]]  # sees-ve, dogs-perros; a-un, cat-gato
+    assert meta["links"] == 4 and meta["identical_links"] == "dropped"
+    with pytest.raises(XltError, match="only 2 aligned pairs"):  # "Berlin 2020" has no link left
+        _sample(tmp_path, 3, 1, "t")
+    # the L2 analysis's draws keep every link (its related pairs are the aligner's)
+    assert len(choose(tmp_path / "pool.tsv", tmp_path / "links.pharaoh", 3, 1)) == 3
+
+
+def test_a_named_draw_is_another_sample_of_the_same_seed_and_as_reproducible(aligned):
+    adjust, _ = _sample(aligned, 10, 3, "adjust")
+    meta = write_sample(aligned / "pool.tsv", aligned / "links.pharaoh", aligned / "align.json", 10, 3,
+                        aligned / "c1.jsonl", aligned / "c1.json", draw="continual")
+    write_sample(aligned / "pool.tsv", aligned / "links.pharaoh", aligned / "align.json", 10, 3,
+                 aligned / "c2.jsonl", aligned / "c2.json", draw="continual")
+    assert (aligned / "c1.jsonl").read_bytes() == (aligned / "c2.jsonl").read_bytes()
+    continual = [json.loads(line)["id"] for line in (aligned / "c1.jsonl").read_text().splitlines()]
+    assert len(continual) == 10 and continual != [r["id"] for r in adjust]
+    assert meta["draw"] == "continual" and meta["seed"] == 3

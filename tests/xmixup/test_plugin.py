@@ -8,6 +8,7 @@ import json
 import re
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from xlt.config import load_configs
@@ -435,6 +436,36 @@ def test_tiny_table5_and_per_language_table_from_hand_made_files(in_tmp, tmp_pat
     assert cell[("zero_shot", "en")] == pytest.approx(51.5)
     _, md12, _ = get_table("xmixup", "table12").build(spec, table_inputs(cfg, "xmixup", "table12"))
     assert "Not run: pawsx is not in papers.xmixup.tasks" in md12
+
+
+def test_table12_pairs_ours_zero_shot_with_the_papers_zero_shot_rows(in_tmp, tmp_path):
+    """Table 12's mBERT / XLM-R rows are XTREME's zero-shot (their averages are Table 3's zero-shot
+    PAWS-X cells): ours zero-shot stands beside them, translate-train on a row of its own; Table
+    11's are translate-train (Table 3's mBERT trans-train XNLI), so there it is the other way."""
+    from xlt.papers.published import load_published
+
+    cfg, _, _ = in_tmp
+    cfg["papers"]["xmixup"]["tasks"] = ["xnli", "pawsx"]
+    spec = X.table_spec(cfg)
+    t3 = load_published("xmixup", "table3").set_index(["encoder", "model", "dataset"])["value"]
+    for table_id, dataset, paired in (("table11", "xnli", "trans_train"), ("table12", "pawsx", "zero_shot")):
+        paper = load_published("xmixup", table_id).set_index(["model", "lang"])["value"]
+        assert paper[("mbert", "avg")] == t3[("mbert", paired, dataset)]
+        for seed in (1, 2):
+            for model, base in (("zero_shot", 50.0), ("trans_train", 60.0), ("xmixup", 64.0)):
+                data, recipe = X.model_of(cfg, dataset, model)
+                _eval(Path(X.scores_file(cfg, dataset, model, seed)), dataset,
+                      f"{tmp_path}/models/tiny/pretrained/{data}/{recipe}/seed{seed}", seed,
+                      {x: base + seed for x in spec["langs"][dataset]})
+        table, md, _ = get_table("xmixup", table_id).build(spec, table_inputs(cfg, "xmixup", table_id))
+        cell = table.set_index(["model", "lang"])
+        alone = "trans_train" if paired == "zero_shot" else "zero_shot"
+        assert cell.loc[("mbert", "avg"), "ours_mean"] == pytest.approx({"zero_shot": 51.5, "trans_train": 61.5}[paired])
+        assert cell.loc[("mbert", "avg"), "paper"] == paper[("mbert", "avg")]
+        assert cell.loc[(alone, "avg"), "ours_mean"] == pytest.approx({"zero_shot": 51.5, "trans_train": 61.5}[alone])
+        assert pd.isna(cell.loc[(alone, "avg"), "paper"]) and cell.loc[("xmixup", "avg"), "ours_mean"] == pytest.approx(65.5)
+        assert f"ours {X.LABELS[paired]} beside the paper's mBERT row" in md
+        assert f"ours {X.LABELS[alone]} on a row of its own" in md
 
 
 def test_table6_fills_the_cells_where_our_models_saw_the_language_as_the_paper_did(in_tmp, tmp_path):

@@ -102,6 +102,6 @@ def write_subword_sample(pool: str | Path, links: str | Path, align_meta: str | 
     if missing := sorted(wanted - {pair_id for _, pair_id, _, _ in iter_pool(pool)}):
         raise XltError(f"{word_sample}: {len(missing)} of its pairs are not in the subword pool {pool} (e.g. "
                        f"{missing[0]}): were the two made from different pools?")
-    records = ({**rec, "unit": UNIT} for rec in iter_aligned(pool, links) if rec["id"] in wanted)
+    records = ({**rec, "unit": UNIT} for rec in iter_aligned(pool, links, identical=False) if rec["id"] in wanted)
     return write_records(records, pool, links, align_meta, out, meta_out,
                          {"size": size, "seed": seed, "unit": UNIT, "word_sample_sha256": sha256_file(word_sample)})

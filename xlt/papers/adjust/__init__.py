@@ -24,7 +24,7 @@ from xlt.errors import XltError, check_config_ref
 from xlt.papers.base import DataSize, Figure, Paper, Table
 from xlt.papers.published import load_published
 from xlt.tables import COLLAPSE_NOTE, account, account_all, add_marks, eval_rows, paper_vs_ours, render_grid
-from xlt.targets import Adjusted, Recipe, dataset_name, encoder_dir, eval_file, langset_languages, model_dir, paper_language_set
+from xlt.targets import Adjusted, Recipe, adjust_config, dataset_name, encoder_dir, eval_file, langset_languages, model_dir, paper_language_set
 
 SLUG = "adjust"
 MODELS = ("original", "adjusted", "adjusted_continual")
@@ -155,7 +155,12 @@ def _notes(spec: dict, ours: pd.DataFrame, extra: list[str]) -> list[str]:
         "pairs) and the fine-tuning. Fine-tuning on English only (profile " + spec["hparams"] + "), "
         "zero-shot on the target language; the adjusted models of a column are adjusted on English paired with it.",
         f"Aligned pairs: the alignment stage's links ({spec['aligner']}, 1-to-1; docs/align.md has each aligner's "
-        "AER on the world's gold links), the paper's: fast_align, intersected.",
+        "AER on the world's gold links), the paper's: fast_align, intersected. As in the authors' code, a link "
+        "joining two identical words (\".\", names, numbers) is dropped and each sentence is cut at "
+        f"{spec['cut']} subwords (adapt.adjust.max_length; the authors': 512, mBERT's limit).",
+        *([f"Continual learning (Eq. 2): its own sample of {spec['continual_size']:,} aligned pairs per seed "
+           f"(aux_sets.{spec['continual']}.size; the paper's 30K), drawn anew from the same pool with the seed, not "
+           "the adjustment's pairs."] if "adjusted_continual" in set(ours["model"]) else []),
         *extra,
         COLLAPSE_NOTE,
     ]
@@ -163,7 +168,10 @@ def _notes(spec: dict, ours: pd.DataFrame, extra: list[str]) -> list[str]:
 
 def table_spec(cfg: dict) -> dict:
     """The paper block, with what its builders need from the rest of the config."""
-    return {**cfg["papers"][SLUG], "targets": targets(cfg), "aligner": cfg["align"]["backend"]}
+    p = cfg["papers"][SLUG]
+    return {**p, "targets": targets(cfg), "aligner": cfg["align"]["backend"],
+            "cut": adjust_config(cfg, Adjusted("xx", p["size"], 1).name)["max_length"],
+            "continual_size": cfg["aux_sets"][p["continual"]]["size"]}
 
 
 # ---- Tables 2 and 3: original, adjusted, adjusted + continual --------------------------------
