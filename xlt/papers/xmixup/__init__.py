@@ -683,7 +683,7 @@ def _per_language_table(spec: dict, inputs: list[str], table_id: str):
     notes = _notes(spec, [f"Rows: ours {LABELS[paired]} beside the paper's {LABELS[spec['encoder_label']]} row "
                           f"({ENCODER_ROW_SOURCE[paired]}), ours X-Mixup beside the paper's X-Mixup (XLM-R large), ours "
                           f"{LABELS[alone]} on a row of its own. avg: over the languages we run.",
-                          "Languages we do not run show the paper's values only."])
+                          "Languages we do not run show the paper's values only."], ours)
     md, tex = render_grid(table, ["model"], "lang", title, notes, labels=LABELS,
                           columns=[*spec["langs"][task], "avg"])
     return table, md, tex
