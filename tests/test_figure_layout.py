@@ -126,7 +126,7 @@ def test_label_points_puts_each_label_where_it_is_free_and_inside_the_panel():
     points = [(0, 0, "de"), (0.01, 0.01, "en"), (1, 1, "hi"), (0.02, 0.0, "zh")]
     ax.scatter([p[0] for p in points], [p[1] for p in points])
     ax.margins(0.15)  # as the figures leave: room for the outermost labels
-    labels = label_points(ax, points)
+    labels = label_points([(ax, points)])
     assert [a.get_text() for a in labels] == ["de", "en", "hi", "zh"]
     assert _problems(fig) == []
 
@@ -148,7 +148,7 @@ def test_a_contour_label_on_a_marker_is_named_and_drop_crowded_labels_removes_it
     label = ax.text(0, 0, "0.97", ha="center", va="center", fontsize=6)  # where a clabel put it
     ax.plot([0], [0], marker="o", ms=5)
     assert "text '0.97' covers a marker" in _problems(fig)
-    assert drop_crowded_labels(ax, [label]) == [] and _problems(fig) == []
+    assert drop_crowded_labels([(ax, [label])]) == [] and _problems(fig) == []
 
 
 def test_a_band_below_zero_on_a_nonnegative_axis_is_named():

@@ -72,9 +72,12 @@ def _drawn_texts(fig: Figure) -> list[Text]:
             and (t.axes is None or t.axes.get_visible())]
 
 
-def _renderer(fig: Figure):
+def _renderer(fig: Figure, placed: bool = True):
+    """The canvas's renderer; `placed`: once the layout engine has placed everything (a draw
+    without pixels, the cost of a figure's layout), else for text sizes alone."""
     canvas = fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)
-    fig.draw_without_rendering()  # the layout engine places everything; no pixels drawn
+    if placed:
+        fig.draw_without_rendering()
     return canvas.get_renderer()
 
 
@@ -151,8 +154,9 @@ def fit_suptitle(fig: Figure, title: str, **kw) -> Text:
 
     t = fig.suptitle(title, **kw)
     width = fig.bbox.width * 0.94
+    renderer = _renderer(fig, placed=False)  # a text's size does not depend on the layout
     for _ in range(4):
-        box = t.get_window_extent(_renderer(fig))
+        box = t.get_window_extent(renderer)
         if box.width <= width:
             break
         longest = max(map(len, t.get_text().splitlines()))
@@ -165,12 +169,18 @@ LABEL_SPOTS = ((4, 4, "left", "bottom"), (4, -4, "left", "top"), (-4, 4, "right"
                (0, 7, "center", "bottom"), (0, -7, "center", "top"), (8, 0, "left", "center"), (-8, 0, "right", "center"))
 
 
-def label_points(ax: Axes, points: list[tuple[float, float, str]], fontsize: float = 8, **kw) -> list[Annotation]:
-    """Label each (x, y, text) beside its point at the first of `LABEL_SPOTS` where the label
-    stays inside the panel and covers neither the legend nor a label placed before (the first spot if none is free:
-    `layout_problems` then names it). Call once the panel's limits and the layout are final."""
-    fig = ax.figure
-    renderer = _renderer(fig)
+def label_points(panels: list[tuple[Axes, list[tuple[float, float, str]]]], fontsize: float = 8, **kw) -> list[Annotation]:
+    """Label each (x, y, text) of each (panel, points) beside its point at the first of
+    `LABEL_SPOTS` where the label stays inside the panel and covers neither the legend nor a
+    label placed before (the first spot if none is free: `layout_problems` then names it).
+    Call once the panels' limits and the layout are final (one layout for all panels)."""
+    if not panels:
+        return []
+    renderer = _renderer(panels[0][0].figure)
+    return [a for ax, points in panels for a in _label_panel(ax, points, renderer, fontsize, **kw)]
+
+
+def _label_panel(ax: Axes, points: list[tuple[float, float, str]], renderer, fontsize: float, **kw) -> list[Annotation]:
     legend = ax.get_legend()
     placed: list[Bbox] = [legend.get_window_extent(renderer)] if legend is not None else []
     out = []
@@ -190,10 +200,17 @@ def label_points(ax: Axes, points: list[tuple[float, float, str]], fontsize: flo
     return out
 
 
-def drop_crowded_labels(ax: Axes, labels: list[Text]) -> list[Text]:
-    """Remove each of `labels` (e.g. `ax.clabel`'s) that covers a marker, a text of the panel
-    that is not one of them, or a label kept before it; return those kept."""
-    renderer = _renderer(ax.figure)
+def drop_crowded_labels(panels: list[tuple[Axes, list[Text]]]) -> list[Text]:
+    """Remove each of the labels of each (panel, labels) (e.g. `ax.clabel`'s) that covers a
+    marker, a text of the panel that is not one of them, or a label kept before it; return
+    those kept. Call once the layout is final (one layout for all panels)."""
+    if not panels:
+        return []
+    renderer = _renderer(panels[0][0].figure)
+    return [t for ax, labels in panels for t in _drop_in_panel(ax, labels, renderer)]
+
+
+def _drop_in_panel(ax: Axes, labels: list[Text], renderer) -> list[Text]:
     mine = {id(t) for t in labels}
     taken = _marker_boxes(ax) + [t.get_window_extent(renderer) for t in ax.texts if id(t) not in mine and t.get_visible()]
     kept = []

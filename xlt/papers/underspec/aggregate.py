@@ -367,8 +367,7 @@ def plot_2d(
     if title:
         fit_suptitle(fig, title)
     _note_collapsed(fig, data)
-    for ax, labels in contour_labels:  # once the layout is final: none on a marker, its name or another label
-        drop_crowded_labels(ax, labels)
+    drop_crowded_labels(contour_labels)  # once the layout is final: none on a marker, its name or another label
     return save_figure(fig, out_stem, agg)
 
 

@@ -240,7 +240,7 @@ def _finish(fig, ax, labels: tuple[str, str], title: str, stem: str, points: pd.
     ax.set_title(title)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    label_points(ax, list(point_labels))
+    label_points([(ax, list(point_labels))])
     save_figure(fig, stem, points)
 
 
@@ -381,8 +381,7 @@ def _draw_fig4(spec: dict, inputs: list[str], stem: str) -> None:
     fig.suptitle(f"Language centroids of the {task} test set ({fig4['dataset']}), encoded by the {models_of} models' encoders "
                  f"(the paper: its POS models), seed {int(points['seed'].iloc[0])}", fontsize=10)
     fig.tight_layout()
-    for ax, labels in panels:  # once the layout is final: each language's label where it is free
-        label_points(ax, labels, fontsize=9)
+    label_points(panels, fontsize=9)  # once the layout is final: each language's label where it is free
     save_figure(fig, stem, points)
 
 
