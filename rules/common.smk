@@ -4,9 +4,12 @@
 import json
 import os
 import sys
+import time
 
 # `report` at a line start is a Snakemake directive, hence the alias
 from snakemake.io import report as report_flag
+from snakemake.logging import DefaultFormatter
+from snakemake.logging import logger as snakemake_logger
 
 from xlt import papers as P
 from xlt import resources as R
@@ -15,6 +18,7 @@ from xlt import zeroshot as Z
 from xlt.cli import RERUN, configfile_slip, failed_job_errors
 from xlt.config import check_workflow_config, located, workflow_sources
 from xlt.errors import XltError
+from xlt.progress import progress_note
 from xlt.report import rst_caption
 
 # `--configfile=presets/tiny.yaml my.yaml all_tables` reads my.yaml as a target: say so in one line.
@@ -37,6 +41,27 @@ except XltError as e:
     sys.exit(1)
 
 RESULTS = config["results"]
+
+
+# Snakemake's progress line `N of M steps (P%) done` with the time left at the run's pace so
+# far (xlt.progress), on the console and in .snakemake/log (xlt.runsummary reads its start).
+class TimeLeftFormatter(DefaultFormatter):
+    started = time.monotonic()
+
+    def format_progress(self, msg):
+        note = progress_note(msg["done"], msg["total"], time.monotonic() - self.started)
+        return super().format_progress(msg) + (f", {note}" if note else "")
+
+
+onstart:
+    TimeLeftFormatter.started = time.monotonic()  # the jobs' start, not the DAG's
+    for _handler in snakemake_logger.handlers:
+        if type(_handler.formatter) is DefaultFormatter:
+            _handler.setFormatter(
+                TimeLeftFormatter(
+                    _handler.formatter.quiet, _handler.formatter.show_failed_logs
+                )
+            )
 
 
 # A failed job's own one-line error (file and line, or key) is in its log; repeat it last,

@@ -39,7 +39,7 @@ def test_target_rules_keep_their_names_and_files():
     cfg = base()
     rules = P.target_rules(cfg)
     assert set(EXISTING_TARGETS) <= set(rules)
-    assert rules["crossmulti_table2"] == [f"results/tables/crossmulti/table2.{ext}" for ext in ("csv", "md", "tex")]
+    assert rules["crossmulti_table2"] == [f"results/tables/crossmulti/table2.{ext}" for ext in ("csv", "md", "tex", "html")]
     tables = [f for t in ("table1", "table2", "table3", "table4", "table5", "table6") for f in rules[f"crossmulti_{t}"]]
     assert set(rules["crossmulti_all"]) == set(tables + P.paper_figures(cfg, "crossmulti"))
     assert {Path(f).stem for f in P.paper_figures(cfg, "crossmulti")} == {"fig1", "figa1", "figa2", "figa3", "figa4"}
@@ -72,7 +72,7 @@ def test_adding_a_table_touches_only_its_plugin(monkeypatch, tmp_path):
     paper = P.PAPERS["crossmulti"]
     monkeypatch.setitem(P.PAPERS, "crossmulti", dataclasses.replace(paper, tables=paper.tables + (toy,)))
     cfg = base()
-    files = [f"results/tables/crossmulti/table9.{ext}" for ext in ("csv", "md", "tex")]
+    files = [f"results/tables/crossmulti/table9.{ext}" for ext in ("csv", "md", "tex", "html")]
     assert set(files) <= set(P.all_tables(cfg))
     assert P.target_rules(cfg)["crossmulti_table9"] == files
     assert set(files) <= set(P.target_rules(cfg)["crossmulti_all"])
@@ -82,7 +82,7 @@ def test_adding_a_table_touches_only_its_plugin(monkeypatch, tmp_path):
     assert spec == cfg["papers"]["crossmulti"]
     table = P.make_table("crossmulti", "table9", spec, ["a.json", "b.json"], str(tmp_path / "table9"))
     assert list(table["seeds"]) == [3, 3] and (tmp_path / "table9.md").read_text() == "## toy\n"
-    assert "- [crossmulti/table9.md](crossmulti/table9.md) ([csv](crossmulti/table9.csv), [tex](crossmulti/table9.tex)): A toy table." in index_markdown(files, "results/tables/index.md")
+    assert "- [crossmulti/table9.md](crossmulti/table9.md) ([csv](crossmulti/table9.csv), [tex](crossmulti/table9.tex), [html](crossmulti/table9.html)): A toy table." in index_markdown(files, "results/tables/index.md")
 
 
 # ---- the index and the report's captions -------------------------------------------------------
@@ -94,7 +94,7 @@ def test_index_links_every_table_and_figure_beside_its_caption():
     assert "## crossmulti: Enhancing Cross-Lingual Training with Knowledge Learned from Multi-Lingual Training" in md
     for slug, paper in P.PAPERS.items():
         for table in paper.tables:
-            assert f"- [{slug}/{table.id}.md]({slug}/{table.id}.md) ([csv]({slug}/{table.id}.csv), [tex]({slug}/{table.id}.tex)): {P.caption(slug, table.id)}" in md
+            assert f"- [{slug}/{table.id}.md]({slug}/{table.id}.md) ([csv]({slug}/{table.id}.csv), [tex]({slug}/{table.id}.tex), [html]({slug}/{table.id}.html)): {P.caption(slug, table.id)}" in md
     for fig in P.figure_names(cfg, "underspec"):
         assert f"- [underspec/{fig}.png](../figures/underspec/{fig}.png) ([pdf](../figures/underspec/{fig}.pdf), [csv](../figures/underspec/{fig}.csv)): " in md
     assert md.index("## crossmulti") < md.index("## dlfa") < md.index("## underspec")

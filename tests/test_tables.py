@@ -36,6 +36,17 @@ def test_crossmulti_table2_renders_every_cell(tmp_path):
     assert "93.85 · 51.50 ± 0.71 · -42.35" in md
     assert (tmp_path / "table2.tex").read_text().count("\\\\") == 9  # header + 8 rows
     assert len(pd.read_csv(tmp_path / "table2.csv")) == 32
+    # the report's form: the same Markdown rendered, a heading and an HTML table cell by cell
+    html = (tmp_path / "table2.html").read_text()
+    assert html.startswith("<h2>") and html.count("<table>") == 1 and "<td>93.85 · 51.50 ± 0.71 · -42.35</td>" in html
+    assert "|" not in html and "##" not in html
+
+
+def test_a_tables_html_shows_markup_in_its_notes_as_text():
+    from xlt.tables import markdown_html
+
+    html = markdown_html("## T\n\n| | en |\n|---|---|\n| a | 1 |\n\n- note with <script>x</script> and `code`\n")
+    assert "<td>a</td>" in html and "&lt;script&gt;" in html and "<script>" not in html and "<code>code</code>" in html
 
 
 def test_one_seed_prints_no_spread():

@@ -45,6 +45,17 @@ def tiny_run(tmp_path_factory, zygote):
 
 
 @pytest.mark.slow
+def test_the_progress_line_says_the_time_left(tiny_run):
+    from xlt.runsummary import jobs_run
+
+    log = max((tiny_run / ".snakemake" / "log").glob("*.snakemake.log"), key=lambda p: p.stat().st_mtime).read_text()
+    lines = [x for x in log.splitlines() if " steps (" in x]
+    assert lines and all(x.endswith("left at this run's pace") for x in lines[:-1]), lines
+    assert lines[-1].endswith("steps (100%) done")  # nothing left: no estimate
+    assert jobs_run(log)[0] == jobs_run(log)[1] > 1  # xlt.runsummary still reads the counts
+
+
+@pytest.mark.slow
 def test_tiny_workflow_writes_table2_beside_the_paper(tiny_run):
     table = pd.read_csv(tiny_run / "results/tables/crossmulti/table2.csv")
     ran = table[table.task.isin(["pos", "ner"])]

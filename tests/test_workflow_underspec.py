@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pandas as pd
 import pytest
@@ -88,8 +89,11 @@ def test_report_opens_in_a_browser_and_lists_every_figure_with_caption_and_rule(
     fig = visible_text(dump_dom(page, tmp_path, then="app.showResultInfo('results/figures/underspec/fig4.png')"))
     assert any(P.caption("underspec", "fig4") in t for t in fig)
     assert "Snakemake rule" in fig and fig[fig.index("Snakemake rule") + 1] == "paper_figure"
-    # A table's entry shows the table itself under its caption.
-    table = visible_text(dump_dom(page, tmp_path, then="app.showResultInfo('results/tables/underspec/table1.md')"))
+    # A table's entry shows the table itself, rendered (a heading, an HTML table, cell by cell), under its caption.
+    dom = dump_dom(page, tmp_path, then="app.showResultInfo('results/tables/underspec/table1.md')")
+    table = visible_text(dom)
     assert any(P.caption("underspec", "table1") in t for t in table)
-    assert any("## underspec Table 1: number of examples" in t for t in table)
+    assert "underspec Table 1: number of examples" in table and not any(t.startswith(("## ", "|")) for t in table)
+    assert re.search(r"<h2>underspec Table 1: number of examples</h2>", dom)
+    assert re.search(r"<td>en train</td>\s*<td>[\d,]+ · [\d,]+ · –</td>", dom), dom[-3000:]
     assert table[table.index("Snakemake rule") + 1] == "paper_table"

@@ -33,7 +33,7 @@ def test_the_zero_shot_of_a_paper_recipe_is_that_papers_models_and_evaluations(t
     assert seeds == tiny_cfg["papers"]["dlfa"]["seeds"]
     assert Z.models(cfg, q.encoder, q.task) == [dlfa.models(cfg, "tiny", "pawsx", ["baseline"], s)[0] for s in seeds]
     assert Z.table_inputs(cfg, q.encoder, q.task, q.langset) == dlfa._evals(cfg, "tiny", "pawsx", ["baseline"])
-    assert Z.table_files(cfg) == [f"results/tables/zero_shot/tiny.pawsx.xtreme_pawsx.{x}" for x in ("csv", "md", "tex")]
+    assert Z.table_files(cfg) == [f"results/tables/zero_shot/tiny.pawsx.xtreme_pawsx.{x}" for x in ("csv", "md", "tex", "html")]
 
 
 def test_the_zero_shot_keys_leave_every_paper_target_as_it_is(tiny_cfg):

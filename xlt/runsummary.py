@@ -6,7 +6,9 @@
 prints, last, one line of timing (elapsed, jobs run, the machine's threads and CPU, the
 training precision the models record) and, after a failure, each failed job's `error:` line
 (read from its log), what is missing and that rerunning the same command resumes. It writes
-`results/summary.json` either way and, when some tables or figures are missing,
+`results/summary.json` either way (`computed`: the tables and figures made with our numbers;
+`published_only`: the tables made that show the paper's numbers alone, nothing computing ours
+under this config; `missing`: each not made, and why) and, when some tables or figures are missing,
 `results/tables/index.md` of those made with a section naming the missing ones and why (the
 workflow's own `tables_index` rule writes the complete index; it reruns once they exist).
 """
@@ -102,6 +104,8 @@ def summarise(cfg: dict, since: float, rc: int, command: str, workdir: str | Pat
     files = P.index_items(cfg)
     items = list(dict.fromkeys(item_of(f) for f in files))
     missing = missing_items(files, jobs)
+    published = set(map(item_of, P.published_only(cfg)))
+    made = [i for i in items if i not in missing]
     elapsed = time.time() - since
     mach, prec = machine(), precisions(Path(workdir, cfg["results"]))
     summary = {
@@ -109,19 +113,22 @@ def summarise(cfg: dict, since: float, rc: int, command: str, workdir: str | Pat
         "finished_utc": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()), "elapsed_s": round(elapsed, 1),
         "jobs_run": done, "jobs_planned": planned, "machine": mach, "precision": prec,
         "snakemake_log": str(log) if log else None,
-        "made": [i for i in items if i not in missing], "missing": [{"item": k, "why": v} for k, v in missing.items()],
+        "computed": [i for i in made if i not in published], "published_only": [i for i in made if i in published],
+        "missing": [{"item": k, "why": v} for k, v in missing.items()],
         "failed_jobs": [asdict(j) for j in jobs],
     }
     prec_text = ", ".join(f"{k} ({n} models)" for k, n in prec.items()) or "no trained model"
     jobs_text = f"{done} of {planned} jobs done" if planned else "no job to run"
     lines = [f"{command}: {_clock(elapsed)} elapsed, {jobs_text}, on {mach['threads']} threads"
              f"{' of ' + mach['cpu'] if mach['cpu'] else ''}; training precision {prec_text}; {summary['finished_utc']} UTC"]
-    made = len(items) - len(missing)
+    ours = len(items) - len(published)
+    made_text = (f"{len(summary['computed'])} of {ours} tables and figures computed"
+                 + (f", {len(summary['published_only'])} more with the paper's numbers only" if summary["published_only"] else ""))
     if rc == 0 and not missing:
-        lines.append(f"{made} of {len(items)} tables and figures made (results/summary.json).")
+        lines.append(f"{made_text} (results/summary.json).")
         return summary, lines
     lines += [j.line() for j in jobs]
-    lines.append(f"{made} of {len(items)} tables and figures made; the {len(missing)} missing, and why, are in "
+    lines.append(f"{made_text}; the {len(missing)} missing, and why, are in "
                  "results/summary.json and results/tables/index.md.")
     lines.append(RERUN.replace("the same command", f"the same command ({command})"))
     return summary, lines
@@ -134,7 +141,7 @@ def write_partial_index(cfg: dict, summary: dict) -> None:
     from xlt.report import index_markdown
 
     out = P.index_file(cfg)
-    made = [f for f in P.index_items(cfg) if item_of(f) in set(summary["made"])]
+    made = [f for f in P.index_items(cfg) if item_of(f) in {*summary["computed"], *summary["published_only"]}]
     text = index_markdown(made, out) if made else "# Tables and figures\n"
     text += "\n## Not made in the last run\n\n" + "\n".join(f"- `{m['item']}`: {m['why']}" for m in summary["missing"])
     write_text(out, text + "\n")

@@ -277,11 +277,20 @@ def with_collapse_note(notes: list[str], table: pd.DataFrame, cell_name) -> list
     return [note if n == COLLAPSE_NOTE else n for n in notes] if COLLAPSE_NOTE in notes else [*notes, note]
 
 
+def markdown_html(md: str) -> str:
+    """A table's Markdown as HTML (its title, an HTML table, its notes), as the report shows it:
+    markdown-it's CommonMark with its GitHub-style tables."""
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark", {"html": False}).enable("table").render(md)
+
+
 def write_table(table: pd.DataFrame, out_prefix: str | Path, md: str, tex: str) -> None:
     out_prefix = str(out_prefix)
     write_text(out_prefix + ".csv", table.to_csv(index=False, float_format="%.4f"))
     write_text(out_prefix + ".md", md)
     write_text(out_prefix + ".tex", tex)
+    write_text(out_prefix + ".html", markdown_html(md))
 
 
 # ---- what builders share (each paper's builders live in its plugin, xlt.papers) -------------

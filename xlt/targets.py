@@ -41,7 +41,7 @@ from xlt.engine.config import TrainConfig
 from xlt.errors import XltError, check_config_ref
 from xlt.registry import TASKS, get_task
 
-TABLE_FORMATS = ("csv", "md", "tex")
+TABLE_FORMATS = ("csv", "md", "tex", "html")  # html: the Markdown rendered, as the report shows it
 FIGURE_FORMATS = ("png", "pdf", "csv")  # the CSV holds the numbers plotted
 WILDCARDS = {
     "encoder": r"[A-Za-z0-9_]+",

@@ -1,10 +1,13 @@
 """What a training job says while it runs: one plain line per epoch (step, loss, the dev score
-model selection read, seconds) in its log, a console line now and then when asked, and its
-progress bar's line ended before anything else is written (an error starts a line of its own)."""
+model selection read, seconds) in its log and nothing else there (no progress bar's `\r`
+redraws in a file), a console line now and then when asked, and on a terminal a progress bar
+whose line is ended before anything else is written (an error starts a line of its own)."""
 
 from __future__ import annotations
 
+import io
 import re
+import sys
 
 import pytest
 import torch
@@ -41,21 +44,39 @@ def _loop(tmp_path, **kw) -> Loop:
                 checkpoint_minutes=None, **kw)
 
 
-def test_each_epoch_writes_one_plain_line_with_step_loss_dev_score_and_seconds(tmp_path, capsys):
-    _loop(tmp_path, progress=True).run()
+class Terminal(io.StringIO):
+    """stderr as a terminal shows it (where the progress bar is drawn)."""
+
+    def isatty(self):
+        return True
+
+
+def test_a_job_log_holds_one_plain_line_per_epoch_and_no_bar(tmp_path, capsys):
+    _loop(tmp_path, progress=True).run()  # capsys: stderr is not a terminal, as in a job's log file
     err = capsys.readouterr().err
-    lines = [x for x in re.split(r"[\r\n]", err) if x.startswith("toy seed1: epoch")]
+    assert "\r" not in err and "%|" not in err
+    lines = err.splitlines()
     assert len(lines) == 2
     assert re.fullmatch(r"toy seed1: epoch 1/2, step 4, loss \d+\.\d{4}, dev accuracy 50, \d+\.\d s", lines[0])
     assert lines[1].startswith("toy seed1: epoch 2/2, step 8, ") and "dev accuracy 51" in lines[1]
+
+
+def test_on_a_terminal_the_bar_is_drawn_and_each_epoch_line_stands_on_its_own(tmp_path, monkeypatch):
+    monkeypatch.setattr(sys, "stderr", Terminal())
+    _loop(tmp_path, progress=True).run()
+    err = sys.stderr.getvalue()
+    assert "8/8" in err and "step" in err  # the bar
+    lines = [x for x in re.split(r"[\r\n]", err) if x.startswith("toy seed1: epoch")]
+    assert [x[:23] for x in lines] == ["toy seed1: epoch 1/2, s", "toy seed1: epoch 2/2, s"]
     assert err.endswith("\n")  # the bar's line is closed
 
 
-def test_a_stopped_job_leaves_no_unfinished_bar_line_for_its_error(tmp_path, capsys):
+def test_a_stopped_job_leaves_no_unfinished_bar_line_for_its_error(tmp_path, monkeypatch):
+    monkeypatch.setattr(sys, "stderr", Terminal())
     with pytest.raises(Preempted, match="rerun to resume"):
         _loop(tmp_path, progress=True, stop_after_steps=3).run()
-    err = capsys.readouterr().err
-    assert err.endswith("\n")  # `error: stopped by …` printed next starts at a line's beginning
+    err = sys.stderr.getvalue()
+    assert "%|" in err and err.endswith("\n")  # `error: stopped by …` printed next starts at a line's beginning
 
 
 def test_a_heartbeat_goes_to_the_console(tmp_path, capsys):

@@ -220,3 +220,26 @@ def test_the_plugin_imports_no_plotting_or_model_library():
                          cwd=Path(__file__).resolve().parents[2])
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == "[]"
+
+
+def test_figure_titles_count_seeds_in_proper_plural_and_figure1_says_the_rows_it_plots(made, tmp_path, monkeypatch):
+    import xlt.figures
+
+    titles = {}
+    real = xlt.figures.save_figure
+
+    def spy(fig, stem, table):
+        titles[Path(stem).name] = [ax.get_title() for ax in fig.axes] + [fig._suptitle.get_text() if fig._suptitle else ""]
+        return real(fig, stem, table)
+
+    monkeypatch.setattr(xlt.figures, "save_figure", spy)
+    cfg, _ = made
+    _draw(cfg, "fig3", tmp_path / "two")
+    assert "mean over 2 seeds)" in titles["fig3"][0]
+    one = copy.deepcopy(cfg)
+    one["papers"]["xmixup"]["seeds"] = [1]
+    _draw(one, "fig3", tmp_path / "one")
+    assert "mean over 1 seed)" in titles["fig3"][0] and "seed(s)" not in titles["fig3"][0]
+    _draw(cfg, "fig1", tmp_path / "fig1")  # the PCA files hold 5 rows per language (of the 200 it may fit)
+    assert "the first 5 rows per language" in titles["fig1"][-1]
+    assert "or all of a language's rows where its test set is shorter" in X.PAPER.figures[0].caption

@@ -54,7 +54,7 @@ class TrainConfig:
     device: str = "auto"  # "auto" (CUDA when present), "cpu", "cuda"
     precision: str = "auto"  # training steps: "auto" (bf16 where the device has fast bf16 units), "bf16", "fp32"
     fast_path: str = "auto"  # training steps: "auto" (the lean forward, xlt.engine.fastpath, where it applies) or "off" (Hugging Face's)
-    progress: bool = True  # tqdm bar with rate and ETA
+    progress: bool = True  # tqdm bar with rate and ETA, where stderr is a terminal (a job log gets the epoch lines)
     extras: list = field(default_factory=list)  # modules between encoder and head: [{"name", **params}]
 
     @classmethod

@@ -186,11 +186,11 @@ class Loop:
         steps_here = 0
         t0 = time.perf_counter()
         bar = None
-        if self.progress:
+        if self.progress and sys.stderr.isatty():  # a job's log (a file) gets the epoch lines alone, no `\r` redraws
             from tqdm import tqdm
 
             bar = self._bar = tqdm(total=self.total_steps(), initial=state["global_step"], desc=self.desc, unit="step",
-                                   mininterval=1.0 if sys.stderr.isatty() else 30.0, file=sys.stderr)
+                                   mininterval=1.0, file=sys.stderr)
         epoch_loss, epoch_steps, epoch_t0 = 0.0, 0, time.perf_counter()  # the loss summed on its device: no sync a step
         beat = time.monotonic()
         self.model.train()

@@ -199,6 +199,13 @@ def index_items(cfg: dict) -> list[str]:
     return tables_and_figures(cfg) + align_tables(cfg)
 
 
+def published_only(cfg: dict) -> list[str]:
+    """The files of the tables that show the paper's numbers only under this config: nothing
+    computes ours (the table reads no input; its note says why)."""
+    return [f for slug in configured(cfg) for t in get_paper(slug).tables if not t.inputs(cfg)
+            for f in table_files(cfg, slug, t.id)]
+
+
 def all_tables(cfg: dict) -> list[str]:
     """Every table and figure (`index_items`) and the index of them."""
     return index_items(cfg) + [index_file(cfg)]

@@ -246,30 +246,38 @@ def p_text(p: float) -> str:
 
 
 def _save(fig, out_dir: str, figure: str, data: pd.DataFrame) -> None:
-    import matplotlib.pyplot as plt
+    """<out_dir>/<figure>.{png,pdf,csv}, the layout checked (xlt.figures.save_figure)."""
+    from xlt.figures import save_figure
 
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    for ext in ("png", "pdf"):
-        fig.savefig(out / f"{figure}.{ext}", dpi=120, bbox_inches="tight", metadata={"CreationDate": None} if ext == "pdf" else None)
-    plt.close(fig)
-    data.to_csv(out / f"{figure}.csv", index=False, float_format="%.6g")
+    Path(out_dir).mkdir(parents=True, exist_ok=True)
+    save_figure(fig, Path(out_dir) / figure, data)
 
 
 def _grid(values: pd.DataFrame, col: str) -> np.ndarray:
     return values.pivot(index="layer", columns="head", values=col).to_numpy()
 
 
-def figure1(spec: dict, updates: pd.DataFrame, out_dir: str) -> None:
-    import matplotlib
+def _head_map(ax, values: pd.DataFrame) -> None:
+    """A layer × head map's axes: a tick at every layer and head, numbered as in the data
+    (imshow's own locator ticks cell edges, −0.5 … 3.5)."""
+    layers, heads = sorted(values["layer"].unique()), sorted(values["head"].unique())
+    ax.set_yticks(range(len(layers)), [str(int(x)) for x in layers])
+    ax.set_xticks(range(len(heads)), [str(int(x)) for x in heads])
+    ax.set_xlabel("head")
+    ax.set_ylabel("layer")
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+
+def figure1(spec: dict, updates: pd.DataFrame, out_dir: str) -> None:
+    from matplotlib.figure import Figure
+
+    from xlt.figures import fit_suptitle
 
     maps, rhos = head_update_maps(updates)
     tasks = [t for t in spec["tasks"] if t in set(maps["task"].str.partition(".")[0])]
     maps["task"] = maps["task"].str.partition(".")[0]
-    fig, axes = plt.subplots(len(tasks), 3, figsize=(11, 3.2 * len(tasks)), squeeze=False, layout="constrained")
+    fig = Figure(figsize=(12, 3.2 * len(tasks)), layout="constrained")
+    fig.get_layout_engine().set(wspace=0.08)  # room between a colorbar's ticks and the next panel's axis label
+    axes = fig.subplots(len(tasks), 3, squeeze=False)
     for r, task in enumerate(tasks):
         m = maps[maps["task"] == task]
         rho = next(v for k, v in rhos.items() if k.partition(".")[0] == task)
@@ -283,10 +291,9 @@ def figure1(spec: dict, updates: pd.DataFrame, out_dir: str) -> None:
                 im = ax.imshow(grid, cmap=cmap)
             name = TASK_LABELS.get(task, task)
             ax.set_title(f"{name}-{col}" + (f" (ρ={rho[0]:.2f}, {p_text(rho[2])})" if col == "diff" else ""), fontsize=9)
-            ax.set_xlabel("head")
-            ax.set_ylabel("layer")
-            fig.colorbar(im, ax=ax, fraction=0.046)
-    fig.suptitle("Relative attention-head updates; diff = multi − cross (blue: multi updates more); "
+            _head_map(ax, m)
+            fig.colorbar(im, ax=ax, fraction=0.046, format="%.2g")  # no offset text ("1e−5") over the colorbar
+    fit_suptitle(fig, "Relative attention-head updates; diff = multi − cross (blue: multi updates more); "
                  "ρ: Spearman, cross vs multi, seed mean; p: the largest over seeds")
     short = {k.partition(".")[0]: v for k, v in rhos.items()}
     maps["rho_cross_multi"] = maps["task"].map({k: v[0] for k, v in short.items()})
@@ -295,10 +302,10 @@ def figure1(spec: dict, updates: pd.DataFrame, out_dir: str) -> None:
 
 
 def figure_a(spec: dict, probes: pd.DataFrame, out_dir: str, figure: str, probe_task: str) -> None:
-    import matplotlib
+    from matplotlib.figure import Figure
+    from matplotlib.patches import Rectangle
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from xlt.figures import fit_suptitle
 
     heads = over_vanilla(probes)
     heads = heads[heads["probe_task"] == probe_task].copy()
@@ -308,8 +315,9 @@ def figure_a(spec: dict, probes: pd.DataFrame, out_dir: str, figure: str, probe_
     a = spec["analysis"]
     k = scaled_k(min(a["topk"]), n_heads, a["topk_of_heads"])
     models = [(t, s) for t in spec["tasks"] for s in ("cross", "multi")]
-    fig, axes = plt.subplots(len(spec["tasks"]), 2, figsize=(7, 3.2 * len(spec["tasks"])), squeeze=False,
-                             layout="constrained")
+    fig = Figure(figsize=(7, 3.2 * len(spec["tasks"])), layout="constrained")
+    fig.get_layout_engine().set(wspace=0.08)  # room between a colorbar's label and the next panel's axis label
+    axes = fig.subplots(len(spec["tasks"]), 2, squeeze=False)
     marked = []
     for i, (task, setting) in enumerate(models):
         m = mean[(mean["task"] == task) & (mean["setting"] == setting)].sort_values(["layer", "head"]).copy()
@@ -323,12 +331,11 @@ def figure_a(spec: dict, probes: pd.DataFrame, out_dir: str, figure: str, probe_
         fig.colorbar(ax.imshow(grid, cmap="Blues"), ax=ax, fraction=0.046, label=f"{spec['metric'][probe_task]} − vanilla")
         for (layer, head), mk in zip(m[["layer", "head"]].itertuples(index=False), m["mark"]):
             if mk:
-                ax.add_patch(plt.Rectangle((head - 0.5, layer - 0.5), 1, 1, fill=False, lw=2,
+                ax.add_patch(Rectangle((head - 0.5, layer - 0.5), 1, 1, fill=False, lw=2,
                                            edgecolor="green" if mk == "top" else "red"))
         ax.set_title(f"{TASK_LABELS.get(task, task)}-{setting}", fontsize=9)
-        ax.set_xlabel("head")
-        ax.set_ylabel("layer")
-    fig.suptitle(f"Per-head probing on {TASK_LABELS.get(probe_task, probe_task)} "
+        _head_map(ax, m)
+    fit_suptitle(fig, f"Per-head probing on {TASK_LABELS.get(probe_task, probe_task)} "
                  f"(green: top {k}, red: bottom {k}; heads tied at the cut-off unmarked)")
     _save(fig, out_dir, figure, pd.concat(marked).assign(probe_task=probe_task))
 

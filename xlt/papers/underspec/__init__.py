@@ -202,7 +202,9 @@ PAPER = Paper(
                "the target dev set, for the settings of papers.underspec.figures.fig3, per encoder."),
         Figure("fig4", "Geometry of the two updates: ‖δ_src‖ / ‖δ_tgt‖ against the angle between δ_src and "
                "δ_tgt, one point per encoder, task, pair and seed."),
-        Figure("fig5", f"Figure 2 with the variance over seeds ({_NORMALISED}, squared) instead of the mean."),
+        Figure("fig5", f"Figure 2 with the variance over seeds ({_NORMALISED}, squared) instead of the mean; "
+               "its 95% band (a t interval of the mean over tasks and pairs) is clipped at 0: a variance is not "
+               "negative, and the CSV's ci_low holds the clipped value."),
         *(_task_figure(fig, task) for fig, task in TASK_FIGURES.items()),
         Figure("fig10", "Figure 3 for the settings of papers.underspec.figures.fig10."),
         Figure("fig2_encoder", "Figure 2 with only the encoder interpolated, the head held at θ_bi's (the "

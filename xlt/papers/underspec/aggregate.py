@@ -48,7 +48,7 @@ from matplotlib.figure import Figure
 from scipy import stats
 
 from xlt.errors import XltError
-from xlt.figures import save_figure
+from xlt.figures import drop_crowded_labels, fit_suptitle, nonnegative, save_figure
 
 __all__ = [
     "COLLAPSED",
@@ -260,6 +260,7 @@ def plot_1d(
     confidence: float = 0.95,
     title: str | None = None,
     ylabel: str | None = None,
+    nonnegative_value: bool = False,
 ) -> dict[str, Path]:
     """Curves of `value` vs α with confidence bands (Figs. 2, 5-9).
 
@@ -267,7 +268,8 @@ def plot_1d(
     Rows are aggregated over everything not in panel, hue, direction, alpha: e.g. with
     hue=("encoder", "eval_lang") the units are the task × pair settings. One subplot per
     panel value; one line per (direction, hue) value. Writes <stem>.png/.pdf/.csv (the CSV
-    holds the aggregated points plotted).
+    holds the aggregated points plotted). `nonnegative_value` (a variance): the t interval,
+    which can reach below 0, is clipped at 0, in the figure and the CSV.
     """
     hue_cols, panel_cols = _as_list(hue), _as_list(panel)
     data = norm[norm["direction"].isin(list(directions))]
@@ -275,6 +277,8 @@ def plot_1d(
         raise XltError(f"plot_1d: no rows with direction in {list(directions)}")
     line_cols = ["direction"] + hue_cols
     agg = aggregate(data, panel_cols + line_cols + ["alpha"], value=value, confidence=confidence)
+    if nonnegative_value:
+        agg["ci_low"] = agg["ci_low"].clip(lower=0.0)
     panels = list(agg.groupby(panel_cols, sort=True)) if panel_cols else [((), agg)]
     n = len(panels)
     ncols = min(n, 4)
@@ -284,6 +288,8 @@ def plot_1d(
     for ax in axes.flat[n:]:
         ax.set_visible(False)
     for ax, (pkey, pdata) in zip(axes.flat, panels):
+        if nonnegative_value:
+            nonnegative(ax)
         for lkey, ldata in pdata.groupby(line_cols, sort=True):
             ldata = ldata.sort_values("alpha")
             x, y = ldata["alpha"].to_numpy(), ldata["mean"].to_numpy()
@@ -301,7 +307,7 @@ def plot_1d(
             ax.set_title(_label(panel_cols, pkey), fontsize=10)
         ax.legend(fontsize=7)
     if title:
-        fig.suptitle(title)
+        fit_suptitle(fig, title)
     _note_collapsed(fig, data)
     return save_figure(fig, out_stem, agg)
 
@@ -340,13 +346,14 @@ def plot_2d(
     axes = list(fig.subplots(nrows, ncols, squeeze=False).flat)
     for ax in axes[n:]:
         ax.set_visible(False)
+    contour_labels = []
     for ax, (pkey, pdata) in zip(axes, panels):
         grid = pdata.pivot(index="alpha2", columns="alpha1", values="mean").sort_index().sort_index(axis=1)
         a1, a2, z = grid.columns.to_numpy(), grid.index.to_numpy(), grid.to_numpy()
         mesh = ax.pcolormesh(a1, a2, z, shading="nearest", cmap="viridis")
         if z.shape[0] >= 2 and z.shape[1] >= 2 and np.isfinite(z).sum() >= 4 and np.nanmax(z) > np.nanmin(z):
             cs = ax.contour(a1, a2, z, levels=levels, colors="white", linewidths=0.6)
-            ax.clabel(cs, fontsize=6, fmt="%.2f")
+            contour_labels.append((ax, ax.clabel(cs, fontsize=6, fmt="%.2f")))
         fig.colorbar(mesh, ax=ax, shrink=0.9)
         for (x, y), name in (((0, 0), "bi"), ((1, 0), "src"), ((0, 1), "tgt")):
             ax.plot([x], [y], marker="o", ms=5, mfc="red", mec="white")
@@ -358,8 +365,9 @@ def plot_2d(
             letter = f"({chr(ord('a') + axes.index(ax))}) " if letters else ""
             ax.set_title(letter + _label(panel_cols, pkey), fontsize=10)
     if title:
-        fig.suptitle(title)
+        fit_suptitle(fig, title)
     _note_collapsed(fig, data)
+    drop_crowded_labels(contour_labels)  # once the layout is final: none on a marker, its name or another label
     return save_figure(fig, out_stem, agg)
 
 

@@ -101,7 +101,7 @@ def _fig_1d(norm: pd.DataFrame, stem: Path, value: str, title: str) -> dict:
         raise XltError(f"{stem.name}: no 1D rows to plot")
     ylabel = "normalised performance" if value == "norm_mean" else "normalised variance"
     return plot_1d(_with_labels(norm), stem, value=value, directions=("src", "tgt"), hue=("encoder", "dev"),
-                   panel="panel", title=title, ylabel=ylabel)
+                   panel="panel", title=title, ylabel=ylabel, nonnegative_value=value == "norm_var")
 
 
 def _fig_2d(norm: pd.DataFrame, settings: list[dict], stem: Path, title: str) -> dict:

@@ -3,7 +3,8 @@
 - Figure 1: a 2-D PCA of the mean-pooled last-layer sentence representations of the XNLI test
   set, translate-train (a) vs X-Mixup (b), the paper's four languages (en es ar sw) that the
   language set holds; the coordinates are the rule `xmixup_cka`'s sidecar (`pca_file`: one PCA
-  per model, fitted on the first 200 rows of every language of the set together), one seed.
+  per model, fitted on the first 200 rows of every language of the set together, all of a
+  shorter test set's), those rows plotted, one seed; caption and title say so.
 - Figure 3: per language, CKA with English (x) vs XNLI test accuracy (y) of the three models,
   one point per (model, language) averaged over seeds; each model's Spearman ρ in the legend.
   It reads the CKA and score files Tables 2 and 7 read: no job of its own but the drawing.
@@ -224,15 +225,22 @@ def _one_panel(figsize: tuple[float, float]):
     return fig, fig.add_subplot()
 
 
-def _finish(fig, ax, labels: tuple[str, str], title: str, stem: str, points: pd.DataFrame) -> None:
-    """Axis labels, title and legend of a one-panel figure; its PNG, PDF and CSV (`points`)."""
-    from xlt.figures import save_figure
+def _seeds(n: int) -> str:
+    return f"{n} seed{'' if n == 1 else 's'}"
+
+
+def _finish(fig, ax, labels: tuple[str, str], title: str, stem: str, points: pd.DataFrame,
+            point_labels: list[tuple[float, float, str]] = ()) -> None:
+    """Axis labels, title and legend of a one-panel figure, then each point's label where it is
+    free (`label_points`); its PNG, PDF and CSV (`points`)."""
+    from xlt.figures import label_points, save_figure
 
     ax.set_xlabel(labels[0])
     ax.set_ylabel(labels[1])
     ax.set_title(title)
     ax.legend(fontsize=8)
     fig.tight_layout()
+    label_points([(ax, list(point_labels))])
     save_figure(fig, stem, points)
 
 
@@ -243,11 +251,11 @@ def _draw_fig3(spec: dict, inputs: list[str], stem: str) -> None:
         rho = g["spearman_rho"].iloc[0]
         label = f"{X.LABELS[model]} (ρ = {rho:.2f})" if rho == rho else f"{X.LABELS[model]} (ρ undefined)"
         ax.scatter(g["cka"], g["accuracy"], color=COLORS[model], label=label)
-        for _, r in g.iterrows():
-            ax.annotate(r["lang"], (r["cka"], r["accuracy"]), textcoords="offset points", xytext=(3, 3), fontsize=8)
+    ax.margins(0.12)  # room for the labels of the outermost points inside the frame
     task = X.LABELS[spec["fig13_task"]]
     _finish(fig, ax, ("CKA with English", f"{task} test accuracy"),
-            f"Performance vs CKA ({task}, mean over {points['n_seeds'].max()} seed(s))", stem, points)
+            f"Performance vs CKA ({task}, mean over {_seeds(points['n_seeds'].max())})", stem, points,
+            list(zip(points["cka"], points["accuracy"], points["lang"])))
 
 
 # ---- Figure 1: PCA of sentence representations -----------------------------------------------
@@ -278,6 +286,12 @@ def fig1_points(spec: dict, inputs: list[str]) -> pd.DataFrame:
     return frame.sort_values(["panel"], kind="stable").reset_index(drop=True)
 
 
+def _rows(points: pd.DataFrame) -> str:
+    """How many rows per language Figure 1 plots: `150 rows`, or `150–200 rows` if they differ."""
+    n = points.groupby(["model", "lang"])["row"].nunique()
+    return f"{n.min()} rows" if n.min() == n.max() else f"{n.min()}–{n.max()} rows"
+
+
 def _draw_fig1(spec: dict, inputs: list[str], stem: str) -> None:
     from matplotlib.figure import Figure as MplFigure
 
@@ -295,7 +309,7 @@ def _draw_fig1(spec: dict, inputs: list[str], stem: str) -> None:
         ax.set_title(f"({panel}) {X.LABELS[g['model'].iloc[0]]}")
         ax.legend(fontsize=8, markerscale=2)
     fig.suptitle(f"Sentence representations, {X.LABELS[spec['fig13_task']]} test (seed {spec['fig1_seed']}, "
-                 f"first {int(points['row'].max()) + 1} rows per language)", fontsize=10)
+                 f"the first {_rows(points)} per language, the PCA's fit and the points plotted)", fontsize=10)
     fig.tight_layout()
     save_figure(fig, stem, points)
 
@@ -342,18 +356,20 @@ def fig4_points(spec: dict, inputs: list[str]) -> pd.DataFrame:
 def _draw_fig4(spec: dict, inputs: list[str], stem: str) -> None:
     from matplotlib.figure import Figure as MplFigure
 
-    from xlt.figures import save_figure
+    from xlt.figures import label_points, save_figure
     from xlt.targets import task_of
 
     points = fig4_points(spec, inputs)
     fig = MplFigure(figsize=(13, 4.5))
+    panels = []
     for i, (model, g) in enumerate(points.groupby("model", sort=False)):
         ax = fig.add_subplot(1, len(X.MODELS), i + 1)
         for _, r in g.iterrows():
             is_source = r["lang"] == spec["source"]
             ax.scatter([r["pc1"]], [r["pc2"]], s=60 if is_source else 30, marker="*" if is_source else "o",
                        color="black" if is_source else COLORS[model])
-            ax.annotate(r["lang"], (r["pc1"], r["pc2"]), textcoords="offset points", xytext=(4, 4), fontsize=9)
+        panels.append((ax, list(zip(g["pc1"], g["pc2"], g["lang"]))))
+        ax.margins(0.15)  # room for the outermost languages' labels inside the frame
         ax.set_aspect("equal", adjustable="datalim")  # a panel's distances as they are in its PCA plane
         ax.set_xlabel(f"PC1 ({100 * g['explained_variance_ratio_pc1'].iloc[0]:.0f}% of the centroids' variance)")
         ax.set_ylabel(f"PC2 ({100 * g['explained_variance_ratio_pc2'].iloc[0]:.0f}%)")
@@ -365,6 +381,7 @@ def _draw_fig4(spec: dict, inputs: list[str], stem: str) -> None:
     fig.suptitle(f"Language centroids of the {task} test set ({fig4['dataset']}), encoded by the {models_of} models' encoders "
                  f"(the paper: its POS models), seed {int(points['seed'].iloc[0])}", fontsize=10)
     fig.tight_layout()
+    label_points(panels, fontsize=9)  # once the layout is final: each language's label where it is free
     save_figure(fig, stem, points)
 
 
@@ -399,7 +416,7 @@ def _draw_fig5(spec: dict, inputs: list[str], stem: str) -> None:
     ax.axhline(tt, linestyle="--", color=COLORS["trans_train"], label=X.LABELS["trans_train"])
     ax.set_xticks(xm["layer"].astype(int).tolist())
     _finish(fig, ax, ("mixup layer", f"{task} accuracy (average over languages)"),
-            f"X-Mixup at different layers ({task}, mean over {points['n_seeds'].max()} seed(s))", stem, points)
+            f"X-Mixup at different layers ({task}, mean over {_seeds(points['n_seeds'].max())})", stem, points)
 
 
 DRAW = {"fig1": _draw_fig1, "fig3": _draw_fig3, "fig4": _draw_fig4, "fig5": _draw_fig5}
@@ -416,7 +433,8 @@ def draw(spec: dict, inputs: list[str], out_dir: str, figure: str) -> None:
 FIGURES = (
     Figure("fig1", "PCA of the mean-pooled last-layer sentence representations of the XNLI test set (the paper's "
            "en, es, ar, sw that the language set holds): (a) translate-train, (b) X-Mixup; one PCA per model, fitted "
-           f"on the first {PCA_ROWS} rows of every language of the set together (sklearn, random_state fixed), "
+           f"on the first {PCA_ROWS} rows of every language of the set together, or all of a language's rows where its "
+           "test set is shorter (sklearn, random_state fixed), and those rows plotted; the title gives how many; "
            "the first seed.", when=_has_fig13),
     Figure("fig3", "XNLI test accuracy vs CKA with English, per target language and model (zero-shot, translate-train, "
            "X-Mixup), averaged over seeds; each model's Spearman ρ over the languages in the legend.", when=_has_fig13),
