@@ -257,8 +257,8 @@ class XMixup(Extra):
         h_ts, scores, log_weights = self.cross_attention(view.layer, h_t, h_s.to(h_t.dtype), keep_s)
         lam = self.mixup_ratio(scores, log_weights, keep_t, keep_s).view(-1, 1, 1)
         ln = view.layer.attention.output.LayerNorm
-        mixed = (lam * h_ts + (1 - lam) * h_t).to(h_t.dtype)
-        return F.layer_norm(mixed, ln.normalized_shape, ln.weight, ln.bias, ln.eps)
+        mixed = F.layer_norm(lam * h_ts + (1 - lam) * h_t, ln.normalized_shape, ln.weight, ln.bias, ln.eps)
+        return mixed.to(h_t.dtype)  # under autocast LayerNorm gives fp32: the layer's dtype goes on
 
     def forward(self, h, hidden_states, batch):
         return h  # it acts inside the encoder (hooks); the head reads the encoder's output
