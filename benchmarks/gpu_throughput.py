@@ -64,7 +64,7 @@ from xlt.engine.loop import CUDA_PAD_MULTIPLE, Loop  # noqa: E402
 from xlt.engine.model import ModelSpec, build_model  # noqa: E402
 from xlt.engine.objectives import Objective, task_term  # noqa: E402
 from xlt.engine.predict import eval_batches, run_batches  # noqa: E402
-from xlt.engine.runtime import Checkpointer, Dist, build_optimizer, build_scheduler, resolve_precision, seed_everything  # noqa: E402
+from xlt.engine.runtime import Checkpointer, Dist, build_optimizer, build_scheduler, resolve_precision, seed_everything, tf32  # noqa: E402
 from xlt.engine.streams import Stream  # noqa: E402
 from xlt.registry import get_task  # noqa: E402
 from xlt.throughput import SHAPES, EncoderShape, eval_flops, length_profile, mfu, peak_tflops, train_flops  # noqa: E402
@@ -178,17 +178,6 @@ def accuracy(task, dev: list[dict], logits: list[torch.Tensor]) -> float:
             correct += int(int(lg.argmax(-1)) == f["label"])
             total += 1
     return 100.0 * correct / total
-
-
-@contextlib.contextmanager
-def tf32(enabled: bool):
-    """Each side sets its own matmul precision; none leaks into the next."""
-    old = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
-    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = enabled
-    try:
-        yield
-    finally:
-        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = old
 
 
 def sync(device: torch.device) -> None:
