@@ -271,20 +271,21 @@ class CpuFusedAdamW(torch.optim.AdamW):
         return loss
 
 
-def build_optimizer(model: torch.nn.Module, lr: float, weight_decay: float, betas=(0.9, 0.999), eps: float = 1e-8,
-                    device: torch.device | None = None) -> torch.optim.Optimizer:
+def build_optimizer(model: torch.nn.Module | None, lr: float, weight_decay: float, betas=(0.9, 0.999), eps: float = 1e-8,
+                    device: torch.device | None = None, named: list | None = None) -> torch.optim.Optimizer:
     """AdamW with decoupled decay on matrices only (not on biases and LayerNorm weights).
 
     The fused kernel (CUDA and CPU alike) updates every parameter in one pass instead of a
     dozen elementwise ops per tensor: on the tiny CPU model it was a quarter of a step.
     It is deterministic, so CPU runs stay bit-identical; it needs floating-point params on
     one of those two devices, else the per-tensor implementation is used. On a CPU it runs
-    through `CpuFusedAdamW` (the same update, fewer ops)."""
+    through `CpuFusedAdamW` (the same update, fewer ops). `named`: (name, parameter, its
+    ndim) in the model's place (stacked weights: xlt.engine.packed, the ndim of one model's)."""
     decay, no_decay = [], []
-    for name, p in model.named_parameters():
+    for name, p, ndim in named or [(n, p, p.ndim) for n, p in model.named_parameters()]:
         if not p.requires_grad:
             continue
-        (no_decay if p.ndim < 2 or "LayerNorm" in name or "layer_norm" in name else decay).append(p)
+        (no_decay if ndim < 2 or "LayerNorm" in name or "layer_norm" in name else decay).append(p)
     groups = [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
     params = decay + no_decay
     fused = (device is None or device.type in ("cuda", "cpu")) and all(
