@@ -63,8 +63,9 @@ from xlt.engine.kinds import IGNORE, kind_of  # noqa: E402
 from xlt.engine.loop import CUDA_PAD_MULTIPLE, Loop  # noqa: E402
 from xlt.engine.model import ModelSpec, build_model  # noqa: E402
 from xlt.engine.objectives import Objective, task_term  # noqa: E402
+from xlt.engine.packed import PackedLoop, PackedModel  # noqa: E402
 from xlt.engine.predict import eval_batches, run_batches  # noqa: E402
-from xlt.engine.runtime import Checkpointer, Dist, build_optimizer, build_scheduler, resolve_precision, seed_everything  # noqa: E402
+from xlt.engine.runtime import Checkpointer, Dist, build_optimizer, build_scheduler, resolve_precision, seed_everything, tf32  # noqa: E402
 from xlt.engine.streams import Stream  # noqa: E402
 from xlt.registry import get_task  # noqa: E402
 from xlt.throughput import SHAPES, EncoderShape, eval_flops, length_profile, mfu, peak_tflops, train_flops  # noqa: E402
@@ -73,8 +74,12 @@ WORKLOADS = {"tagging": "ner", "pair": "xnli", "qa": "qa"}  # workload -> the re
 SIDES = ("ours", "hf_default", "hf_best")
 # ours_graphs: ours with compile "graphs" (the whole layer stack compiled once and replayed as a
 # CUDA graph per batch width); run only when --sides names it
-ALL_SIDES = (*SIDES, "ours_graphs")
+# ours_packed: K models of ours (seeds seed..seed+K-1) trained in one step with stacked weights
+# (xlt.engine.packed), one row per K of --pack; run only when --sides names it
+ALL_SIDES = (*SIDES, "ours_graphs", "ours_packed")
 COLUMNS = ("samples_per_s", "tokens_per_s", "mfu", "peak_mem_gib", "eval_tokens_per_s", "dev_accuracy")
+# ours' evaluation, also measured in bf16 (same batches) and in bf16 with token-budget batches
+EVAL_VARIANTS = ("fp32", "bf16", "bf16_budget")
 PAD, CLS, SEP, FIRST_ID = 0, 1, 2, 5  # synthetic vocabulary: ids below FIRST_ID are special
 ANSWER_START, ANSWER_END = 3, 4  # QA: the markers of the answer span in the context
 PHASES = ("xlt/collate", "xlt/forward", "xlt/backward", "xlt/optimizer")  # xlt.engine.loop's ranges
@@ -178,17 +183,6 @@ def accuracy(task, dev: list[dict], logits: list[torch.Tensor]) -> float:
             correct += int(int(lg.argmax(-1)) == f["label"])
             total += 1
     return 100.0 * correct / total
-
-
-@contextlib.contextmanager
-def tf32(enabled: bool):
-    """Each side sets its own matmul precision; none leaks into the next."""
-    old = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
-    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = enabled
-    try:
-        yield
-    finally:
-        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = old
 
 
 def sync(device: torch.device) -> None:
@@ -303,19 +297,20 @@ def run_ours(model, task, train, dev, args, device, tmp: Path) -> dict:
         epoch += 1
     timed_lengths = [n for idx in drawn[args.warmup_steps : args.steps] for n in real_lengths(train, idx)]
 
-    sync(device)
-    t0 = time.perf_counter()  # collation included, as in Trainer.predict
-    enc = Encoded(dev, [len(f["input_ids"]) for f in dev])
-    batches = eval_batches(enc, kind, PAD, args.eval_batch_size)
-    outs = run_batches(model, batches, len(dev), device, keys=kind.decode_keys)
-    sync(device)
-    eval_seconds = time.perf_counter() - t0
+    eval_seconds, outs = evaluate(model, kind, dev, args, device, "fp32")
+    variants = {"fp32": {"seconds": eval_seconds, "dev_accuracy": accuracy(task, dev, [o["logits"] for o in outs])}}
+    for name in EVAL_VARIANTS[1:]:
+        secs, outs_v = evaluate(model, kind, dev, args, device, name)
+        logits = [o["logits"] for o in outs_v]
+        variants[name] = {"seconds": secs, "dev_accuracy": accuracy(task, dev, logits),
+                          "max_abs_logit_diff": max(float((a.float() - b["logits"]).abs().max())
+                                                    for a, b in zip(logits, outs))}
     profile = None
     if args.profile_ours:
         timed_ms = 1e3 * seconds / (args.steps - args.warmup_steps)
         profile = profile_ours(model, task, stream, optimizer, args, device, tmp, timed_ms)
     return {"seconds": seconds, "lengths": timed_lengths, "eval_seconds": eval_seconds, "profile": profile,
-            "dev_accuracy": accuracy(task, dev, [o["logits"] for o in outs]),
+            "dev_accuracy": accuracy(task, dev, [o["logits"] for o in outs]), "eval_variants": variants,
             "flags": {"precision": "bf16 autocast" if resolve_precision("auto", device) == "bf16" else "fp32",
                       "padding": "dynamic" + (f" to a multiple of {stream.pad_multiple}" if stream.pad_multiple > 1 else ""),
                       "sampler": "length-grouped", "optimizer": "AdamW fused" if device.type == "cuda" else "AdamW",
@@ -326,6 +321,67 @@ def run_ours(model, task, train, dev, args, device, tmp: Path) -> dict:
                                             "each encoder layer (torch.compile, one graph, length dynamic), ")
                                          + f"{late_graphs} graph(s) compiled after the clock started"
                                          if loop.compile_on else "off")}}
+
+
+def evaluate(model, kind, dev, args, device, variant: str) -> tuple[float, list]:
+    """Seconds (collation included, as in Trainer.predict) and outputs of ours' evaluation:
+    "fp32" (batches of --eval-batch-size, length-sorted), "bf16" (the same under bf16 autocast),
+    "bf16_budget" (bf16, batches of --eval-max-tokens padded positions, length-sorted)."""
+    sync(device)
+    t0 = time.perf_counter()
+    enc = Encoded(dev, [len(f["input_ids"]) for f in dev])
+    budget = args.eval_max_tokens if variant == "bf16_budget" else None
+    batches = eval_batches(enc, kind, PAD, args.eval_batch_size, max_tokens=budget,
+                           pad_multiple=CUDA_PAD_MULTIPLE if device.type == "cuda" else 1)
+    outs = run_batches(model, batches, len(dev), device, keys=kind.decode_keys,
+                       precision="fp32" if variant == "fp32" else "bf16")
+    sync(device)
+    return time.perf_counter() - t0, outs
+
+
+def run_packed(initial, task, train, dev, args, device, tmp: Path, k: int) -> dict:
+    """K copies of the model (one initialisation), each with its own stream (seed + i) and
+    dropout generator, trained in one step (xlt.engine.packed); timed from step --warmup-steps.
+    Dev accuracy: model 0's, evaluated alone in fp32."""
+    kind = kind_of(task)
+    models = [copy.deepcopy(initial) for _ in range(k)]
+    streams = [Stream(task.name, train, args.batch_size, args.seed + i, PAD, kind.pad_values, kind.scalars)
+               for i in range(k)]
+    packed = PackedModel(models).to(device)
+    generators = None if device.type == "cuda" else [torch.Generator().manual_seed(args.seed + i) for i in range(k)]
+    optimizer = build_optimizer(None, args.lr, args.weight_decay, device=device, named=packed.optimizer_params())
+    scheduler = build_scheduler(optimizer, args.steps, args.warmup_ratio)
+    marks = {}
+
+    def clock(step: int) -> None:
+        if step == args.warmup_steps:
+            sync(device)
+            marks["start"] = time.perf_counter()
+
+    loop = PackedLoop(packed=packed, models=models, streams=streams, optimizer=optimizer, scheduler=scheduler,
+                      device=device, checkpointer=Checkpointer(tmp / f"packed{k}_ck"), generators=generators,
+                      max_steps=args.steps, checkpoint_every=None, checkpoint_minutes=None,
+                      precision=resolve_precision("auto", device), on_step_begin=clock)
+    with tf32(device.type == "cuda"):
+        loop.run()
+        sync(device)
+        seconds = time.perf_counter() - marks["start"]
+    timed_lengths = []
+    for s in streams:  # the batches each model drew, as run_ours counts them
+        drawn, epoch = [], 0
+        while len(drawn) < args.steps:
+            drawn.extend(s.batches(epoch))
+            epoch += 1
+        timed_lengths += [n for idx in drawn[args.warmup_steps : args.steps] for n in real_lengths(train, idx)]
+    packed.unstack_into(0, models[0])
+    models[0].to(device)
+    eval_seconds, outs = evaluate(models[0], kind, dev, args, device, "fp32")
+    return {"seconds": seconds, "lengths": timed_lengths, "eval_seconds": eval_seconds,
+            "dev_accuracy": accuracy(task, dev, [o["logits"] for o in outs]), "pack": k,
+            "flags": {"precision": "bf16 autocast" if resolve_precision("auto", device) == "bf16" else "fp32",
+                      "padding": "dynamic, each model's batch padded to the pack's widest", "sampler": "length-grouped",
+                      "optimizer": "AdamW fused (stacked)" if device.type == "cuda" else "AdamW (stacked)",
+                      "eval": "fp32", "compile": False, "pack": k}}
 
 
 def compiled_graphs() -> int:
@@ -433,11 +489,13 @@ def run_hf(model, task, train, dev, args, device, tmp: Path, best: bool, compile
 
 
 # ---------------------------------------------------------------- one workload
-def run_side(side: str, initial, task, train, dev, args, device, tmp: Path) -> dict:
+def run_side(side: str, initial, task, train, dev, args, device, tmp: Path, pack: int = 1) -> dict:
     def attempt(compiled: bool) -> dict:
         model = copy.deepcopy(initial).to(device)
         reset_memory(device)
         seed_everything(args.seed)
+        if side == "ours_packed":
+            return run_packed(initial, task, train, dev, args, device, tmp, pack)
         if side in ("ours", "ours_graphs"):
             mode = ("graphs" if side == "ours_graphs" else args.compile) if compiled else "off"
             return run_ours(model, task, train, dev, argparse.Namespace(**{**vars(args), "compile": mode}), device, tmp)
@@ -446,7 +504,7 @@ def run_side(side: str, initial, task, train, dev, args, device, tmp: Path) -> d
     try:
         return attempt(True)
     except Exception as e:  # compilation "where it works" (hf_best's torch_compile, ours' layer): else without it
-        if not (side != "hf_default" and args.compile != "off" and device.type == "cuda"):
+        if not (side not in ("hf_default", "ours_packed") and args.compile != "off" and device.type == "cuda"):
             raise
         log(f"{side}: failed while compiling ({e.__class__.__name__}: {str(e)[:200]}); measuring {side} without it")
     return attempt(False)
@@ -475,17 +533,18 @@ def run_workload(shape_name: str, workload: str, args, device: torch.device, pea
     dev_tokens = sum(len(f["input_ids"]) for f in dev)
     rows = results.rows
     with tempfile.TemporaryDirectory() as tmp:
-        for side in args.sides:
-            where = f"{shape_name} / {workload} / {side}"
+        runs = [(side, k) for side in args.sides for k in (args.pack if side == "ours_packed" else [1])]
+        for side, pack in runs:
+            where = f"{shape_name} / {workload} / {side}" + (f" K={pack}" if side == "ours_packed" else "")
             if out_of_time(args):
                 results.skipped.append(where)
                 log(f"{where}: skipped, past --budget-minutes {args.budget_minutes}")
                 continue
             log(f"{where}: start ({args.steps} steps of batch {args.batch_size})")
             try:
-                r = run_side(side, initial, task, train, dev, args, device, Path(tmp))
+                r = run_side(side, initial, task, train, dev, args, device, Path(tmp), pack)
             except Exception as e:
-                results.errors.append({"shape": shape_name, "workload": workload, "side": side,
+                results.errors.append({"shape": shape_name, "workload": workload, "side": side, "pack": pack,
                                "error": f"{e.__class__.__name__}: {str(e)[:500]}", "traceback": traceback.format_exc()})
                 log(f"{where}: FAILED, going on\n{traceback.format_exc()}")
                 reset_memory(device)
@@ -495,14 +554,18 @@ def run_workload(shape_name: str, workload: str, args, device: torch.device, pea
                 results.profiles.append(f"=== {where} ===\n{r['profile']}\n")
             samples = len(r["lengths"])
             flops = train_flops(shape, r["lengths"], head_params)
+            dev_lengths = [len(f["input_ids"]) for f in dev]
             rows.append({
                 "shape": shape_name, "workload": workload, "task": task.name, "side": side,
                 "steps": args.steps, "timed_steps": args.steps - args.warmup_steps, "batch_size": args.batch_size,
                 "samples_per_s": samples / r["seconds"], "tokens_per_s": sum(r["lengths"]) / r["seconds"],
                 "mfu": mfu(flops, r["seconds"], peak), "peak_mem_gib": peak_memory(device),
                 "eval_tokens_per_s": dev_tokens / r["eval_seconds"],
-                "eval_mfu": mfu(eval_flops(shape, [len(f["input_ids"]) for f in dev], head_params), r["eval_seconds"], peak),
-                "dev_accuracy": r["dev_accuracy"], "flags": r["flags"],
+                "eval_mfu": mfu(eval_flops(shape, dev_lengths, head_params), r["eval_seconds"], peak),
+                "dev_accuracy": r["dev_accuracy"], "flags": r["flags"], "pack": r.get("pack", 1),
+                "eval_variants": {name: {**v, "tokens_per_s": dev_tokens / v["seconds"],
+                                         "mfu": mfu(eval_flops(shape, dev_lengths, head_params), v["seconds"], peak)}
+                                  for name, v in r.get("eval_variants", {}).items()},
             })  # fmt: skip
             log(f"{where}: done, {rows[-1]['samples_per_s']:.1f} samples/s, {rows[-1]['tokens_per_s']:.0f} tokens/s, "
                 f"dev accuracy {r['dev_accuracy']:.2f}")
@@ -519,9 +582,10 @@ def table(rows: list[dict]) -> str:
     for r in rows:
         ours = next((o for o in rows if (o["shape"], o["workload"], o["side"]) == (r["shape"], r["workload"], "ours")),
                     None)
+        side = r["side"] + (f" K={r['pack']}" if r["side"] == "ours_packed" else "")
         ratio = fmt(ours and ours["tokens_per_s"] / r["tokens_per_s"], ".2f")
         lines.append(
-            f"| {r['shape']} | {r['workload']} ({r['task']}) | {r['side']} | {r['samples_per_s']:.1f} | "
+            f"| {r['shape']} | {r['workload']} ({r['task']}) | {side} | {r['samples_per_s']:.1f} | "
             f"{r['tokens_per_s']:.0f} | {fmt(r['mfu'] and 100 * r['mfu'], '.1f')}{'%' if r['mfu'] else ''} | "
             f"{fmt(r['peak_mem_gib'], '.2f')} | {r['eval_tokens_per_s']:.0f} | {r['dev_accuracy']:.2f} | "
             f"{ratio}x |"
@@ -538,6 +602,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--warmup-steps", type=int, default=None, help="steps before the clock starts (default steps/10)")
     ap.add_argument("--batch-size", type=int, default=None, help="default 32; --small 8")
     ap.add_argument("--eval-batch-size", type=int, default=64)
+    ap.add_argument("--eval-max-tokens", type=int, default=None,
+                    help="ours' bf16_budget evaluation: padded positions per batch (default 16384; --small 1024)")
+    ap.add_argument("--pack", type=int, nargs="+", default=[1],
+                    help="ours_packed: models per job (a row per value), e.g. --pack 1 4 8")
     ap.add_argument("--dev-examples", type=int, default=None, help="default 2000; --small 32")
     ap.add_argument("--max-length", type=int, default=128, help="hf_default pads every batch to this")
     ap.add_argument("--lr", type=float, default=5e-5)
@@ -569,6 +637,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     args.steps = args.steps or (6 if small else 300)
     args.batch_size = args.batch_size or (8 if small else 32)
     args.dev_examples = args.dev_examples or (32 if small else 2000)
+    args.eval_max_tokens = args.eval_max_tokens or (1024 if small else 16384)
     args.warmup_steps = args.steps // 10 if args.warmup_steps is None else args.warmup_steps
     args.warmup_steps = max(1, min(args.warmup_steps, args.steps - 1))
     return args
@@ -600,6 +669,11 @@ def main(argv=None):
     if device.type != "cuda":
         print("CPU run: these are not GPU figures (MFU and GPU memory n/a)")
     print(table(rows))
+    for r in rows:
+        if r.get("eval_variants"):
+            print(f"  evaluation of ours, {r['shape']} / {r['workload']}: " + "; ".join(
+                f"{name} {v['tokens_per_s']:.0f} tokens/s (MFU {fmt(v['mfu'] and 100 * v['mfu'], '.1f')}%), "
+                f"dev acc {v['dev_accuracy']:.2f}" for name, v in r["eval_variants"].items()))
     for side in args.sides:
         flags = next((r["flags"] for r in rows if r["side"] == side), None)
         if flags:

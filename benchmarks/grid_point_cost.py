@@ -123,6 +123,9 @@ def main() -> None:
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--target-ratio", type=float, default=1.05, help="exit 1 if grid/plain exceeds this")
     p.add_argument("--verbose", action="store_true", help="print every timed run")
+    p.add_argument("--full-grid", action="store_true",
+                   help="also time the whole 1D grid (both directions, every α) in fp32 and in bf16 evaluation")
+    p.add_argument("--json", help="write the timings here")
     a = p.parse_args()
     if a.threads:
         torch.set_num_threads(a.threads)
@@ -192,6 +195,7 @@ def main() -> None:
         set_t = [timed(set_only) for _ in range(max(10, a.repeats))]
         job.interp.set_endpoint("bi")
         enc_t = [timed(plain_encode) for _ in range(max(2, a.repeats // 2))]
+        full = full_grids(job, evalsets, metric, timed) if a.full_grid else None
 
     med = statistics.median
     ratio = med(grid_t) / med(plain_t)
@@ -212,7 +216,41 @@ def main() -> None:
     print(f"ratio (grid/plain): {ratio:.4f} median, {min(grid_t) / min(plain_t):.4f} min  (target ≤ {a.target_ratio})")
     print(f"ratio from parts  : {(med(plain_t) + med(set_t)) / med(plain_t):.4f}  "
           "((plain + set_point alone) / plain, medians; steadier on a busy machine)")
+    if full:
+        for name, f in full.items():
+            print(f"full 1D grid, {name:4} : {f['seconds']:.2f} s for {f['points']} points "
+                  f"({f['seconds'] / f['points'] * 1e3:.1f} ms a point); max |score - fp32's| {f['max_score_diff']:.3f}")
+    if a.json:
+        import json
+
+        Path(a.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(a.json).write_text(json.dumps({
+            "device": torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu", "torch": torch.__version__,
+            "task": job.task.name, "hidden": enc.hidden_size, "layers": enc.num_hidden_layers, "vocab": enc.vocab_size,
+            "examples": {r: len(ev.records) for r, ev in evalsets.items()},
+            "plain_ms": med(plain_t) * 1e3, "grid_point_ms": med(grid_t) * 1e3, "set_point_ms": med(set_t) * 1e3,
+            "plain_encode_ms": med(enc_t) * 1e3, "ratio": ratio, "full_grid": full}, indent=2))
     sys.exit(0 if ratio <= a.target_ratio else 1)
+
+
+def full_grids(job, evalsets, metric, timed) -> dict:
+    """The whole 1D grid (GridJob.run: both directions, every α, both dev sets) timed with
+    fp32 and with bf16 evaluation; the largest score difference between the two."""
+    from xlt.papers.underspec.grid import GridSpec, grid_points
+
+    from xlt.papers.underspec.alpha import alpha_axis
+
+    points = grid_points("1d", GridSpec(tuple(alpha_axis()), ()))
+    out, rows = {}, {}
+    for precision in ("fp32", "bf16"):
+        job.precision = precision
+        got = []
+        seconds = timed(lambda: got.extend(job.run(points, evalsets, metric, {})))
+        rows[precision] = [r["score"] for r in got]
+        out[precision] = {"seconds": seconds, "points": len(points),
+                          "max_score_diff": max(abs(x - y) for x, y in zip(rows[precision], rows["fp32"]))}
+    job.precision = "fp32"
+    return out
 
 
 if __name__ == "__main__":

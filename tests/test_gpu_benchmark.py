@@ -67,3 +67,28 @@ def test_trainer_predictions_come_back_in_dataset_order(tmp_path):
         outs = run_batches(model, eval_batches(Encoded(dev, [len(f["input_ids"]) for f in dev]), kind, bench.PAD, 8),
                            len(dev), device, keys=kind.decode_keys)
         assert abs(r["dev_accuracy"] - bench.accuracy(task, dev, [o["logits"] for o in outs])) < 1e-9, task_name
+
+
+def test_tf32_switch_after_the_trainer_set_it_through_the_new_api():
+    """The Trainer (transformers 5) sets TF32 through torch's fp32_precision API; the legacy
+    `allow_tf32` flags then raise when read. The benchmark's and the engine's switch (the new
+    API only) must work in either order and put back what it found."""
+    import torch
+    from transformers.utils.import_utils import enable_tf32
+
+    from xlt.engine.runtime import set_tf32, tf32, tf32_state
+
+    before = tf32_state()
+    try:
+        enable_tf32(True)  # what TrainingArguments(tf32=True / bf16=True) does on a GPU
+        with tf32(False):
+            assert torch.backends.cuda.matmul.fp32_precision == "ieee"
+            assert torch.backends.cudnn.conv.fp32_precision == "ieee"
+        assert torch.backends.cuda.matmul.fp32_precision == "tf32"
+        with tf32(True):
+            assert torch.backends.cuda.matmul.fp32_precision == "tf32"
+        enable_tf32(False)  # the Trainer after ours
+        assert torch.backends.fp32_precision == "ieee"
+    finally:
+        set_tf32(before)
+    assert tf32_state() == before

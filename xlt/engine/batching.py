@@ -30,6 +30,21 @@ def sequential_batches(lengths: list[int], batch_size: int) -> list[list[int]]:
     return [order[k : k + batch_size] for k in range(0, len(order), batch_size)]
 
 
+def token_budget_batches(lengths: list[int], max_tokens: int, multiple: int = 1) -> list[list[int]]:
+    """Evaluation batches by a token budget: sorted by length (longest first), each batch as
+    many features as fit in `max_tokens` padded positions (rows x width rounded up to
+    `multiple`), at least one: short sentences go many to a batch, long ones few, and the
+    device does about the same work per batch."""
+    order = sorted(range(len(lengths)), key=lambda j: -lengths[j])
+    batches: list[list[int]] = []
+    for j in order:
+        if batches and (len(batches[-1]) + 1) * padded_width(lengths[batches[-1][0]], multiple) <= max_tokens:
+            batches[-1].append(j)
+        else:
+            batches.append([j])
+    return batches
+
+
 def padded_width(longest: int, multiple: int = 1) -> int:
     """`longest` rounded up to a multiple of `multiple` (1: unchanged)."""
     return -(-longest // multiple) * multiple

@@ -77,13 +77,15 @@ class EvalSet:
             self._on[key] = [(idx, {k: v.to(device) for k, v in b.items()}) for idx, b in self.batches]
         return self._on[key]
 
-    def predict(self, model, device: torch.device) -> list:
-        outs = run_batches(model, self.batches_on(device), len(self.enc.features), device, self.kind.decode_keys)
+    def predict(self, model, device: torch.device, precision: str = "fp32") -> list:
+        outs = run_batches(model, self.batches_on(device), len(self.enc.features), device, self.kind.decode_keys,
+                           precision)
         return self.kind.decode(self.task, self.records, self.enc, outs)
 
-    def score(self, model, device: torch.device) -> tuple[list, dict]:
-        """Predictions per record and every metric of the task (percent)."""
-        preds = self.predict(model, device)
+    def score(self, model, device: torch.device, precision: str = "fp32") -> tuple[list, dict]:
+        """Predictions per record and every metric of the task (percent); `precision`: see
+        xlt.engine.predict.run_batches."""
+        preds = self.predict(model, device, precision)
         return preds, self.kind.metrics(self.task, self.golds, preds)
 
 

@@ -51,9 +51,10 @@ def _mask_constants(cut: int, scale: float, device: torch.device) -> tuple:
     return _MASK_CONSTANTS[key]
 
 
-def keep_mask(x: torch.Tensor, p: float) -> torch.Tensor:
+def keep_mask(x: torch.Tensor, p: float, generator: torch.Generator | None = None) -> torch.Tensor:
     """Each element 1 / (1 - p') with probability 1 - p', else 0, in `x`'s shape and dtype,
-    where p' is p rounded to a multiple of 2**-15 (|p' - p| <= 1.6e-5)."""
+    where p' is p rounded to a multiple of 2**-15 (|p' - p| <= 1.6e-5); drawn from
+    `generator` (default: torch's global one)."""
     levels = 1 << KEEP_MASK_BITS
     cut = round(p * levels)
     if cut >= levels:
@@ -65,7 +66,7 @@ def keep_mask(x: torch.Tensor, p: float) -> torch.Tensor:
     # with no bounds: int32's full range [0, 2**31) is the same distribution as
     # `random_(0, 2**31)` at half the cost (a constant mask instead of a modulo by a
     # run-time range per draw). All int16 ops are in place and vectorise.
-    r = torch.empty((n + 1) // 2, dtype=torch.int32, device=x.device).random_().view(torch.int16)[:n]
+    r = torch.empty((n + 1) // 2, dtype=torch.int32, device=x.device).random_(generator=generator).view(torch.int16)[:n]
     low15, cut_t, scale_bits = _mask_constants(cut, scale, x.device)
     keep = r.bitwise_and_(low15).ge_(cut_t).view(x.shape)
     if x.dtype == torch.bfloat16:

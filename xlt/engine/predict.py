@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from xlt.engine.batching import collate, sequential_batches
+from xlt.engine.batching import collate, sequential_batches, token_budget_batches
 from xlt.engine.features import Encoded
 
 
@@ -18,19 +18,25 @@ def to_device(batch: dict, device: torch.device) -> dict:
             for k, v in batch.items()}
 
 
-def eval_batches(enc: Encoded, kind, pad_id: int, batch_size: int) -> list[tuple[list[int], dict]]:
-    """Collated evaluation batches (length-sorted, gold fields left out), for `run_batches`.
-    Features that carry their source side ("source": X-Mixup's translate-test input) are
-    batched apart from those that do not, each batch with its sources' batch under "source"."""
+def eval_batches(enc: Encoded, kind, pad_id: int, batch_size: int, max_tokens: int | None = None,
+                 pad_multiple: int = 1) -> list[tuple[list[int], dict]]:
+    """Collated evaluation batches (length-sorted, gold fields left out), for `run_batches`:
+    `batch_size` features each, or with `max_tokens` as many as fit in that many padded
+    positions (`token_budget_batches`; widths rounded up to `pad_multiple`). Features that
+    carry their source side ("source": X-Mixup's translate-test input) are batched apart
+    from those that do not, each batch with its sources' batch under "source"."""
 
     def collated(features: list[dict]) -> dict:
-        batch = collate(features, pad_id, kind.pad_values, kind.scalars)
+        batch = collate(features, pad_id, kind.pad_values, kind.scalars, pad_multiple)
         return {k: v for k, v in batch.items() if k not in kind.gold_fields}
 
     out = []
     for group in ([i for i, f in enumerate(enc.features) if "source" not in f],
                   [i for i, f in enumerate(enc.features) if "source" in f]):
-        for share in sequential_batches([enc.lengths[i] for i in group], batch_size):
+        lengths = [enc.lengths[i] for i in group]
+        shares = (sequential_batches(lengths, batch_size) if max_tokens is None else
+                  token_budget_batches(lengths, max_tokens, pad_multiple))
+        for share in shares:
             idx = [group[j] for j in share]
             batch = collated([enc.features[i] for i in idx])
             if "source" in enc.features[idx[0]]:
@@ -41,16 +47,19 @@ def eval_batches(enc: Encoded, kind, pad_id: int, batch_size: int) -> list[tuple
 
 @torch.no_grad()
 def run_batches(model, batches: list[tuple[list[int], dict]], n_features: int, device: torch.device,
-                keys: tuple | None = None) -> list:
+                keys: tuple | None = None, precision: str = "fp32") -> list:
     """Per-feature outputs (CPU tensors, only `keys`), in feature order.
 
-    Always full precision: bf16 rounds each weight by ~0.4%, coarser than the steps of an
-    interpolation grid near its ends, and every evaluation here feeds a table or a figure.
+    Full precision by default: bf16 rounds each weight by ~0.4%, coarser than the steps of an
+    interpolation grid near its ends. `precision="bf16"`: the products under bf16 autocast
+    (weights stay fp32; what a GPU evaluates fastest), for evaluations whose scores were
+    checked to move by less than 0.1 point (tests/test_packed.py).
     """
     model.eval()
     outs: list = [None] * n_features
+    dtype = torch.bfloat16 if precision == "bf16" else None
     for idx, batch in batches:
-        with torch.autocast(torch.device(device).type, enabled=False):  # even inside a caller's autocast
+        with torch.autocast(torch.device(device).type, dtype=dtype, enabled=dtype is not None):  # even inside a caller's autocast
             out = model(to_device(batch, device))
         host = {
             k: v.float().cpu() if v.is_floating_point() else v.cpu()

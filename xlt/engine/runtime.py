@@ -9,6 +9,7 @@ loader says so and falls back to the previous one, or to a fresh start.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -157,13 +158,52 @@ def resolve_precision(precision: str, device: torch.device) -> str:
     return precision
 
 
+# TF32 for fp32 matrix products and convolutions on CUDA, through torch's fp32_precision API
+# only: after the new API has set it (transformers' Trainer does, `torch.backends.fp32_precision`),
+# reading or writing the legacy `allow_tf32` flags raises "mix of the legacy and new APIs".
+_TF32_KNOBS = (("backends",), ("backends", "cuda", "matmul"), ("backends", "cudnn"), ("backends", "cudnn", "conv"),
+               ("backends", "cudnn", "rnn"))
+
+
+def _tf32_knob(path: tuple):
+    obj = torch
+    for name in path:
+        obj = getattr(obj, name, None)
+    return obj if hasattr(obj, "fp32_precision") else None
+
+
+def tf32_state() -> tuple:
+    """Every fp32_precision knob's value (what `set_tf32` / `tf32` restore)."""
+    return tuple(k.fp32_precision if (k := _tf32_knob(path)) is not None else None for path in _TF32_KNOBS)
+
+
+def set_tf32(enabled: bool | tuple) -> None:
+    """TF32 on ("tf32") or off ("ieee") for CUDA's fp32 matrix products and cuDNN's
+    convolutions, or a `tf32_state()` put back. The global knob and the leaves are set
+    alike, so whichever a library set before, the leaves say what runs."""
+    values = enabled if isinstance(enabled, tuple) else ("tf32" if enabled else "ieee",) * len(_TF32_KNOBS)
+    for path, value in zip(_TF32_KNOBS, values):
+        knob = _tf32_knob(path)
+        if knob is not None and value is not None:
+            knob.fp32_precision = value
+
+
+@contextlib.contextmanager
+def tf32(enabled: bool):
+    """Within: TF32 on or off (`set_tf32`); the previous setting comes back after."""
+    old = tf32_state()
+    set_tf32(enabled)
+    try:
+        yield
+    finally:
+        set_tf32(old)
+
+
 def autocast(device: torch.device, precision: str = "fp32"):
     """bf16 autocast for training steps when `precision` (resolved) is "bf16": weights, their
     gradients and the optimizer stay fp32 (autocast casts per op). Deterministic on a CPU, so
     CPU runs stay bit-identical. Evaluations that feed tables and figures never use it (see
     predict.run_batches)."""
-    import contextlib
-
     if precision == "bf16":
         return torch.autocast(device.type, dtype=torch.bfloat16)
     return contextlib.nullcontext()
@@ -231,20 +271,21 @@ class CpuFusedAdamW(torch.optim.AdamW):
         return loss
 
 
-def build_optimizer(model: torch.nn.Module, lr: float, weight_decay: float, betas=(0.9, 0.999), eps: float = 1e-8,
-                    device: torch.device | None = None) -> torch.optim.Optimizer:
+def build_optimizer(model: torch.nn.Module | None, lr: float, weight_decay: float, betas=(0.9, 0.999), eps: float = 1e-8,
+                    device: torch.device | None = None, named: list | None = None) -> torch.optim.Optimizer:
     """AdamW with decoupled decay on matrices only (not on biases and LayerNorm weights).
 
     The fused kernel (CUDA and CPU alike) updates every parameter in one pass instead of a
     dozen elementwise ops per tensor: on the tiny CPU model it was a quarter of a step.
     It is deterministic, so CPU runs stay bit-identical; it needs floating-point params on
     one of those two devices, else the per-tensor implementation is used. On a CPU it runs
-    through `CpuFusedAdamW` (the same update, fewer ops)."""
+    through `CpuFusedAdamW` (the same update, fewer ops). `named`: (name, parameter, its
+    ndim) in the model's place (stacked weights: xlt.engine.packed, the ndim of one model's)."""
     decay, no_decay = [], []
-    for name, p in model.named_parameters():
+    for name, p, ndim in named or [(n, p, p.ndim) for n, p in model.named_parameters()]:
         if not p.requires_grad:
             continue
-        (no_decay if p.ndim < 2 or "LayerNorm" in name or "layer_norm" in name else decay).append(p)
+        (no_decay if ndim < 2 or "LayerNorm" in name or "layer_norm" in name else decay).append(p)
     groups = [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
     params = decay + no_decay
     fused = (device is None or device.type in ("cuda", "cpu")) and all(

@@ -20,7 +20,7 @@ from xlt.engine.objectives import Objective, task_term
 from xlt.engine.recipes.adjust import aligned_pairs_stream, alignment_terms
 from xlt.engine.recipes import xmixup
 from xlt.engine.reference import FrozenReference
-from xlt.engine.runtime import Checkpointer, Dist, build_optimizer, build_scheduler, resolve_precision, seed_everything
+from xlt.engine.runtime import Checkpointer, Dist, build_optimizer, build_scheduler, resolve_precision, seed_everything, set_tf32
 from xlt.engine.streams import Stream
 from xlt.engine.tensorboard import scalar_writer
 from xlt.errors import XltError
@@ -155,7 +155,7 @@ def train(
     if metric not in task.metrics:
         raise XltError(f"select_metric={metric!r} is not a metric of task {task.name}; allowed: {', '.join(task.metrics)}")
     if device.type == "cuda":
-        torch.backends.cuda.matmul.allow_tf32 = True
+        set_tf32(True)
     precision = resolve_precision(cfg.precision, device)
 
     seed_everything(cfg.seed)

@@ -74,6 +74,7 @@ class GridJob:
             raise XltError(f"grid variant must be 'all' or 'encoder', got {variant!r}")
         self.model, self.tokenizer, self.metas, self.variant, self.device = model, tokenizer, metas, variant, device
         self.task = model.task
+        self.precision = "fp32"  # evaluation precision (xlt.engine.predict.run_batches)
         self.interp = Interpolator(model, endpoints["bi"], endpoints["src"], endpoints["tgt"],
                                    param_filter=model.encoder if variant == "encoder" else "all", hold="bi")
 
@@ -124,7 +125,7 @@ class GridJob:
         """The metric of the live model on each eval set."""
         out = {}
         for role, ev in evalsets.items():
-            metrics = ev.score(self.model, self.device)[1]
+            metrics = ev.score(self.model, self.device, self.precision)[1]
             if metric not in metrics:
                 raise XltError(f"task {self.task.name}: no metric {metric!r}; has {', '.join(metrics)}")
             out[role] = metrics[metric]
