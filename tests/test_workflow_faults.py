@@ -110,6 +110,7 @@ TRIM["papers"]["adjust"] = {
     "table5": {"pair": "hi", "sizes": [10, 20], "tasks": ["ner"]}, "table6": {"pair": "hi", "modes": ["start", "avg"], "tasks": ["ner"]},
     "table7": {"pair": "hi", "tokens": ["cls", "all"], "tasks": ["ner"]}}
 TRIM["align"] = {"samples": {"seeds": [1], "sizes": [20], "sweep": {"pairs": ["hi"], "sizes": [10]}}}
+TRIM["aux_sets"] = {"adjust_continual": {"size": 20}}  # continual learning's own sample, as the adjustment's
 
 
 def _csvs(root: Path) -> dict[str, bytes]:
