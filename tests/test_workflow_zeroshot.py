@@ -108,7 +108,8 @@ def test_adding_an_encoder_walkthrough_fine_tunes_the_local_directory(walked):
 
 
 def test_the_zero_shot_target_adds_no_job_to_a_papers_dag_but_its_table(tmp_path):
-    """dlfa's baseline on PAWS-X is zero_shot's tiny/pawsx/xtreme_pawsx: asking for both plans
+    """underspec's θ_src on NER, scored by adjust on its language set, is zero_shot's
+    tiny/ner/adjust: asking for both plans
     the table and the target rule beside all_tables, nothing else (and all_tables' own DAG is
     the same with or without the keys)."""
     def dry(*args):
@@ -118,5 +119,5 @@ def test_the_zero_shot_target_adds_no_job_to_a_papers_dag_but_its_table(tmp_path
         return job_counts(run.stdout + run.stderr)
 
     alone = dry("all_tables")
-    both = dry("all_tables", "zero_shot", "--config", "encoder=tiny", "task=pawsx", "langs=xtreme_pawsx")
+    both = dry("all_tables", "zero_shot", "--config", "encoder=tiny", "task=ner", "langs=adjust")
     assert both == {**alone, "zero_shot_table": 1, "zero_shot": 1, "total": alone["total"] + 2}

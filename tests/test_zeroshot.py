@@ -12,7 +12,6 @@ from xlt import papers as P
 from xlt import zeroshot as Z
 from xlt.config import deep_merge, load_configs, validate
 from xlt.errors import XltError
-from xlt.papers import dlfa
 
 
 @pytest.fixture(scope="module")
@@ -25,15 +24,16 @@ def ask(cfg: dict, **keys) -> dict:
 
 
 def test_the_zero_shot_of_a_paper_recipe_is_that_papers_models_and_evaluations(tiny_cfg):
-    """On the tiny preset zero_shot's recipe is dlfa's baseline (underspec's profile, on EN):
-    the same models, and on dlfa's language set the same evaluation files."""
-    cfg = ask(tiny_cfg, encoder="tiny", task="pawsx", langs="xtreme_pawsx")
+    """On the tiny preset zero_shot's recipe (underspec's profile, on EN) is underspec's θ_src,
+    which adjust scores on its language set: the same models and the same evaluation files.
+    (dlfa's PAWS-X baselines have a profile of their own: XTREME's head and no warm-up.)"""
+    cfg = ask(tiny_cfg, encoder="tiny", task="ner", langs="adjust")
     q = Z.question(cfg)
     seeds = cfg["zero_shot"]["seeds"]
-    assert seeds == tiny_cfg["papers"]["dlfa"]["seeds"]
-    assert Z.models(cfg, q.encoder, q.task) == [dlfa.models(cfg, "tiny", "pawsx", ["baseline"], s)[0] for s in seeds]
-    assert Z.table_inputs(cfg, q.encoder, q.task, q.langset) == dlfa._evals(cfg, "tiny", "pawsx", ["baseline"])
-    assert Z.table_files(cfg) == [f"results/tables/zero_shot/tiny.pawsx.xtreme_pawsx.{x}" for x in ("csv", "md", "tex", "html")]
+    assert Z.models(cfg, q.encoder, q.task) == [f"results/models/tiny/pretrained/ner/en.underspec/seed{s}" for s in seeds]
+    adjust = {f for t in P.get_paper("adjust").tables for f in P.table_inputs(tiny_cfg, "adjust", t.id)}
+    assert set(Z.table_inputs(cfg, q.encoder, q.task, q.langset)) <= adjust
+    assert Z.table_files(cfg) == [f"results/tables/zero_shot/tiny.ner.adjust.{x}" for x in ("csv", "md", "tex", "html")]
 
 
 def test_the_zero_shot_keys_leave_every_paper_target_as_it_is(tiny_cfg):
