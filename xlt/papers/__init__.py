@@ -200,8 +200,8 @@ def index_items(cfg: dict) -> list[str]:
 
 
 def all_tables(cfg: dict) -> list[str]:
-    """Every table and figure (`index_items`), the index of them and the claims page."""
-    return index_items(cfg) + [index_file(cfg)] + (claims_page_files(cfg) if claim_papers(cfg) else [])
+    """Every table and figure (`index_items`), the claims page and the index of the tables."""
+    return index_items(cfg) + (claims_page_files(cfg) if claim_papers(cfg) else []) + [index_file(cfg)]
 
 
 def index_file(cfg: dict) -> str:
