@@ -169,3 +169,26 @@ def test_claims_targets_and_inputs():
     assert rules["adjust_claims"] == ["results/claims/adjust.csv", "results/claims/adjust.md"]
     assert rules["all_claims"] == ["results/claims.md", "results/claims.csv"]
     assert "synthetic world" in P.claims_reflect(cfg, "adjust") and "encoder tiny" in P.claims_reflect(cfg, "adjust")
+
+
+def test_a_count_short_only_of_comparisons_not_run_is_inconclusive(tmp_path):
+    """Two languages in the table, one run: one clear gain cannot reach `at_least: 2`, but the
+    language not run could; only significant losses make a count unreachable."""
+    spec = claim_file(test="count", per=["lang"], at_least=2)
+    gain = {s: v + 3.0 + 0.1 * s for s, v in OLD.items()}
+    path = table_csv(tmp_path, {("old", "de"): OLD, ("new", "de"): gain, ("old", "fr"): OLD, ("new", "fr"): OLD})
+    table = pd.read_csv(path)
+    table.loc[table["lang"] == "fr", ["ours_mean", "ours_std", "n_seeds", "per_seed"]] = math.nan  # fr: not run
+    table.to_csv(path, index=False)
+    row = C.evaluate("paper", spec.claims, {"tables/table2": path}, REFLECTS).iloc[0]
+    assert row["verdict"] == "inconclusive" and "1 of 2 comparisons not run" in row["seeds_to_decide"]
+    loss = {s: v - 3.0 - 0.1 * s for s, v in OLD.items()}
+    row = decide(tmp_path, spec, {("old", "de"): OLD, ("new", "de"): loss, ("old", "fr"): OLD, ("new", "fr"): gain})
+    assert row["verdict"] == "contradicted"
+
+
+def test_a_count_the_table_could_never_reach_fails():
+    spec = claim_file(test="count", per=["lang"], at_least=3)
+    published = pd.DataFrame({"model": ["old", "new", "old", "new"], "lang": ["de", "de", "fr", "fr"], "value": [1, 2, 1, 2]})
+    with pytest.raises(XltError, match="at_least 3, but table2 has 2 comparison"):
+        C.check_references(spec.claims[0], ["model", "lang"], published, "test.yaml")

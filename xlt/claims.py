@@ -177,6 +177,11 @@ def check_references(claim: Claim, columns: list[str], rows: pd.DataFrame, where
             if missing := [v for v in _as_list(want) if str(v) not in have]:
                 raise XltError(f"{where}: claim {claim.id}: {name}.{col} value(s) {missing} not in {claim.item} "
                                f"(has: {', '.join(sorted(have))})")
+    if claim.test == "count" and claim.at_least is not None and not beyond:
+        groups = {tuple(r) for r in select(_rows(claim, rows), claim.a)[list(claim.per)].astype(str).values.tolist()}
+        if len(groups) < claim.at_least:
+            raise XltError(f"{where}: claim {claim.id}: at_least {claim.at_least}, but {claim.item} has "
+                           f"{len(groups)} comparison(s) per {', '.join(claim.per)}: it could never hold")
 
 
 # ---- samples: one cell's seeds, or its mean, std and count -----------------------------------
@@ -531,13 +536,16 @@ def _decide_count(claim: Claim, df: pd.DataFrame) -> dict:
         # "no significant gain": decided by the tests' outcome, as the paper decides it
         return "contradicted" if w > claim.at_most else "holds"
 
-    v = verdict(wins, losses, run)
+    # a comparison not run can still count: contradicted only when too many are significant the other way
+    v = verdict(wins, losses, len(groups))
     need = ""
-    if v == "inconclusive" and claim.at_least is not None and not claim.significance:
+    if v == "inconclusive" and run < len(groups):
+        need = f"the {len(groups) - run} of {len(groups)} comparisons not run"
+    elif v == "inconclusive" and claim.at_least is not None and not claim.significance:
         short = claim.at_least - wins
         ordered = sorted(n for n in needs if n is not None)
         need = _seeds_text(ordered[short - 1]) if len(ordered) >= short else "no number of seeds (too few comparisons lean the stated way)"
-    vw = verdict(wins_kept, losses_kept, run_kept) if run_kept else "not run"
+    vw = verdict(wins_kept, losses_kept, len(groups) - (run - run_kept)) if run_kept else "not run"
     return {"paper_value": _count_text(claim, paper_wins, len(groups)),
             "ours": f"{wins} of {run} significantly {'better' if want > 0 else 'worse'}" + (
                 f" ({losses} the other way)" if losses else ""),
