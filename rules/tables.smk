@@ -96,7 +96,11 @@ rule claims_page:
     input:
         [P.claims_files(config, slug)[0] for slug in P.claim_papers(config)],
     output:
-        md=report(P.claims_page_files(config)[0], caption="../report/claims.rst", category="claims"),
+        md=report(
+            P.claims_page_files(config)[0],
+            caption="../report/claims.rst",
+            category="claims",
+        ),
         csv=P.claims_page_files(config)[1],
     log:
         "logs/claims/page.log",
