@@ -7,6 +7,8 @@ localrules:
     paper_table,
     paper_figure,
     tables_index,
+    paper_claims,
+    claims_page,
 
 
 # A table: the published value, ours (mean ± std over seeds), the difference.
@@ -65,6 +67,47 @@ rule tables_index:
         ENV
     shell:
         "tables_index.py --items {input} --out {output} 2> {log}"
+
+
+# Which findings of a paper hold (xlt.claims): its claims file decided on the CSVs of its tables
+# and figures (no training, no evaluation: a second of reading). <slug>_claims makes one paper's.
+rule paper_claims:
+    input:
+        lambda w: P.claims_inputs(config, w.paper),
+    output:
+        csv=f"{RESULTS}/claims/{{paper}}.csv",
+        md=f"{RESULTS}/claims/{{paper}}.md",
+    log:
+        "logs/claims/{paper}.log",
+    wildcard_constraints:
+        paper=P.wildcard_pattern("paper"),
+    conda:
+        ENV
+    params:
+        reflects=lambda w: P.claims_reflect(config, w.paper),
+        prefix=lambda w, output: output.csv.rsplit(".", 1)[0],
+    shell:
+        "make_claims.py --paper {wildcards.paper} --reflects {params.reflects:q}"
+        " --inputs {input} --out-prefix {params.prefix} 2> {log}"
+
+
+# results/claims.md (and .csv): every configured paper's claims on one page.
+rule claims_page:
+    input:
+        [P.claims_files(config, slug)[0] for slug in P.claim_papers(config)],
+    output:
+        md=report(
+            P.claims_page_files(config)[0],
+            caption="../report/claims.rst",
+            category="claims",
+        ),
+        csv=P.claims_page_files(config)[1],
+    log:
+        "logs/claims/page.log",
+    conda:
+        ENV
+    shell:
+        "claims_page.py --inputs {input} --out-md {output.md} --out-csv {output.csv} 2> {log}"
 
 
 for alias, files in P.target_rules(config).items():

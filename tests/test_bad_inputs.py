@@ -431,6 +431,13 @@ SCRIPTS_CASES = [
                            "--inputs", "g.csv", "--out-dir", "out"], r"unknown figure of paper underspec 'fig99'.*Did you mean"),
     Bad("tables-index-item", ["tables_index.py", "--items", "nowhere.md", "--out", "out/index.md"],
         r"nowhere\.md: not a table or figure"),
+    # the claims page (xlt.claims): a table CSV without the columns a claim filters on, a page input not a claims CSV
+    Bad("claims-table-column", ["make_claims.py", "--paper", "adjust", "--reflects", "x", "--inputs",
+                                "{tmp}/results/tables/adjust/table2.csv", "--out-prefix", "out/adjust"],
+        r"table2\.csv: filter on column 'dataset': not in the CSV \(columns: lang, ours_mean\)",
+        {"results/tables/adjust/table2.csv": "lang,ours_mean\nes,1.0\n"}),
+    Bad("claims-page-input", ["claims_page.py", "--inputs", "{tmp}/t.csv", "--out-md", "out/c.md", "--out-csv", "out/c.csv"],
+        r"t\.csv: not a claims CSV \(columns a, b;", {"t.csv": "a,b\n1,2\n"}),
     # crossmulti's analyses
     Bad("crossmulti-probe-key", ["crossmulti_analysis.py", "probe", "--model", "{tmp}/model", "--pretrained", "{tmp}/model/encoder",
                                  "--probes", "{}", "--probe", '{"epochs": 1, "lr": 0.1, "batch_size": 8, "max_length": 32, "epoch": 2}',

@@ -187,7 +187,7 @@ def test_index_links_the_alignment_stages_table_and_figures():
     cfg = base()
     cfg["world"] = {"seed": 1}  # gold links exist: the AER table is made
     items = P.index_items(cfg)
-    assert P.all_tables(cfg) == items + [P.index_file(cfg)]
+    assert P.all_tables(cfg) == items + P.claims_page_files(cfg) + [P.index_file(cfg)]
     assert "results/tables/align/aer.md" in items and "results/figures/adjust/fig2.png" in items
     md = index_markdown(items, P.index_file(cfg))
     assert f"## align: {TITLES['align']}" in md and "## adjust: The Impact of Cross-Lingual Adjustment" in md

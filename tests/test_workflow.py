@@ -238,6 +238,7 @@ def test_tiny_all_tables_dag_has_the_data_size_tables_and_no_download(tmp_path):
     # saw a language as the paper's did) and 1, 13-17 (the paper's values and why: tagging has no
     # public translate-train, QA is config.yaml's)
     assert counts["paper_table"] == 3 + 5 + 6 + 8 + 10 + 6 and "download" not in counts
+    assert counts["paper_claims"] == 5 and counts["claims_page"] == 1  # results/claims.md: reads the CSVs, trains nothing
     assert counts["xmixup_cka"] == 3 * len(yaml.safe_load((REPO / "presets" / "tiny.yaml").read_text())["papers"]["xmixup"]["seeds"])
     assert counts["xmixup_centroids"] == 3  # Figure 4: the three models of the first seed
     seeds = yaml.safe_load((REPO / "presets" / "tiny.yaml").read_text())["papers"]["crossmulti"]["analysis"]["seeds"]

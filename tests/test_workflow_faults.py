@@ -114,8 +114,10 @@ TRIM["aux_sets"] = {"adjust_continual": {"size": 20}}  # continual learning's ow
 
 
 def _csvs(root: Path) -> dict[str, bytes]:
+    pages = [p for p in (root / "results/claims.csv", root / "results/claims.md") if p.exists()]
     return {str(p.relative_to(root)): p.read_bytes()
-            for folder in ("results/tables", "results/figures") for p in sorted((root / folder).rglob("*.csv"))}
+            for p in [*(p for folder in ("results/tables", "results/figures", "results/claims")
+                        for p in sorted((root / folder).rglob("*.csv"))), *pages]}
 
 
 def _without_timings(value):
@@ -163,6 +165,7 @@ def test_two_runs_from_scratch_give_byte_identical_table_csvs(tmp_path, zygote):
     assert any(k.startswith("results/tables/crossmulti/table2") for k in first)
     assert any(k.startswith("results/figures/underspec/") for k in first)
     assert "results/tables/adjust/table3.csv" in first and "results/figures/adjust/fig1.csv" in first
+    assert "results/claims.csv" in first  # the claims page, from the same CSVs: the same bytes too
     assert first.keys() == second.keys()
     differ = [k for k in first if first[k] != second[k]]
     assert not differ, f"table CSVs differ between two runs from scratch: {differ}"

@@ -3,7 +3,7 @@ Makefile, the rules and the paper registry (nothing here is a copy to keep in st
 
 A make target's line is its `## …` comment (`tables: install  ## …`); a Snakemake target is a
 rule with no output (an alias of files: `all_tables`, `data_all`, …), described by the comment
-line right above it, plus the per-paper aliases the registry makes (`<slug>_all`, `<slug>_<table>`).
+line right above it, plus the per-paper aliases the registry makes (`<slug>_all`, `<slug>_<table>`, `<slug>_claims`).
 """
 
 from __future__ import annotations
@@ -59,6 +59,9 @@ def paper_targets() -> list[tuple[str, str]]:
         out.append((f"{slug}_all", f"every table and figure of {slug} ({P.title(slug)})"))
         if tables:
             out.append((f"{slug}_<table>", f"one table of {slug}: {', '.join(tables)}"))
+        if paper.claims:
+            out.append((f"{slug}_claims", f"which of {slug}'s findings hold (results/claims/{slug}.md)"))
+    out.append(("all_claims", "results/claims.md: which findings of every paper hold"))
     return out
 
 

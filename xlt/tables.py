@@ -41,6 +41,7 @@ def paper_vs_ours(ours: pd.DataFrame, published: pd.DataFrame, keys: list[str]) 
         )
         .drop(columns="value")
     )
+    agg = agg.merge(_per_seed(ours, keys), on=keys)
     if "collapsed" in ours:  # collapsed runs stay in the mean; each cell counts them and has the mean without them
         agg = agg.merge(_without_collapsed(ours, keys), on=keys)
     pub = published[keys + ["value"]].rename(columns={"value": "paper"}).assign(_order=range(len(published)))
@@ -48,6 +49,18 @@ def paper_vs_ours(ours: pd.DataFrame, published: pd.DataFrame, keys: list[str]) 
     table = table.sort_values("_order", kind="stable", na_position="last").drop(columns="_order").reset_index(drop=True)
     table["delta"] = table["ours_mean"] - table["paper"]
     return table
+
+
+PER_SEED = "per_seed"  # the long table's column of each seed's value: "1=71.2000 2=70.1000†" (†: collapsed)
+
+
+def _per_seed(ours: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """Per cell of `keys`: `PER_SEED`, each seed's value as `seed=value` (4 decimals, as the
+    CSV's), `†` after a collapsed seed's; what xlt.claims reads to pair seeds across cells."""
+    collapsed = ours["collapsed"].eq(True) if "collapsed" in ours else pd.Series(False, index=ours.index)
+    text = [f"{s}={v:.4f}{'†' if c else ''}" for s, v, c in zip(ours["seed"], ours["value"], collapsed)]
+    return (ours[keys].assign(**{PER_SEED: text}).groupby(keys, sort=False)[PER_SEED]
+            .agg(" ".join).reset_index())
 
 
 def _without_collapsed(ours: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
@@ -197,7 +210,7 @@ def check_accounted(table: pd.DataFrame, published_cells: int, where: str, per_c
     bare = unexplained(table) if per_cell else table.iloc[:0]
     if len(bare):
         keys = [c for c in table.columns if c not in ("paper", "ours", "ours_mean", "ours_std", "n_seeds", "n_collapsed",
-                                                      "delta", WHY, "pvalue", "ours_mark", "paper_mark")]
+                                                      "delta", WHY, "pvalue", "ours_mark", "paper_mark", PER_SEED)]
         raise XltError(f"{where}: {len(bare)} published cell(s) without ours and without a reason, e.g. "
                        f"{bare[keys].head(3).to_dict('records')} (xlt.tables.account)")
 

@@ -207,8 +207,8 @@ def published_only(cfg: dict) -> list[str]:
 
 
 def all_tables(cfg: dict) -> list[str]:
-    """Every table and figure (`index_items`) and the index of them."""
-    return index_items(cfg) + [index_file(cfg)]
+    """Every table and figure (`index_items`), the claims page and the index of the tables."""
+    return index_items(cfg) + (claims_page_files(cfg) if claim_papers(cfg) else []) + [index_file(cfg)]
 
 
 def index_file(cfg: dict) -> str:
@@ -216,13 +216,116 @@ def index_file(cfg: dict) -> str:
 
 
 def target_rules(cfg: dict) -> dict[str, list[str]]:
-    """The alias rules: <slug>_<table> for every table, <slug>_all for every paper."""
+    """The alias rules: <slug>_<table> for every table, <slug>_all for every paper,
+    <slug>_claims for every paper with claims, all_claims for the claims page."""
     out = {}
     for slug, paper in PAPERS.items():
         for table in paper.tables:
             out[f"{slug}_{table.id}"] = table_files(cfg, slug, table.id)
         out[f"{slug}_all"] = paper_tables(cfg, slug) + paper_figures(cfg, slug)
+        if paper.claims:
+            out[f"{slug}_claims"] = claims_files(cfg, slug)
+    out["all_claims"] = claims_page_files(cfg)
     return out
+
+
+# ---- claims: which findings hold (xlt.claims) -------------------------------------------------
+
+
+def load_claims(slug: str):
+    """A paper's claims and the findings it leaves out (its `Paper.claims` file), checked: every
+    table, column and value a claim names exists in the paper's tables (their published cells)."""
+    from xlt.claims import ClaimsFile, check_references, parse_claims
+
+    paper = get_paper(slug)
+    if not paper.claims:
+        return ClaimsFile([], [], {})
+    where = f"xlt/papers/{slug}/{paper.claims}"
+    with resources.files(__name__).joinpath(slug, paper.claims).open("r", encoding="utf-8") as f:
+        spec = parse_claims(yaml.safe_load(f), where)
+    tables, figures = {t.id for t in paper.tables}, {f.id for f in paper.figures}
+    if bad := set(spec.beyond_published) - tables:
+        raise XltError(f"{where}: beyond_published names {sorted(bad)}, not tables of {slug} ({', '.join(sorted(tables))})")
+    for c in spec.claims:
+        if c.kind == "figure":
+            if c.item not in figures:
+                raise unknown(f"figure of paper {slug} ({where}, claim {c.id})", c.item, figures)
+            continue
+        if c.item not in tables:
+            raise unknown(f"table of paper {slug} ({where}, claim {c.id})", c.item, tables)
+        if (slug, c.item) not in list_published():
+            raise XltError(f"{where}: claim {c.id}: {c.item} prints no published cells to refer to")
+        published = load_published(slug, c.item)
+        check_references(c, table_info(slug, c.item)["keys"], published, where, spec.beyond_published.get(c.item, {}))
+    return spec
+
+
+def claim_papers(cfg: dict) -> list[str]:
+    """The configured papers that declare claims."""
+    return [slug for slug in configured(cfg) if PAPERS[slug].claims]
+
+
+def claims_inputs(cfg: dict, slug: str) -> list[str]:
+    """The table and figure CSVs a paper's claims read, of those this configuration makes."""
+    made = set(figure_names(cfg, slug))
+    out = []
+    for c in load_claims(slug).claims:
+        if c.kind == "table":
+            out.append(T.table_outputs(cfg, slug, c.item)["csv"])
+        elif c.item in made:
+            out.append(T.figure_outputs(cfg, slug, c.item)["csv"])
+    return list(dict.fromkeys(out))
+
+
+def claims_files(cfg: dict, slug: str) -> list[str]:
+    """results/claims/<slug>.{csv,md}: one paper's claims decided."""
+    return [f"{cfg['results']}/claims/{slug}.{ext}" for ext in ("csv", "md")]
+
+
+def claims_page_files(cfg: dict) -> list[str]:
+    """results/claims.{md,csv}: every configured paper's claims on one page."""
+    return [f"{cfg['results']}/claims.{ext}" for ext in ("md", "csv")]
+
+
+def claims_reflect(cfg: dict, slug: str) -> str:
+    """What a paper's verdicts are about: the data (the synthetic world or the papers' datasets)
+    and the encoder(s) its config block names."""
+    block = cfg["papers"].get(slug, {})
+    encoders = block.get("encoders") or ([block["encoder"]] if block.get("encoder") else [])
+    data = ("the synthetic world (config `world:`, e.g. presets/tiny.yaml): a verdict about that world and this "
+            "encoder, not about the paper's") if cfg.get("world") else "the papers' datasets"
+    seeds = block.get("seeds")
+    return (f"{data}; encoder {', '.join(map(str, encoders)) or '(see the config)'}"
+            + (f"; seeds {', '.join(map(str, seeds))} (papers.{slug}.seeds; some tables set their own)" if seeds else ""))
+
+
+def make_claims(slug: str, reflects: str, inputs: list[str], out_prefix: str) -> None:
+    """Decide a paper's claims on the CSVs `inputs` (results/{tables,figures}/<slug>/<id>.csv) and
+    write <out_prefix>.csv and .md."""
+    from pathlib import Path
+
+    from xlt.claims import evaluate, read_csv, render, write_csv
+    from xlt.io import write_text
+
+    spec = load_claims(slug)
+    files = {f"{Path(p).parent.parent.name}/{Path(p).stem}": p for p in inputs}
+    write_csv(evaluate(slug, spec.claims, files, reflects), out_prefix + ".csv")
+    # rendered from the CSV as written, as the page is (claims_page)
+    write_text(out_prefix + ".md", render(read_csv(out_prefix + ".csv"), {slug: title(slug)}, {slug: spec.left_out}))
+
+
+def claims_page(inputs: list[str], out_md: str, out_csv: str) -> None:
+    """The one page of every paper's claims (results/claims.md, .csv) from their CSVs
+    (results/claims/<slug>.csv)."""
+    import pandas as pd
+
+    from xlt.claims import read_csv, render, write_csv
+    from xlt.io import write_text
+
+    table = pd.concat([read_csv(p) for p in inputs], ignore_index=True)
+    slugs = list(dict.fromkeys(table["paper"]))
+    write_csv(table, out_csv)
+    write_text(out_md, render(table, {s: title(s) for s in slugs}, {s: load_claims(s).left_out for s in slugs}))
 
 
 def wildcard_constraints() -> dict[str, str]:

@@ -106,3 +106,6 @@ class Paper:
     # True: its tables explain published cells without ours in free-text notes, not yet per cell
     # (xlt.tables.account); make_table then checks only that no published cell is dropped
     reasons_in_notes: bool = False
+    # the file of its findings beside the plugin (xlt/papers/<slug>/claims.yaml): each claim of its
+    # abstract and conclusion, the cells it compares and the test that decides it (xlt.claims)
+    claims: str | None = None

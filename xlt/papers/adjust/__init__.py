@@ -705,4 +705,5 @@ PAPER = Paper(
     check=check,
     data_sizes=data_sizes,
     wildcards=WILDCARDS,
+    claims="claims.yaml",
 )

@@ -314,4 +314,5 @@ PAPER = Paper(
     # per language, but ES and FR POS train as printed, not re-derived from a UD release (rank 1)
     data_sizes=lambda: datasize.published_sizes(SLUG, rank=1),
     oracle_models=oracle_models,
+    claims="claims.yaml",
 )

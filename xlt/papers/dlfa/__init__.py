@@ -641,4 +641,5 @@ PAPER = Paper(
     recipe_tags=RecipeTags(TAG_GRAMMAR, extra_of_tag),
     data_sizes=data_sizes,
     oracle_models=oracle_models,
+    claims="claims.yaml",
 )

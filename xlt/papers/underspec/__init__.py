@@ -217,4 +217,5 @@ PAPER = Paper(
     bill_rules=(BillRule("underspec_grid", GRID_OUTPUT, grid_tokens),),
     # a grid's source and target languages, what it interpolates, its dimensions
     wildcards={"source": r"[a-z]{2,3}", "target": r"[a-z]{2,3}", "variant": r"all|encoder", "kind": r"1d|2d"},
+    claims="claims.yaml",
 )

@@ -1118,4 +1118,5 @@ PAPER = Paper(
     recipe_tags=RecipeTags(TAG_GRAMMAR, extra_of),
     reasons_in_notes=True,  # free-text notes say why a published cell has no ours (not yet per cell)
     data_sizes=data_sizes,
+    claims="claims.yaml",
 )
