@@ -11,6 +11,7 @@ import pytest
 
 from tests.conftest import REPO
 from xlt import papers as P
+from xlt.cli import LIST_OPTIONS, VALUED_OPTIONS
 from xlt.config import load_configs
 from xlt.help import make_targets, target_rules
 from xlt.status import BEGIN, block, current_block
@@ -18,8 +19,7 @@ from xlt.status import BEGIN, block, current_block
 README = (REPO / "README.md").read_text(encoding="utf-8")
 GENERATED = ("results", "logs", "resources", ".snakemake", ".venv", "report.html")  # made by a run or an install
 # options whose next word is a value, not a target
-VALUED = {"--cores", "-j", "--jobs", "--profile", "--configfile", "--configfiles", "--config", "-C", "--forcerun",
-          "-R", "--report", "--directory", "-d", "--snakefile", "-s", "--until", "--omit-from"}
+VALUED = VALUED_OPTIONS | LIST_OPTIONS
 
 
 def _spans(text: str, indented_blocks: bool = True) -> list[str]:
@@ -118,14 +118,53 @@ def test_make_help_lists_every_make_target_with_a_line_and_the_workflow_targets(
         assert f"make {target} " in out
     for rule, _ in target_rules():
         assert f"  {rule} " in out
-    assert "all_tables" in out and "crossmulti_<table>" in out and "underspec_all" in out
+    assert "all_tables" in out and "underspec_all" in out and "make plan " in out
+    # every table and figure by its target name, in the paper's order (tables, then figures)
+    named = re.findall(r"\b([a-z]+_(?:table|fig)[a-z0-9_]*)\b", out)
+    for slug, paper in P.PAPERS.items():
+        ids = [n.removeprefix(f"{slug}_") for n in named if n.startswith(f"{slug}_")]
+        assert sorted(ids) == sorted([t.id for t in paper.tables] + [f.id for f in paper.figures])
+        tables = [int(i.removeprefix("table")) for i in ids if i.startswith("table")]
+        assert tables == sorted(tables) and ids.index(next(i for i in ids if i.startswith("table"))) == 0
+    assert named.index("xmixup_table2") < named.index("xmixup_table11") < named.index("xmixup_table12") < \
+        named.index("xmixup_fig1")
+    assert named.index("underspec_fig2") < named.index("underspec_fig2_encoder") < named.index("underspec_fig10")
+    assert named.index("crossmulti_fig1") < named.index("crossmulti_figa1")
+
+
+def test_a_misspelled_target_gets_the_nearest_names():
+    from xlt.help import check_targets, known_targets
+
+    known = known_targets()
+    assert {"crossmulti_fig1", "underspec_fig2_encoder", "xmixup_table17", "all_tables", "tables", "evaluate_on"} <= known
+    assert check_targets(["crossmulti_fgi1"]) == ("error: no target 'crossmulti_fgi1'; did you mean crossmulti_fig1, "
+                                                  "crossmulti_figa1, crossmulti_figa4? (`make help` lists every target)")
+    assert check_targets(["tabels"]).startswith("error: no target 'tabels'; did you mean tables")
+    assert check_targets(["crossmulti_fig1", "results/tables/x.md", "a.yaml"]) is None  # files: Snakemake's to judge
+    assert check_targets(["zzzzqqq"]) == "error: no target 'zzzzqqq' (`make help` lists every target)"
+
+
+def test_make_checks_a_target_before_snakemake_and_runs_a_figure_target():
+    """`make <target>` (the Makefile's .DEFAULT): a typo stops before Snakemake reads the
+    workflow; a figure's own target is one Snakemake knows (dry run: no job runs)."""
+    import subprocess
+
+    run = subprocess.run(["make", "-s", "crossmulti_fgi1"], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert run.returncode != 0 and "Building DAG" not in run.stdout + run.stderr
+    assert run.stderr.splitlines()[0].startswith("error: no target 'crossmulti_fgi1'; did you mean crossmulti_fig1")
+    dry = subprocess.run(["make", "-s", "-n", "xmixup_fig4"], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert "snakemake --cores all xmixup_fig4 --configfile presets/tiny.yaml" in dry.stdout
 
 
 @pytest.mark.parametrize("argv, slip", [
     (["snakemake", "--configfile=presets/tiny.yaml", "my.yaml", "all_tables"], "my.yaml"),
     (["snakemake", "all_tables", "--configfile", "presets/tiny.yaml", "my.yaml"], None),
     (["snakemake", "--configfile", "presets/tiny.yaml", "my.yaml", "--cores", "2", "all_tables"], None),
-    (["snakemake", "--configfile=s.yaml", "--cores", "1", "resources/raw/manifests/x.json", "out.yaml"], None),
+    (["snakemake", "--configfile=s.yaml", "--cores", "1", "resources/raw/manifests/x.json"], None),
+    (["snakemake", "--cores", "1", "resources/raw/manifests/x.json", "out.yaml"], "out.yaml"),  # no rule writes YAML
+    (["snakemake", "--cores", "all", "my.yaml", "all_tables", "--configfile", "presets/tiny.yaml"], "my.yaml"),
+    (["snakemake", "-n", "my.yaml", "all_tables"], "my.yaml"),
+    (["snakemake", "--config", "encoder=tiny", "langs=a.yaml", "--profile", "p.yaml", "zero_shot"], None),
 ])
 def test_a_config_file_among_the_targets_is_one_line(argv, slip):
     from xlt.cli import configfile_slip
