@@ -5,6 +5,7 @@ import json
 import os
 import sys
 import time
+from pathlib import Path
 
 # `report` at a line start is a Snakemake directive, hence the alias
 from snakemake.io import report as report_flag
@@ -18,6 +19,7 @@ from xlt import zeroshot as Z
 from xlt.cli import RERUN, configfile_slip, failed_job_errors
 from xlt.config import check_workflow_config, located, workflow_sources
 from xlt.errors import XltError
+from xlt.plan import plan_lines
 from xlt.progress import progress_note
 from xlt.report import rst_caption
 
@@ -55,6 +57,8 @@ class TimeLeftFormatter(DefaultFormatter):
 
 onstart:
     TimeLeftFormatter.started = time.monotonic()  # the jobs' start, not the DAG's
+    if not workflow.local_exec and not workflow.remote_exec:  # a cluster run's main process
+        print(cluster_plan(workflow, config), file=sys.stderr)
     for _handler in snakemake_logger.handlers:
         if type(_handler.formatter) is DefaultFormatter:
             _handler.setFormatter(
@@ -62,6 +66,18 @@ onstart:
                     _handler.formatter.quiet, _handler.formatter.show_failed_logs
                 )
             )
+
+
+# A cluster run (`--profile slurm`) starts with the plan `make plan` prints (xlt.plan): jobs
+# and GPU-hours per stage, what is missing. Never in the way of the run: a failure is one line.
+def cluster_plan(workflow, config):
+    try:
+        jobs = [(j.rule.name, [str(f) for f in j.output]) for j in workflow.dag.needrun_jobs()]
+        target = " ".join(sorted(map(str, workflow.dag_settings.targets))) or "all_tables"
+        files = [str(f) for f in workflow.overwrite_configfiles]
+        return "\n".join(plan_lines(config, jobs, target, files, Path.cwd(), os.environ, started=True))
+    except Exception as e:  # the plan is a courtesy; the run goes on
+        return f"xlt: no plan ({type(e).__name__}: {e})"
 
 
 # A failed job's own one-line error (file and line, or key) is in its log; repeat it last,
