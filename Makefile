@@ -21,7 +21,7 @@ help:  ## this list: make targets, then the main Snakemake targets
 # workflow does import is written by importing it once (`xlt.zygote warm`, whatever
 # PYTHONDONTWRITEBYTECODE says: without .pyc files each later process compiles its imports again,
 # ~+9 s before make tables' first job and ~+20 job-seconds in its jobs); measured: a fresh
-# install 49-51 s -> 33-35 s (docs/papers.md, "The 15-minute budget", Headroom).
+# install 49-51 s -> 33-35 s (docs/developing.md, "The 15-minute budget", Headroom).
 $(VENV)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip

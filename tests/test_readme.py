@@ -49,6 +49,24 @@ def _exists(path: str) -> bool:
     return any(REPO.glob(pattern.rstrip("/"))) if "*" in pattern else (REPO / pattern).exists()
 
 
+def test_the_first_screen_says_what_xlt_is_the_two_commands_and_the_runs_own_timing():
+    """A newcomer's first screen: the tool, `make tables` and `make test`, what you get and how
+    long it takes on what machine (the run's own timing line); no commit hash, no date."""
+    first = "\n".join(README.splitlines()[:40])
+    assert first.startswith("# xlt") and "Snakemake" in first and "five papers" in first
+    assert re.search(r"^make tables\b", first, re.M) and re.search(r"^make test\b", first, re.M)
+    assert re.search(r"`make tables: \d+:\d\d elapsed, \d+ of \d+ jobs done, on \d+ threads of [^`]+`", first)
+    assert "results/tables/" in first and "results/figures/" in first and "make help" in first
+    assert not re.search(r"\b[0-9a-f]{7,40}\b", first), "a commit hash in the README's first screen"
+    assert not re.search(r"\b20\d\d-\d\d-\d\d\b|\bissue #\d+", first), "a date in the README's first screen"
+
+
+def test_the_cluster_section_goes_prefetch_locks_plan_submit_resume():
+    section = README.split("## Run it on a SLURM cluster", 1)[1].split("\n## ", 1)[0]
+    steps = ["make prefetch", "make pins", "make plan", "--profile slurm all_tables", "resumes"]
+    assert [section.index(s) for s in steps] == sorted(section.index(s) for s in steps)
+
+
 def test_the_status_block_is_the_generated_one():
     assert current_block(README, "README.md") == block(), "regenerate with: python -m xlt.status --write README.md"
     assert README.count(BEGIN) == 1
@@ -78,11 +96,13 @@ def _snakemake_targets(text: str) -> set[str]:
 
 def test_every_make_and_snakemake_target_the_readme_names_exists():
     made = {t for t, _ in make_targets()}
-    named_make = set(re.findall(r"`make ([a-z][\w-]*)", README)) | set(re.findall(r"^make ([a-z][\w-]*)", README, flags=re.M))
-    assert {"tables", "help", "report", "test"} <= named_make and named_make <= made
     rules = {r for path in [REPO / "Snakefile", *REPO.glob("rules/*.smk")]
              for r in re.findall(r"^rule (\w+):", path.read_text(), flags=re.M)}
     known = rules | set(P.target_rules(load_configs([REPO / "presets" / "tiny.yaml"])))
+    named_make = set(re.findall(r"`make ([a-z][\w-]*)", README)) | set(re.findall(r"^make ([a-z][\w-]*)", README, flags=re.M))
+    # `make <Snakemake target>` runs it (the Makefile's .DEFAULT): a make target or a workflow target
+    assert {"tables", "help", "report", "test", "plan", "prefetch"} <= named_make and named_make <= made | known
+    assert {"crossmulti_fig1", "crossmulti_table2"} <= named_make
     named = _snakemake_targets(README)
     assert {"all_tables", "crossmulti_table2", "underspec_all", "data_all"} <= named
     assert sorted(named - known) == []
