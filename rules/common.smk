@@ -57,7 +57,8 @@ class TimeLeftFormatter(DefaultFormatter):
 
 onstart:
     TimeLeftFormatter.started = time.monotonic()  # the jobs' start, not the DAG's
-    if not workflow.local_exec and not workflow.remote_exec:  # a cluster run's main process
+    # a cluster run's main process (not a job on a node, not a local run)
+    if not workflow.local_exec and not workflow.remote_exec:
         print(cluster_plan(workflow, config), file=sys.stderr)
     for _handler in snakemake_logger.handlers:
         if type(_handler.formatter) is DefaultFormatter:
@@ -72,10 +73,13 @@ onstart:
 # and GPU-hours per stage, what is missing. Never in the way of the run: a failure is one line.
 def cluster_plan(workflow, config):
     try:
-        jobs = [(j.rule.name, [str(f) for f in j.output]) for j in workflow.dag.needrun_jobs()]
-        target = " ".join(sorted(map(str, workflow.dag_settings.targets))) or "all_tables"
+        dag = workflow.dag
+        jobs = [(j.rule.name, [str(f) for f in j.output]) for j in dag.needrun_jobs()]
+        target = " ".join(sorted(map(str, workflow.dag_settings.targets)))
+        target = target or "all_tables"  # the Snakefile's first rule
         files = [str(f) for f in workflow.overwrite_configfiles]
-        return "\n".join(plan_lines(config, jobs, target, files, Path.cwd(), os.environ, started=True))
+        lines = plan_lines(config, jobs, target, files, Path.cwd(), os.environ, True)
+        return "\n".join(lines)
     except Exception as e:  # the plan is a courtesy; the run goes on
         return f"xlt: no plan ({type(e).__name__}: {e})"
 

@@ -127,6 +127,8 @@ def test_download_plan_of_the_default_config():
     plan = T.download_plan(cfg)
     assert set(plan) == NEEDED
     assert plan["wikimatrix"] == cfg["align"]["pairs"]  # the alignment stage's bitext: prefetched too
+    no_adjust = {**cfg, "papers": {k: v for k, v in cfg["papers"].items() if k != "adjust"}}
+    assert "wikimatrix" not in T.download_plan(no_adjust)  # no configured paper reads aligned pairs
     assert plan["ud-2.7"] == ["en", "de", "es", "fr", "ar", "hi", "ru", "vi", "zh"]  # extracted languages
     assert len(plan["ud-2.5"]) == 33 and len(plan["wikiann"]) == 40 and len(plan["xnli"]) == 15
     assert plan["mnli"] == []  # one file, English only: no language selection

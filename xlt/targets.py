@@ -594,13 +594,15 @@ def download_plan(cfg: dict) -> dict[str, list[str]]:
     """Every catalog source the configured papers read, with its languages; none with the world.
     The named sets of a task a paper reads (`data.<task>.sets`: test sets other jobs evaluate on)
     are read too: they are prepared only when a job asks for them, but fetched with the rest;
-    so is the alignment stage's bitext (xlt.align.targets.bitext_sources)."""
+    so is the alignment stage's bitext when a configured paper reads aligned pairs (adjust)."""
     from xlt.align.targets import bitext_sources
+    from xlt.papers import reads_alignment
 
     if cfg.get("world"):
         return {}
     plan: dict[str, list[str]] = {}
-    sources = [raw_sources(cfg, dataset) for dataset in [*datasets(cfg), *named_sets(cfg)]] + [bitext_sources(cfg)]
+    sources = [raw_sources(cfg, dataset) for dataset in [*datasets(cfg), *named_sets(cfg)]]
+    sources += [bitext_sources(cfg)] if reads_alignment(cfg) else []
     for found in sources:
         for source, langs in found.items():
             plan[source] = list(dict.fromkeys(plan.get(source, []) + langs))

@@ -200,6 +200,11 @@ def index_items(cfg: dict) -> list[str]:
     return tables_and_figures(cfg) + align_tables(cfg)
 
 
+def reads_alignment(cfg: dict) -> bool:
+    """A configured paper reads the alignment stage's aligned pairs (Paper.reads_alignment)."""
+    return any(PAPERS[slug].reads_alignment for slug in configured(cfg))
+
+
 def published_only(cfg: dict) -> list[str]:
     """The files of the tables that show the paper's numbers only under this config: nothing
     computes ours (the table reads no input; its note says why)."""

@@ -705,4 +705,5 @@ PAPER = Paper(
     check=check,
     data_sizes=data_sizes,
     wildcards=WILDCARDS,
+    reads_alignment=True,  # its adjusted encoders learn from aligned word pairs
 )
