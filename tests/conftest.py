@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from xlt.sources.network import OFFLINE_VARIABLES
+from xlt.network import OFFLINE_VARIABLES
 
 # The suite sees the offline variables `make test` sets (the Makefile: HF_HUB_OFFLINE=1,
 # HF_DATASETS_OFFLINE=1), whatever the user's shell says: TRANSFORMERS_OFFLINE=1, common on

@@ -11,7 +11,7 @@ from tests.conftest import REPO
 from tests.test_config import base
 from tests.test_workflow import SNAKEMAKE, job_counts
 from xlt import targets as T
-from xlt.sources.network import OFFLINE_VARIABLES
+from xlt.network import OFFLINE_VARIABLES
 
 
 def _dry_run(tmp_path, *targets: str) -> str:
