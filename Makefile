@@ -21,7 +21,7 @@ help:  ## this list: make targets, then the main Snakemake targets
 # workflow does import is written by importing it once (`xlt.zygote warm`, whatever
 # PYTHONDONTWRITEBYTECODE says: without .pyc files each later process compiles its imports again,
 # ~+9 s before make tables' first job and ~+20 job-seconds in its jobs); measured: a fresh
-# install 49-51 s -> 33-35 s (docs/papers.md, "The 15-minute budget", Headroom).
+# install 49-51 s -> 33-35 s (docs/developing.md, "The 15-minute budget", Headroom).
 $(VENV)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
@@ -119,5 +119,21 @@ bill: install  ## the full-scale bill in GPU-hours: results/bill.md and README's
 prefetch: install  ## fetch and lock every dataset and encoder snapshot (login node, network)
 	HF_HUB_OFFLINE=0 HF_DATASETS_OFFLINE=0 $(VENV)/bin/snakemake --cores 1 --configfile $(PINS_CONFIG) prefetch
 
+# The plan of a full-scale run (xlt/plan.py), one screen, nothing run: jobs and GPU-hours per
+# stage (the bill), what is missing first (prefetch, locks, XLT_SLURM_ACCOUNT), the next command.
+# PINS_CONFIG: the config files; TARGET: what to plan.
+TARGET ?= all_tables
+.PHONY: plan
+plan: install  ## the plan of a full-scale run: jobs and GPU-hours per stage, what is missing, the next command (PINS_CONFIG, TARGET)
+	@$(PY) workflow_scripts/plan.py --target $(TARGET) --configfile $(PINS_CONFIG)
+
 clean:  ## remove results, logs, .snakemake and report.html
 	rm -rf results logs .snakemake report.html
+
+# `make <target>`: any Snakemake target on PRESET (`make help` lists them: crossmulti_table2,
+# crossmulti_fig1, underspec_all, ...). A name that is no target stops here with the nearest
+# names, before Snakemake reads the workflow.
+.DEFAULT:
+	@$(MAKE) -s --no-print-directory $(VENV)/.installed
+	@$(PY) -m xlt.help --check $@
+	$(VENV)/bin/snakemake --cores $(CORES) $@ --configfile $(PRESET)

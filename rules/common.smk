@@ -5,6 +5,7 @@ import json
 import os
 import sys
 import time
+from pathlib import Path
 
 # `report` at a line start is a Snakemake directive, hence the alias
 from snakemake.io import report as report_flag
@@ -18,6 +19,7 @@ from xlt import zeroshot as Z
 from xlt.cli import RERUN, configfile_slip, failed_job_errors
 from xlt.config import check_workflow_config, located, workflow_sources
 from xlt.errors import XltError
+from xlt.plan import plan_lines
 from xlt.progress import progress_note
 from xlt.report import rst_caption
 
@@ -55,6 +57,9 @@ class TimeLeftFormatter(DefaultFormatter):
 
 onstart:
     TimeLeftFormatter.started = time.monotonic()  # the jobs' start, not the DAG's
+    # a cluster run's main process (not a job on a node, not a local run)
+    if not workflow.local_exec and not workflow.remote_exec:
+        print(cluster_plan(workflow, config), file=sys.stderr)
     for _handler in snakemake_logger.handlers:
         if type(_handler.formatter) is DefaultFormatter:
             _handler.setFormatter(
@@ -62,6 +67,21 @@ onstart:
                     _handler.formatter.quiet, _handler.formatter.show_failed_logs
                 )
             )
+
+
+# A cluster run (`--profile slurm`) starts with the plan `make plan` prints (xlt.plan): jobs
+# and GPU-hours per stage, what is missing. Never in the way of the run: a failure is one line.
+def cluster_plan(workflow, config):
+    try:
+        dag = workflow.dag
+        jobs = [(j.rule.name, [str(f) for f in j.output]) for j in dag.needrun_jobs()]
+        target = " ".join(sorted(map(str, workflow.dag_settings.targets)))
+        target = target or "all_tables"  # the Snakefile's first rule
+        files = [str(f) for f in workflow.overwrite_configfiles]
+        lines = plan_lines(config, jobs, target, files, Path.cwd(), os.environ, True)
+        return "\n".join(lines)
+    except Exception as e:  # the plan is a courtesy; the run goes on
+        return f"xlt: no plan ({type(e).__name__}: {e})"
 
 
 # A failed job's own one-line error (file and line, or key) is in its log; repeat it last,

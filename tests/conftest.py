@@ -11,9 +11,19 @@ from pathlib import Path
 
 import pytest
 
-from xlt.cli import quiet_libraries
-from xlt.io import write_jsonl
-from xlt.zygote import start_server
+from xlt.network import OFFLINE_VARIABLES
+
+# The suite sees the offline variables `make test` sets (the Makefile: HF_HUB_OFFLINE=1,
+# HF_DATASETS_OFFLINE=1), whatever the user's shell says: TRANSFORMERS_OFFLINE=1, common on
+# clusters, would switch huggingface_hub off too (it reads it as HF_HUB_OFFLINE), and a test
+# that needs the (emulated) Hub drops every one of OFFLINE_VARIABLES. Set before
+# huggingface_hub is imported: it reads them once.
+os.environ.pop("TRANSFORMERS_OFFLINE", None)
+os.environ.update(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1")
+
+from xlt.cli import quiet_libraries  # noqa: E402
+from xlt.io import write_jsonl  # noqa: E402
+from xlt.zygote import start_server  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 WORDS = ["lo", "ka", "mi", "ten", "sor", "bal", "ura", "quo", "nen", "pil", "Anna", "Berlin", "42", "."]

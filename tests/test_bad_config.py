@@ -151,6 +151,20 @@ CLI = [
         r"^error: invalid configuration: bad\.yaml: config key encoders: the name 'a/b' is not allowed",
         {"bad.yaml": "encoders: {a/b: {hub: x}}\n"},
         outputs=["results", "logs", ".snakemake"]),
+    # YAML 1.1 reads 2e-5 (no dot) as a string: the line says how to write the number
+    Bad("cli-exponent-without-dot", config_check(str(TINY), "bad.yaml"),
+        r"^error: invalid configuration: bad\.yaml: config key hparams\.crossmulti\.lr: '2e-5' should be of type "
+        r"number \(YAML reads 2e-5 as a string: write 2\.0e-5\)$",
+        {"bad.yaml": "hparams: {crossmulti: {lr: 2e-5}}\n"}),
+    # a misspelled key, top level or nested, names the file that wrote it (not config.yaml, which
+    # sets the mapping it is in)
+    Bad("cli-top-level-typo", config_check(str(TINY), "bad.yaml"),
+        r"^error: invalid configuration: bad\.yaml: config key \(top level\): unknown key\(s\) \['hparms'\]; "
+        r"allowed: .* Did you mean 'hparams'\?$",
+        {"bad.yaml": "hparms: {crossmulti: {lr: 1.0e-5}}\n"}),
+    Bad("snakemake-nested-typo", snakemake_n(str(TINY), "bad.yaml"),
+        r"^error: invalid configuration: bad\.yaml: config key hparams\.crossmulti: unknown key\(s\) \['lrr'\]",
+        {"bad.yaml": "hparams: {crossmulti: {lrr: 1.0e-5}}\n"}, outputs=["results", "logs", ".snakemake"]),
     # Snakemake reads --configfile files before the workflow runs: the check goes first.
     Bad("snakemake-not-yaml-checked-first",
         [sys.executable, "-m", "xlt.config", "--", *snakemake_n(str(TINY), "bad.yaml")],

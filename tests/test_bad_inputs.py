@@ -139,6 +139,11 @@ CONFIG = [
     Bad("config-not-a-mapping", config_check("bad.yaml"), r"bad\.yaml: expected a mapping of config keys, got list",
         {"bad.yaml": "- results\n- raw_root\n"}),
     Bad("config-file-missing", config_check("nowhere.yaml"), r"nowhere\.yaml: file not found"),
+    # `make plan`: a misspelled target, and a config file that is not YAML, before Snakemake reads them
+    Bad("plan-target-typo", ["plan.py", "--target", "crossmulti_tabel2", "--directory", "{tmp}"],
+        r"^error: no target 'crossmulti_tabel2'; did you mean crossmulti_table2", outputs=[".snakemake"]),
+    Bad("plan-config-not-yaml", ["plan.py", "--configfile", "{tmp}/bad.yaml", "--directory", "{tmp}"],
+        r"bad\.yaml:4: invalid YAML", {"bad.yaml": "hparams:\n  crossmulti:\n    lr: [1e-5\n"}, outputs=[".snakemake"]),
     Bad("config-nan-lr", config_check("bad.yaml"), r"config key hparams\.crossmulti\.lr: nan is not a finite number",
         {"bad.yaml": "hparams: {crossmulti: {lr: .nan}}\n"}),
     Bad("config-inf-threshold", config_check("bad.yaml"), r"config key data\.wikimatrix\.threshold: inf is not a finite",

@@ -45,6 +45,12 @@ def test_target_rules_keep_their_names_and_files():
     assert {Path(f).stem for f in P.paper_figures(cfg, "crossmulti")} == {"fig1", "figa1", "figa2", "figa3", "figa4"}
     assert set(rules["underspec_all"]) == set(rules["underspec_table1"] + P.paper_figures(cfg, "underspec"))
     assert P.all_tables(cfg)[-1] == "results/tables/index.md"
+    # every figure has its own target too, in the paper's order after the tables
+    assert rules["crossmulti_fig1"] == [f"results/figures/crossmulti/fig1.{ext}" for ext in ("png", "pdf", "csv")]
+    assert [k.removeprefix("xmixup_") for k in rules if k.startswith("xmixup_")][:11] == \
+        ["table1", "table2", "table3", "table4", "table5", "table6", "table7", "table8", "table9", "table11", "table12"]
+    assert P.item_targets("underspec") == ["table1", "fig2", "fig2_encoder", *(f"fig{i}" for i in range(3, 11))]
+    assert P.item_targets("crossmulti")[-5:] == ["fig1", "figa1", "figa2", "figa3", "figa4"]
     del cfg["papers"]["underspec"]  # a paper not configured: none of its files is a target
     assert not any("/underspec/" in f for f in P.all_tables(cfg))
 

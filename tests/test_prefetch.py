@@ -11,6 +11,7 @@ from tests.conftest import REPO
 from tests.test_config import base
 from tests.test_workflow import SNAKEMAKE, job_counts
 from xlt import targets as T
+from xlt.network import OFFLINE_VARIABLES
 
 
 def _dry_run(tmp_path, *targets: str) -> str:
@@ -47,7 +48,7 @@ def test_jobs_of_a_remote_executor_run_with_the_hub_offline(tmp_path):
         'rule envcheck:\n    output:\n        "env.txt",\n    shell:\n'
         '        "env | sort | sed -n -E \'/^HF_(HUB|DATASETS)_OFFLINE=/p\' > {output}"\n'
     )
-    env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")}
+    env = {k: v for k, v in os.environ.items() if k not in OFFLINE_VARIABLES}
     cmd = [*SNAKEMAKE[:3], "--snakefile", str(tmp_path / "Snakefile"),
            "--directory", str(tmp_path), "--configfile", str(REPO / "config.yaml"), "--cores", "1", "envcheck"]
     run = subprocess.run([*cmd, "--mode", "remote"], capture_output=True, text=True, timeout=300, env=env)
@@ -56,3 +57,15 @@ def test_jobs_of_a_remote_executor_run_with_the_hub_offline(tmp_path):
     smk = (REPO / "rules" / "data.smk").read_text()
     local = smk[smk.index("localrules:"):smk.index("\n\n", smk.index("localrules:"))]
     assert all(f"    {r}," in local for r in ("download", "download_encoder", "prefetch"))
+
+
+def test_the_suite_ignores_the_users_offline_variables():
+    """A shell with TRANSFORMERS_OFFLINE=1 (huggingface_hub reads it as HF_HUB_OFFLINE) or
+    HF_HUB_OFFLINE=0 runs the tests as `make test` does: the Makefile's two variables, not that one."""
+    env = {**os.environ, "TRANSFORMERS_OFFLINE": "1", "HF_HUB_OFFLINE": "0", "HF_DATASETS_OFFLINE": "0"}
+    code = ("import os, tests.conftest; from huggingface_hub import constants; "
+            "print([os.environ.get(v) for v in ('TRANSFORMERS_OFFLINE', 'HF_HUB_OFFLINE', 'HF_DATASETS_OFFLINE')], "
+            "constants.HF_HUB_OFFLINE)")
+    run = subprocess.run([SNAKEMAKE[0], "-c", code], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.split("\n")[-2] == "[None, '1', '1'] True"

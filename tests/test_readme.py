@@ -11,6 +11,7 @@ import pytest
 
 from tests.conftest import REPO
 from xlt import papers as P
+from xlt.cli import LIST_OPTIONS, VALUED_OPTIONS
 from xlt.config import load_configs
 from xlt.help import make_targets, target_rules
 from xlt.status import BEGIN, block, current_block
@@ -18,8 +19,7 @@ from xlt.status import BEGIN, block, current_block
 README = (REPO / "README.md").read_text(encoding="utf-8")
 GENERATED = ("results", "logs", "resources", ".snakemake", ".venv", "report.html")  # made by a run or an install
 # options whose next word is a value, not a target
-VALUED = {"--cores", "-j", "--jobs", "--profile", "--configfile", "--configfiles", "--config", "-C", "--forcerun",
-          "-R", "--report", "--directory", "-d", "--snakefile", "-s", "--until", "--omit-from"}
+VALUED = VALUED_OPTIONS | LIST_OPTIONS
 
 
 def _spans(text: str, indented_blocks: bool = True) -> list[str]:
@@ -47,6 +47,24 @@ def _exists(path: str) -> bool:
     pattern = re.sub(r"\{[^},]*\}|<[^>]*>", "*", path)
     pattern = re.sub(r"\{([^},]*),[^}]*\}", r"\1", pattern)  # {md,csv,tex}: the first
     return any(REPO.glob(pattern.rstrip("/"))) if "*" in pattern else (REPO / pattern).exists()
+
+
+def test_the_first_screen_says_what_xlt_is_the_two_commands_and_the_runs_own_timing():
+    """A newcomer's first screen: the tool, `make tables` and `make test`, what you get and how
+    long it takes on what machine (the run's own timing line); no commit hash, no date."""
+    first = "\n".join(README.splitlines()[:40])
+    assert first.startswith("# xlt") and "Snakemake" in first and "five papers" in first
+    assert re.search(r"^make tables\b", first, re.M) and re.search(r"^make test\b", first, re.M)
+    assert re.search(r"`make tables: \d+:\d\d elapsed, \d+ of \d+ jobs done, on \d+ threads of [^`]+`", first)
+    assert "results/tables/" in first and "results/figures/" in first and "make help" in first
+    assert not re.search(r"\b[0-9a-f]{7,40}\b", first), "a commit hash in the README's first screen"
+    assert not re.search(r"\b20\d\d-\d\d-\d\d\b|\bissue #\d+", first), "a date in the README's first screen"
+
+
+def test_the_cluster_section_goes_prefetch_locks_plan_submit_resume():
+    section = README.split("## Run it on a SLURM cluster", 1)[1].split("\n## ", 1)[0]
+    steps = ["make prefetch", "make pins", "make plan", "--profile slurm all_tables", "resumes"]
+    assert [section.index(s) for s in steps] == sorted(section.index(s) for s in steps)
 
 
 def test_the_status_block_is_the_generated_one():
@@ -78,11 +96,13 @@ def _snakemake_targets(text: str) -> set[str]:
 
 def test_every_make_and_snakemake_target_the_readme_names_exists():
     made = {t for t, _ in make_targets()}
-    named_make = set(re.findall(r"`make ([a-z][\w-]*)", README)) | set(re.findall(r"^make ([a-z][\w-]*)", README, flags=re.M))
-    assert {"tables", "help", "report", "test"} <= named_make and named_make <= made
     rules = {r for path in [REPO / "Snakefile", *REPO.glob("rules/*.smk")]
              for r in re.findall(r"^rule (\w+):", path.read_text(), flags=re.M)}
     known = rules | set(P.target_rules(load_configs([REPO / "presets" / "tiny.yaml"])))
+    named_make = set(re.findall(r"`make ([a-z][\w-]*)", README)) | set(re.findall(r"^make ([a-z][\w-]*)", README, flags=re.M))
+    # `make <Snakemake target>` runs it (the Makefile's .DEFAULT): a make target or a workflow target
+    assert {"tables", "help", "report", "test", "plan", "prefetch"} <= named_make and named_make <= made | known
+    assert {"crossmulti_fig1", "crossmulti_table2"} <= named_make
     named = _snakemake_targets(README)
     assert {"all_tables", "crossmulti_table2", "underspec_all", "data_all"} <= named
     assert sorted(named - known) == []
@@ -118,14 +138,53 @@ def test_make_help_lists_every_make_target_with_a_line_and_the_workflow_targets(
         assert f"make {target} " in out
     for rule, _ in target_rules():
         assert f"  {rule} " in out
-    assert "all_tables" in out and "crossmulti_<table>" in out and "underspec_all" in out
+    assert "all_tables" in out and "underspec_all" in out and "make plan " in out
+    # every table and figure by its target name, in the paper's order (tables, then figures)
+    named = re.findall(r"\b([a-z]+_(?:table|fig)[a-z0-9_]*)\b", out)
+    for slug, paper in P.PAPERS.items():
+        ids = [n.removeprefix(f"{slug}_") for n in named if n.startswith(f"{slug}_")]
+        assert sorted(ids) == sorted([t.id for t in paper.tables] + [f.id for f in paper.figures])
+        tables = [int(i.removeprefix("table")) for i in ids if i.startswith("table")]
+        assert tables == sorted(tables) and ids.index(next(i for i in ids if i.startswith("table"))) == 0
+    assert named.index("xmixup_table2") < named.index("xmixup_table11") < named.index("xmixup_table12") < \
+        named.index("xmixup_fig1")
+    assert named.index("underspec_fig2") < named.index("underspec_fig2_encoder") < named.index("underspec_fig10")
+    assert named.index("crossmulti_fig1") < named.index("crossmulti_figa1")
+
+
+def test_a_misspelled_target_gets_the_nearest_names():
+    from xlt.help import check_targets, known_targets
+
+    known = known_targets()
+    assert {"crossmulti_fig1", "underspec_fig2_encoder", "xmixup_table17", "all_tables", "tables", "evaluate_on"} <= known
+    assert check_targets(["crossmulti_fgi1"]) == ("error: no target 'crossmulti_fgi1'; did you mean crossmulti_fig1, "
+                                                  "crossmulti_figa1, crossmulti_figa4? (`make help` lists every target)")
+    assert check_targets(["tabels"]).startswith("error: no target 'tabels'; did you mean tables")
+    assert check_targets(["crossmulti_fig1", "results/tables/x.md", "a.yaml"]) is None  # files: Snakemake's to judge
+    assert check_targets(["zzzzqqq"]) == "error: no target 'zzzzqqq' (`make help` lists every target)"
+
+
+def test_make_checks_a_target_before_snakemake_and_runs_a_figure_target():
+    """`make <target>` (the Makefile's .DEFAULT): a typo stops before Snakemake reads the
+    workflow; a figure's own target is one Snakemake knows (dry run: no job runs)."""
+    import subprocess
+
+    run = subprocess.run(["make", "-s", "crossmulti_fgi1"], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert run.returncode != 0 and "Building DAG" not in run.stdout + run.stderr
+    assert run.stderr.splitlines()[0].startswith("error: no target 'crossmulti_fgi1'; did you mean crossmulti_fig1")
+    dry = subprocess.run(["make", "-s", "-n", "xmixup_fig4"], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert "snakemake --cores all xmixup_fig4 --configfile presets/tiny.yaml" in dry.stdout
 
 
 @pytest.mark.parametrize("argv, slip", [
     (["snakemake", "--configfile=presets/tiny.yaml", "my.yaml", "all_tables"], "my.yaml"),
     (["snakemake", "all_tables", "--configfile", "presets/tiny.yaml", "my.yaml"], None),
     (["snakemake", "--configfile", "presets/tiny.yaml", "my.yaml", "--cores", "2", "all_tables"], None),
-    (["snakemake", "--configfile=s.yaml", "--cores", "1", "resources/raw/manifests/x.json", "out.yaml"], None),
+    (["snakemake", "--configfile=s.yaml", "--cores", "1", "resources/raw/manifests/x.json"], None),
+    (["snakemake", "--cores", "1", "resources/raw/manifests/x.json", "out.yaml"], "out.yaml"),  # no rule writes YAML
+    (["snakemake", "--cores", "all", "my.yaml", "all_tables", "--configfile", "presets/tiny.yaml"], "my.yaml"),
+    (["snakemake", "-n", "my.yaml", "all_tables"], "my.yaml"),
+    (["snakemake", "--config", "encoder=tiny", "langs=a.yaml", "--profile", "p.yaml", "zero_shot"], None),
 ])
 def test_a_config_file_among_the_targets_is_one_line(argv, slip):
     from xlt.cli import configfile_slip

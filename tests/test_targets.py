@@ -117,13 +117,18 @@ NEEDED = {"ud-2.5", "ud-2.7", "wikiann", "paws-x", "marc", "xnli", "mnli",
           "xtreme-xnli-translate-train", "xtreme-pawsx-translate-train", "xnli-mt",
           # xmixup's QA: XQuAD translate-test (data.qa.sets.translate_test), TyDiQA-GoldP's translate-train
           # (data.qa.sets.tydiqa_translate_train: Table 17's models)
-          "xtreme-xquad-translate-test", "xtreme-tydiqa-translate-train"}
+          "xtreme-xquad-translate-test", "xtreme-tydiqa-translate-train",
+          # adjust's aligned pairs: the alignment stage's WikiMatrix bitext
+          "wikimatrix"}
 
 
 def test_download_plan_of_the_default_config():
     cfg = base()
     plan = T.download_plan(cfg)
     assert set(plan) == NEEDED
+    assert plan["wikimatrix"] == cfg["align"]["pairs"]  # the alignment stage's bitext: prefetched too
+    no_adjust = {**cfg, "papers": {k: v for k, v in cfg["papers"].items() if k != "adjust"}}
+    assert "wikimatrix" not in T.download_plan(no_adjust)  # no configured paper reads aligned pairs
     assert plan["ud-2.7"] == ["en", "de", "es", "fr", "ar", "hi", "ru", "vi", "zh"]  # extracted languages
     assert len(plan["ud-2.5"]) == 33 and len(plan["wikiann"]) == 40 and len(plan["xnli"]) == 15
     assert plan["mnli"] == []  # one file, English only: no language selection

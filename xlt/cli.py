@@ -79,19 +79,31 @@ LAYERING = ("--configfile takes every following word as a config file: write the
             "files last, e.g. `snakemake --cores all all_tables --configfile presets/tiny.yaml my.yaml`")
 
 
+# Snakemake options that read every following word up to the next option (a target among them
+# is theirs), and those that read exactly one; any other option is a flag.
+LIST_OPTIONS = {"--configfile", "--configfiles", "--config", "-C", "--forcerun", "-R", "--until", "-U",
+                "--omit-from", "-O", "--allowed-rules", "--forcerun-all", "--batch"}
+VALUED_OPTIONS = {"--cores", "-c", "-j", "--jobs", "--profile", "--workflow-profile", "--report", "--directory", "-d",
+                  "--snakefile", "-s", "--executor", "-e", "--latency-wait", "-w", "--retries", "--resources",
+                  "--set-threads", "--default-resources", "--rerun-triggers", "--local-cores", "--max-jobs-per-second",
+                  "--keep-storage-local-copies", "--software-deployment-method", "--sdm", "--quiet", "-q"}
+
+
 def configfile_slip(argv: list[str]) -> str | None:
     """The one-line error of config files that Snakemake's command line `argv` reads as targets:
-    YAML files right after `--configfile=a.yaml` (the `=` form takes one file: `--configfile=a.yaml
-    my.yaml all`); Snakemake would say only that no rule produces them. Other targets, JSON
-    outputs included, are left alone."""
-    files, after_eq = [], False
+    a YAML file where a target goes, e.g. right after `--configfile=a.yaml` (the `=` form takes
+    one file: `--configfile=a.yaml my.yaml all`) or before the option (`my.yaml all --configfile
+    a.yaml`); Snakemake would say only that no rule produces it. Other targets, JSON outputs
+    included, are left alone."""
+    files, takes = [], 0  # takes: words the last option still reads (-1: every one up to the next option)
     for word in argv[1:]:
-        if word.startswith("-"):
-            after_eq = word.startswith(("--configfile=", "--configfiles="))
-        elif after_eq and word.endswith((".yaml", ".yml")):
+        if word.startswith("-") and len(word) > 1:
+            name, eq, _ = word.partition("=")
+            takes = 0 if eq else -1 if name in LIST_OPTIONS else 1 if name in VALUED_OPTIONS else 0
+        elif takes:
+            takes -= takes > 0
+        elif word.endswith((".yaml", ".yml")):
             files.append(word)
-        else:
-            after_eq = False
     if not files:
         return None
     return f"error: {', '.join(map(str, files))}: a config file given as a target; {LAYERING}"

@@ -124,7 +124,23 @@ def _explain(err) -> XltError:
         what = err.schema.get("description", f"a name matching {err.validator_value}")
         return ConfigKeyError(err.absolute_path, f"the name {err.instance!r} is not allowed; expected {what} "
                               f"(pattern {err.validator_value})", (*err.absolute_path, err.instance))
+    if v == "additionalProperties" and isinstance(err.instance, dict):  # the file that set the unknown key
+        extra = sorted(set(err.instance) - set(err.schema.get("properties", {})))
+        message = _explain_value(err, key, v).split(": ", 1)[1]
+        return ConfigKeyError(err.absolute_path, message, (*err.absolute_path, extra[0]) if extra else None)
     return XltError(_explain_value(err, key, v))
+
+
+# YAML 1.1 (PyYAML, Snakemake) reads a number in exponent form without a dot as a string
+_EXPONENT_WITHOUT_DOT = re.compile(r"([+-]?\d+)([eE][+-]?\d+)")
+
+
+def _number_hint(instance, expected) -> str:
+    """`2e-5` where a number belongs: say how to write it so that YAML reads a float."""
+    wanted = {expected} if isinstance(expected, str) else set(expected)
+    if isinstance(instance, str) and wanted & {"number", "integer"} and (m := _EXPONENT_WITHOUT_DOT.fullmatch(instance.strip())):
+        return f" (YAML reads {instance} as a string: write {m[1]}.0{m[2]})"
+    return ""
 
 
 def _explain_value(err, key: str, v: str) -> str:
@@ -146,7 +162,7 @@ def _explain_value(err, key: str, v: str) -> str:
     if v == "required":
         return f"config key {key}: {err.message}"
     if v == "type":
-        return f"config key {key}: {err.instance!r} should be of type {err.validator_value}"
+        return f"config key {key}: {err.instance!r} should be of type {err.validator_value}{_number_hint(err.instance, err.validator_value)}"
     if v == "pattern" and "description" in err.schema:
         return (f"config key {key}: {err.instance!r} is not allowed; expected {err.schema['description']} "
                 f"(pattern {err.validator_value})")

@@ -3,18 +3,27 @@ Makefile, the rules and the paper registry (nothing here is a copy to keep in st
 
 A make target's line is its `## …` comment (`tables: install  ## …`); a Snakemake target is a
 rule with no output (an alias of files: `all_tables`, `data_all`, …), described by the comment
-line right above it, plus the per-paper aliases the registry makes (`<slug>_all`, `<slug>_<table>`, `<slug>_claims`).
+line right above it, plus the per-paper aliases the registry makes (`<slug>_all`, and
+`<slug>_<table>` / `<slug>_<figure>` for each table and figure, in paper order, `<slug>_claims`
+and `all_claims`).
+
+`python -m xlt.help --check NAME…` is the gate our entry points (`make <target>`, `make plan`)
+pass a target through before Snakemake runs: an unknown name stops with one line giving the
+nearest names (Snakemake itself would say only "No rule to produce").
 """
 
 from __future__ import annotations
 
+import difflib
 import re
 import sys
+import textwrap
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 _MAKE_TARGET = re.compile(r"^([A-Za-z][\w-]*):(?!=)[^#]*(?:##\s*(.*))?$")
 _RULE = re.compile(r"^rule (\w+):")
+_USE_RULE = re.compile(r"^use rule \w+ (?:from \w+ )?as (\w+)")
 
 
 def make_targets(makefile: Path = REPO / "Makefile") -> list[tuple[str, str]]:
@@ -50,19 +59,53 @@ def target_rules(sources: list[Path] | None = None) -> list[tuple[str, str]]:
 
 
 def paper_targets() -> list[tuple[str, str]]:
-    """<slug>_all and <slug>_<table> of every registered paper (needs the installed packages)."""
+    """<slug>_all and every <slug>_<table> / <slug>_<figure> of each registered paper, in paper
+    order (needs the installed packages)."""
     from xlt import papers as P
 
     out = []
-    for slug, paper in P.PAPERS.items():
-        tables = [t.id for t in paper.tables]
+    for slug in P.PAPERS:
+        items = P.item_targets(slug)
         out.append((f"{slug}_all", f"every table and figure of {slug} ({P.title(slug)})"))
-        if tables:
-            out.append((f"{slug}_<table>", f"one table of {slug}: {', '.join(tables)}"))
-        if paper.claims:
+        tables = [f"{slug}_{i}" for i in items if i.startswith("table")]
+        figures = [f"{slug}_{i}" for i in items if not i.startswith("table")]
+        out += [("", f"{kind}: {' '.join(names)}") for kind, names in (("tables", tables), ("figures", figures)) if names]
+        if P.PAPERS[slug].claims:
             out.append((f"{slug}_claims", f"which of {slug}'s findings hold (results/claims/{slug}.md)"))
     out.append(("all_claims", "results/claims.md: which findings of every paper hold"))
     return out
+
+
+def declared_rules(path: Path) -> list[str]:
+    """The rules a Snakefile or rules file declares by name (`rule x:`, `use rule y as x …`)."""
+    return [m.group(1) for line in path.read_text(encoding="utf-8").splitlines()
+            if (m := _RULE.match(line) or _USE_RULE.match(line))]
+
+
+def rule_names(sources: list[Path] | None = None) -> set[str]:
+    """Every rule the Snakefile and rules/*.smk declare by name."""
+    sources = sources or [REPO / "Snakefile", *sorted((REPO / "rules").glob("*.smk"))]
+    return {r for path in sources for r in declared_rules(path)}
+
+
+def known_targets() -> set[str]:
+    """What `make` and `snakemake` accept as a target name: make targets, rules and the papers' aliases."""
+    from xlt import papers as P
+
+    return {t for t, _ in make_targets()} | rule_names() | set(P.target_names())
+
+
+def check_targets(names: list[str], known: set[str] | None = None) -> str | None:
+    """One error line for the first unknown target name with the nearest known ones, or None.
+    A path (with '/' or '.') is a file target: Snakemake's to judge."""
+    known = known_targets() if known is None else known
+    for name in names:
+        if "/" in name or "." in name or name in known:
+            continue
+        close = difflib.get_close_matches(name, sorted(known), n=3, cutoff=0.6)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        return f"error: no target {name!r}{hint} (`make help` lists every target)"
+    return None
 
 
 def lines() -> list[str]:
@@ -75,15 +118,27 @@ def lines() -> list[str]:
     width = max(len(n) for n, _ in rows + snake) + 2
     out = ["make targets (PRESET=… names the config files, layered in order; see README.md):"]
     out += [f"  {n:<{width}}{d}" for n, d in rows]
-    out += ["", "Snakemake targets (.venv/bin/snakemake --cores all <target> --configfile presets/tiny.yaml):"]
-    out += [f"  {n:<{width}}{d}" for n, d in snake]
+    out += ["", "Snakemake targets (`make <target>`, or .venv/bin/snakemake --cores all <target> --configfile presets/tiny.yaml):"]
+    for n, d in snake:
+        if n:
+            out.append(f"  {n:<{width}}{d}")
+        else:  # a paper's tables or figures: every target named, wrapped under its paper
+            out += textwrap.wrap(d, width=100, initial_indent=" " * (width + 2), subsequent_indent=" " * (width + 4),
+                                 break_on_hyphens=False)  # fmt: skip
     return out
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--check"]:
+        if line := check_targets(argv[1:]):
+            print(line, file=sys.stderr)
+            return 1
+        return 0
     print("\n".join(lines()))
     sys.stdout.flush()
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

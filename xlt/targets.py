@@ -593,12 +593,18 @@ def raw_sources(cfg: dict, dataset: str) -> dict[str, list[str]]:
 def download_plan(cfg: dict) -> dict[str, list[str]]:
     """Every catalog source the configured papers read, with its languages; none with the world.
     The named sets of a task a paper reads (`data.<task>.sets`: test sets other jobs evaluate on)
-    are read too: they are prepared only when a job asks for them, but fetched with the rest."""
+    are read too: they are prepared only when a job asks for them, but fetched with the rest;
+    so is the alignment stage's bitext when a configured paper reads aligned pairs (adjust)."""
+    from xlt.align.targets import bitext_sources
+    from xlt.papers import reads_alignment
+
     if cfg.get("world"):
         return {}
     plan: dict[str, list[str]] = {}
-    for dataset in [*datasets(cfg), *named_sets(cfg)]:
-        for source, langs in raw_sources(cfg, dataset).items():
+    sources = [raw_sources(cfg, dataset) for dataset in [*datasets(cfg), *named_sets(cfg)]]
+    sources += [bitext_sources(cfg)] if reads_alignment(cfg) else []
+    for found in sources:
+        for source, langs in found.items():
             plan[source] = list(dict.fromkeys(plan.get(source, []) + langs))
     return dict(sorted(plan.items()))
 

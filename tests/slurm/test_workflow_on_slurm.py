@@ -83,6 +83,10 @@ def test_tiny_target_runs_through_the_slurm_profile(slurm_cluster, tmp_path):
     proc, log = start(slurm_cluster, workdir, ci_profile(tmp_path), "crossmulti_table2")
     out = finish(proc, log, slurm_cluster)
     assert (workdir / "results/tables/crossmulti/table2.md").exists()
+    # The run starts with its plan (xlt.plan, from the profile's onstart), before any submission.
+    plan = out.index("Plan of `crossmulti_table2` on ")
+    assert plan < out.index("sbatch call:") and "jobs to run" in out[plan:plan + 200]
+    assert "  finetune " in out[plan:] and "Next:" not in out[plan:out.index("sbatch call:")]
     sbatch = [line for line in out.splitlines() if "sbatch call:" in line]
     by_rule = {rule: [c for c in sbatch if f"rule_{rule}" in c] for rule in ("build_encoder", "prepare_task", "finetune", "evaluate", "world", "encoder_corpus", "paper_table")}
     assert by_rule["finetune"] and all("--gpus=1" in c for c in by_rule["finetune"])

@@ -133,7 +133,13 @@ def test_network_failure_without_manual_copy_says_where(dead_url, tmp_path, payl
         download(url, tmp_path / "raw" / "a.tgz", digest, manual_dir=manual, retries=1)
     msg = str(e.value)
     assert url in msg and str(manual / "ud-treebanks-v2.5.tgz") in msg and digest in msg
+    assert "connection refused by 127.0.0.1" in msg  # the network's reason, in words
     assert "\n" not in msg
+
+
+def test_a_host_that_does_not_resolve_is_a_dns_failure(tmp_path):
+    with pytest.raises(DownloadError, match=r"\(DNS failure: the host xlt-no-such-host\.invalid could not be resolved"):
+        download("http://xlt-no-such-host.invalid/a.tgz", tmp_path / "a.tgz", None, manual_dir=tmp_path, retries=1)
 
 
 def test_http_404_falls_back_to_manual(server, tmp_path, payload):

@@ -16,6 +16,7 @@ from xlt.errors import XltError
 from xlt.sources.encoders import SNAPSHOT_META, fetch_encoder
 from xlt.sources.fetch import ChecksumError, UnpinnedError
 from xlt.sources.lock import LockConflictError
+from xlt.network import OFFLINE_VARIABLES
 from xlt.sources.pins import main as pins_main
 
 REPO_ID = "org/tiny-bert"
@@ -162,7 +163,7 @@ def test_the_download_encoder_rule_makes_the_snapshot_a_fine_tune_reads(server, 
     override = tmp_path / "local.yaml"
     override.write_text(yaml.safe_dump({"raw_root": str(tmp_path / "raw"), "encoders": {"mbert": {"hub": REPO_ID}},
                                         "download": _cfg(server, tmp_path)}))  # fmt: skip
-    env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")}
+    env = {k: v for k, v in os.environ.items() if k not in OFFLINE_VARIABLES}
     run = subprocess.run([*SNAKEMAKE, "--directory", str(tmp_path), "--configfile", str(REPO / "config.yaml"),
                           str(override), "--cores", "1", str(tmp_path / "raw" / "encoders" / "mbert")],
                          capture_output=True, text=True, timeout=300, env=env)  # fmt: skip

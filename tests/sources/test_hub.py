@@ -96,3 +96,55 @@ def test_offline_mode_is_named(server, hf_online, tmp_path, monkeypatch):
         fetch_hub_files("org/ds", repo.commit, ["a.parquet"], tmp_path, endpoint=server.url,
                         cache_dir=hf_online)  # fmt: skip
     assert server.state.requests == []
+
+
+@pytest.fixture
+def no_backoff(monkeypatch):
+    """huggingface_hub retries a failed connection 5 times with growing sleeps (~23 s): the
+    error is the same after the first try."""
+    from huggingface_hub.utils import _http
+
+    monkeypatch.setattr(_http.time, "sleep", lambda s: None)
+
+
+@pytest.mark.parametrize("endpoint, cause", [
+    ("http://xlt-no-such-host.invalid", "DNS failure: the host xlt-no-such-host.invalid could not be resolved"),
+    ("dead_url", "connection refused by 127.0.0.1"),
+])  # fmt: skip
+def test_an_unreachable_hub_names_the_network_not_a_missing_file(hf_online, no_backoff, tmp_path, endpoint, cause,
+                                                                 request):  # fmt: skip
+    """huggingface_hub reports a failed connection as LocalEntryNotFoundError (an EntryNotFoundError):
+    the message names the network's reason, not "no such file"."""
+    from xlt.sources.fetch import HubFileMissing
+
+    endpoint = request.getfixturevalue(endpoint) if endpoint == "dead_url" else endpoint
+    with pytest.raises(DownloadError) as e:
+        fetch_hub_files("org/ds", "main", ["a.parquet"], tmp_path, endpoint=endpoint, cache_dir=hf_online)
+    assert not isinstance(e.value, HubFileMissing)
+    assert f"The network: {cause}" in str(e.value) and "no such file" not in str(e.value)
+    assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("variable", ["HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"])
+def test_the_offline_variable_that_is_set_is_named(server, hf_online, tmp_path, monkeypatch, variable):
+    """huggingface_hub reads HF_HUB_OFFLINE or else TRANSFORMERS_OFFLINE: the one set is named."""
+    from huggingface_hub import constants
+
+    for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv(variable, "1")
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)  # what it read at import with that variable
+    repo = server.hub_repo("org/ds", {"a.parquet": b"x"})
+    with pytest.raises(DownloadError) as e:
+        fetch_hub_files("org/ds", repo.commit, ["a.parquet"], tmp_path, endpoint=server.url, cache_dir=hf_online)
+    assert f"switched off here by {variable}=1" in str(e.value)
+    other = {"HF_HUB_OFFLINE": "TRANSFORMERS_OFFLINE", "TRANSFORMERS_OFFLINE": "HF_HUB_OFFLINE"}[variable]
+    assert other not in str(e.value) and "no such file" not in str(e.value)
+
+
+def test_a_missing_file_on_a_reachable_hub_is_still_a_missing_file(server, hf_online, tmp_path):
+    from xlt.sources.fetch import HubFileMissing
+
+    repo = server.hub_repo("org/ds", {"a.parquet": b"x"})
+    with pytest.raises(HubFileMissing, match="The repo has no such file at this revision"):
+        fetch_hub_files("org/ds", repo.commit, ["b.parquet"], tmp_path, endpoint=server.url, cache_dir=hf_online)

@@ -51,11 +51,31 @@ def subword_dir(cfg: dict, xx: str, encoder: str) -> str:
     return f"{pair_dir(cfg, xx)}/subword-{encoder}"
 
 
+def bitext_sources(cfg: dict) -> dict[str, list[str]]:
+    """The catalog sources of every configured pair's bitext (WikiMatrix), with the pairs'
+    languages: what the stage downloads (`prefetch` fetches them too); none with the world."""
+    if cfg.get("world") or not cfg.get("align"):
+        return {}
+    from xlt.prepare import raw_patterns
+    from xlt.sources.catalog import providers
+
+    out: dict[str, list[str]] = {}
+    for xx in pairs(cfg):
+        for pattern in raw_patterns("bitext", xx, "train"):
+            found = providers(pattern, xx)
+            if len(found) != 1:
+                raise XltError(f"config key align.pairs: {xx!r}: {len(found)} catalog sources deliver {pattern} "
+                               "(xlt/sources/catalog.yaml); expected one")
+            (source, lang), = found
+            out.setdefault(source.name, []).extend([lang] if lang else [])
+    return out
+
+
 def bitext_inputs(cfg: dict) -> list[str]:
-    """What the pool job waits for: the world, or the WikiMatrix download."""
+    """What the pool job waits for: the world, or the bitext's downloads."""
     if cfg.get("world"):
         return [f"{cfg['results']}/world/manifest.json"]
-    return [T.download_manifest(cfg, "wikimatrix")]
+    return [T.download_manifest(cfg, source) for source in bitext_sources(cfg)]
 
 
 def bitext_file(cfg: dict, xx: str) -> str:

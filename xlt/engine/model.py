@@ -10,7 +10,6 @@ refuses a file whose weights do not match it.
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -25,6 +24,7 @@ from xlt.engine.kinds import Kind, resolve
 from xlt.errors import XltError
 from xlt.io import atomic_dir, read_json, verify_weights, weights_digest, write_json
 from xlt.registry import Task
+from xlt.network import HUB_OFFLINE_VARIABLES, hub_offline, offline_variables, offline_words
 
 MODEL_META = "xlt_model.json"
 SOURCE = "source"  # a record's / a batch's source side (X-Mixup: the English original or translation)
@@ -44,11 +44,6 @@ class ModelSpec:
         return cls(**d)
 
 
-def hub_offline() -> bool:
-    """HF_HUB_OFFLINE is set (as huggingface_hub reads it): the SLURM profile's jobs, `make`."""
-    return os.environ.get("HF_HUB_OFFLINE", "").strip().upper() in {"1", "ON", "YES", "TRUE"}
-
-
 def require_local(name_or_path: str) -> None:
     """An encoder that must come from the network where there is none (offline, or a missing
     snapshot directory) is refused in one line naming it and the command that fetches it."""
@@ -59,8 +54,8 @@ def require_local(name_or_path: str) -> None:
         return
     if looks_local and "/encoders/" not in f"/{name_or_path}":  # a model's or a user's directory: no download makes it
         raise XltError(f"cannot load encoder '{name_or_path}': no such directory (not made yet, or moved)")
-    why = ("no such directory" if looks_local else
-           "not a local directory, and the Hub is offline here (HF_HUB_OFFLINE=1: jobs read local snapshots only)")
+    why = ("no such directory" if looks_local else "not a local directory, and the Hub is offline here "
+           f"({offline_words(offline_variables(HUB_OFFLINE_VARIABLES))}: jobs read local snapshots only)")
     raise XltError(f"encoder {name_or_path}: {why}; fetch its snapshot first where there is network "
                    "(a login node): `snakemake --cores 1 prefetch` with this run's --configfile")
 

@@ -16,6 +16,7 @@ Adding a paper: docs/adding-a-paper.md.
 
 from __future__ import annotations
 
+import re
 from importlib import resources
 
 import yaml
@@ -199,6 +200,11 @@ def index_items(cfg: dict) -> list[str]:
     return tables_and_figures(cfg) + align_tables(cfg)
 
 
+def reads_alignment(cfg: dict) -> bool:
+    """A configured paper reads the alignment stage's aligned pairs (Paper.reads_alignment)."""
+    return any(PAPERS[slug].reads_alignment for slug in configured(cfg))
+
+
 def published_only(cfg: dict) -> list[str]:
     """The files of the tables that show the paper's numbers only under this config: nothing
     computes ours (the table reads no input; its note says why)."""
@@ -215,13 +221,39 @@ def index_file(cfg: dict) -> str:
     return f"{cfg['results']}/tables/{INDEX}"
 
 
+def paper_order(item_id: str) -> tuple:
+    """Sort key of a table or figure id in the order the paper prints them: tables before figures,
+    by number (table2 before table11), the main text's figures before the appendix's (fig10
+    before figa1), a variant after its figure (fig2, fig2_encoder); an id without a number last."""
+    m = re.fullmatch(r"(table|fig)([a-z]?)(\d+)(.*)", item_id)
+    if not m:
+        return (2, 1, "", 0, item_id)
+    kind, appendix, number, rest = m.groups()
+    return (0 if kind == "table" else 1, 0, appendix, int(number), rest)
+
+
+def item_targets(slug: str) -> list[str]:
+    """The ids of a paper's tables and figures, in paper order: `<slug>_<id>` is each one's target."""
+    paper = get_paper(slug)
+    return sorted([t.id for t in paper.tables] + [f.id for f in paper.figures], key=paper_order)
+
+
+def target_names() -> list[str]:
+    """The names of the alias rules (`target_rules`, claims' included), without a config."""
+    return [*(f"{slug}_{item}" for slug in PAPERS for item in [*item_targets(slug), "all"]),
+            *(f"{slug}_claims" for slug, paper in PAPERS.items() if paper.claims), "all_claims"]
+
+
 def target_rules(cfg: dict) -> dict[str, list[str]]:
-    """The alias rules: <slug>_<table> for every table, <slug>_all for every paper,
-    <slug>_claims for every paper with claims, all_claims for the claims page."""
+    """The alias rules: <slug>_<table> and <slug>_<figure> (e.g. crossmulti_fig1) for every table
+    and figure in paper order, <slug>_all for every paper, <slug>_claims for every paper with
+    claims, all_claims for the claims page. A figure the config does not make (xmixup's fig5 on
+    the tiny preset) still has its target: asking for it names the config key."""
     out = {}
     for slug, paper in PAPERS.items():
-        for table in paper.tables:
-            out[f"{slug}_{table.id}"] = table_files(cfg, slug, table.id)
+        figures = {f.id for f in paper.figures}
+        for item in item_targets(slug):
+            out[f"{slug}_{item}"] = (figure_files if item in figures else table_files)(cfg, slug, item)
         out[f"{slug}_all"] = paper_tables(cfg, slug) + paper_figures(cfg, slug)
         if paper.claims:
             out[f"{slug}_claims"] = claims_files(cfg, slug)

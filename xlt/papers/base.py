@@ -103,6 +103,9 @@ class Paper:
     # config -> {model directory: target languages} of the models whose fine-tune also selects per
     # target language on its dev set (oracle selection, xlt.finetune's `oracle_langs`)
     oracle_models: Callable[[dict], dict[str, list[str]]] | None = None
+    # True: its models read the alignment stage's aligned pairs (xlt.align), so its bitext is
+    # among the downloads a run needs (xlt.targets.download_plan; `prefetch` fetches it)
+    reads_alignment: bool = False
     # True: its tables explain published cells without ours in free-text notes, not yet per cell
     # (xlt.tables.account); make_table then checks only that no published cell is dropped
     reasons_in_notes: bool = False

@@ -39,6 +39,7 @@ from xlt.errors import XltError
 from xlt.io import sha256_file, write_json
 from xlt.sources.catalog import COMMIT_RE, SHA256_RE, PlannedFile, Source, get_source
 from xlt.sources.lock import LockConflictError, LockEntry, LockFile, now
+from xlt.network import network_cause
 
 DEFAULT_MANUAL_DIR = Path("resources/manual")
 USER_AGENT = f"xlt/{xlt.__version__} (+https://github.com/; dataset fetcher)"
@@ -184,7 +185,8 @@ def _http_to_part(url: str, part: Path, session: requests.Session, timeout: floa
     try:
         resp = session.get(url, headers=headers, stream=True, timeout=timeout, allow_redirects=True)
     except requests.RequestException as e:
-        raise _Retryable(f"{type(e).__name__}: {e}") from None
+        cause = network_cause(e, urlsplit(url).hostname)
+        raise _Retryable(cause or f"{type(e).__name__}: {e}") from None
     with resp:
         if resp.status_code == 416 and pos:
             # Range not satisfiable: the .part may already hold the whole file.
@@ -369,6 +371,12 @@ def _commit_from_cache_path(path: str) -> str | None:
     return None
 
 
+def _offline_mode_error() -> Exception:
+    from huggingface_hub.errors import OfflineModeIsEnabled
+
+    return OfflineModeIsEnabled()
+
+
 def _one_line(e: BaseException) -> str:
     text = " ".join(str(e).split())
     return f"{type(e).__name__}: {text}" if text else type(e).__name__
@@ -418,17 +426,17 @@ def fetch_hub_files(
                 token=token,
             )
         except Exception as e:  # noqa: BLE001 - huggingface_hub / httpx errors, all user-facing
-            hint = ""
-            if hf_constants.HF_HUB_OFFLINE:
-                hint = (
-                    " HF_HUB_OFFLINE is set (the Makefile sets it for the tiny preset): unset it."
-                )
-            elif "RevisionNotFound" in type(e).__name__:
-                hint = " Check the pinned revision."
-            elif "EntryNotFound" in type(e).__name__:
-                hint = " The repo has no such file at this revision: check the catalog's file list."
             ep = endpoint or hf_constants.ENDPOINT
-            raise (HubFileMissing if "EntryNotFound" in type(e).__name__ else DownloadError)(
+            # A failed connection reaches us as LocalEntryNotFoundError, an EntryNotFoundError:
+            # the network's own reason comes first, "no such file" only when the Hub answered.
+            cause = network_cause(e, urlsplit(ep).hostname)
+            if cause is None and hf_constants.HF_HUB_OFFLINE:
+                cause = network_cause(_offline_mode_error())
+            missing = cause is None and "EntryNotFound" in type(e).__name__
+            hint = (f" The network: {cause}." if cause else
+                    " Check the pinned revision." if "RevisionNotFound" in type(e).__name__ else
+                    " The repo has no such file at this revision: check the catalog's file list." if missing else "")
+            raise (HubFileMissing if missing else DownloadError)(
                 f"could not fetch {where} from {ep} ({_one_line(e)}).{hint}"
             ) from None
         commit = _commit_from_cache_path(cached)

@@ -93,22 +93,32 @@ def encoder_lines(encoders: dict, locked: dict[str, dict[str, LockEntry]]) -> li
 
 
 def report(cfg: FetchConfig, encoders: dict | None = None) -> str:
+    return tally(cfg, encoders)[0]
+
+
+def tally(cfg: FetchConfig, encoders: dict | None = None, sources=None) -> tuple[str, dict]:
+    """The report and its file counts {locked, pinned, not locked, stale}, plus 'encoders not
+    locked': the config's Hub encoders whose snapshot is neither pinned nor locked. `sources`:
+    only these catalog entries (default: all)."""
     lock = cfg.lock_file()
     entries = lock.read()
     total = {"locked": 0, "pinned": 0, "not locked": 0, "stale": 0}
     out = [f"lock file: {lock.path}" + ("" if lock.path.exists() else " (none yet)")]
     for name, source in sorted(catalog().items()):
+        if sources is not None and name not in sources:
+            continue
         lines, counts = source_lines(source, cfg.pin_for(source), entries.get(name, {}))
         out += lines
         for k, v in counts.items():
             total[k] += v
-    for name in sorted(set(entries) - set(catalog())):
+    for name in sorted(set(entries) - set(catalog()) if sources is None else ()):
         out.append(f"{name} (not in the catalog)")
         out += [_locked_line(r, e).replace("  locked   ", "  stale    ", 1) for r, e in sorted(entries[name].items())]
         total["stale"] += len(entries[name])
-    out += encoder_lines(encoders or {}, lock.read("encoders"))
+    enc = encoder_lines(encoders or {}, lock.read("encoders"))
+    out += enc
     out.append(", ".join(f"{v} {k}" for k, v in total.items()) + " (files)")
-    return "\n".join(out) + "\n"
+    return "\n".join(out) + "\n", {**total, "encoders not locked": sum("): not locked" in line for line in enc)}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -706,4 +706,5 @@ PAPER = Paper(
     data_sizes=data_sizes,
     wildcards=WILDCARDS,
     claims="claims.yaml",
+    reads_alignment=True,  # its adjusted encoders learn from aligned word pairs
 )

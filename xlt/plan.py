@@ -1,0 +1,160 @@
+"""The plan before a run (`make plan`, and the start of a `--profile slurm` run): one screen with
+the jobs per stage, their GPU-hours from the bill (xlt.bill), what is missing first and the
+next command to type.
+
+    jobs      (rule, outputs) of every job the run would start, as `xlt.bill.dag_jobs` gives
+              them; the caller reads them from Snakemake's DAG (workflow_scripts/plan.py,
+              rules/common.smk's onstart)
+    stages    a rule's stage is the rules file that declares it (rules/<stage>.smk), in the
+              order the Snakefile includes them
+    missing   in the order to fix them: downloads and encoder snapshots not prefetched (the
+              compute nodes have no network), catalog files and snapshots not locked yet,
+              XLT_SLURM_ACCOUNT unset
+
+Nothing here imports Snakemake.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from xlt import papers as P
+from xlt import targets as T
+from xlt.help import declared_rules
+
+REPO = Path(__file__).resolve().parent.parent
+LOCK_FILE = "xlt/sources/catalog.lock.yaml"
+_INCLUDE = re.compile(r'^include: "rules/(\w+)\.smk"', re.M)
+
+
+@dataclass(frozen=True)
+class Missing:
+    what: str  # one line: what is missing and why it matters
+    command: str  # what to type
+
+
+def stages(repo: Path = REPO) -> dict[str, str]:
+    """rule -> its stage (the stem of the rules file declaring it), in the Snakefile's include order."""
+    out = {}
+    for stem in _INCLUDE.findall((repo / "Snakefile").read_text(encoding="utf-8")):
+        for rule in declared_rules(repo / "rules" / f"{stem}.smk"):
+            out[rule] = stem
+    return out
+
+
+def stage_rows(jobs: list[tuple[str, list[str]]], rule_hours: Mapping[str, float],
+               rule_stage: Mapping[str, str]) -> list[tuple[str, int, float]]:  # fmt: skip
+    """(stage, jobs, GPU-hours) in include order; a job of a rule no rules file declares (an alias
+    target: no work of its own) is left out."""
+    order = list(dict.fromkeys(rule_stage.values()))
+    count: Counter = Counter()
+    hours: Counter = Counter()
+    for rule, _ in jobs:
+        if rule in rule_stage:
+            count[rule_stage[rule]] += 1
+    for rule, h in rule_hours.items():
+        if rule in rule_stage:
+            hours[rule_stage[rule]] += h
+    return [(s, count[s], hours[s]) for s in order if count[s]]
+
+
+def missing_first(cfg: dict, workdir: Path, env: Mapping[str, str],
+                  lock_counts: Mapping[str, int] | None = None) -> list[Missing]:
+    """What to do before submitting, in order. `lock_counts`: xlt.sources.pins.tally's counts
+    over the sources this run downloads (None: not asked)."""
+    out = []
+    fetch = T.prefetch(cfg)
+    absent = [f for f in fetch if not (workdir / f).exists()]
+    if absent:
+        snapshots = {T.snapshot_dir(cfg, e) for e in T.hub_encoders(cfg)}
+        n_snap = sum(f in snapshots for f in absent)
+        out.append(Missing(
+            f"{len(absent) - n_snap} of {len(fetch) - len(snapshots)} downloads and {n_snap} of {len(snapshots)} "
+            "encoder snapshots are not prefetched: compute nodes have no network; fetch them on the login node",
+            "make prefetch"))  # fmt: skip
+    if lock_counts and (lock_counts.get("not locked") or lock_counts.get("encoders not locked")):
+        out.append(Missing(
+            f"{lock_counts.get('not locked', 0)} catalog files and {lock_counts.get('encoders not locked', 0)} "
+            f"encoder snapshots are not locked yet: the first fetch locks them in {LOCK_FILE}; "
+            "check the locks and commit that file",
+            f"make pins  # then: git add {LOCK_FILE} && git commit"))  # fmt: skip
+    if not env.get("XLT_SLURM_ACCOUNT"):
+        out.append(Missing("XLT_SLURM_ACCOUNT is unset: `--profile slurm` submits with sbatch -A from it "
+                           "(also XLT_SLURM_PARTITION, XLT_SLURM_GPU_PARTITION: README.md, \"Run it on a SLURM cluster\")",
+                           "export XLT_SLURM_ACCOUNT=<your project>"))  # fmt: skip
+    return out
+
+
+def render(target: str, config: str, jobs: list[tuple[str, list[str]]], bill: dict, missing: list[Missing],
+           run_command: str | None, rule_stage: Mapping[str, str] | None = None) -> list[str]:  # fmt: skip
+    """The plan, one screen: jobs and GPU-hours per stage, the total, what is missing, the next
+    command (none when `run_command` is None: the run has started)."""
+    rule_stage = stages() if rule_stage is None else rule_stage
+    rule_hours = {r: v["ours"] for r, v in bill["rules"].items()}
+    rows = stage_rows(jobs, rule_hours, rule_stage)
+    total = bill["papers"].get("total", {}).get("ours", 0.0)
+    n = sum(c for _, c, _ in rows)
+    how = "measured where the GPU benchmark measured the work, else a FLOPs ESTIMATE" if bill.get("benchmark") \
+        else "a FLOPs ESTIMATE: no GPU benchmark measured yet"
+    out = [f"Plan of `{target}` on {config}: {n:,} jobs to run, {_hours(total)} GPU-hours",
+           f"(GPU-hours: {how}; `make bill` gives them per paper and rule)", "",
+           f"  {'stage':<12}{'jobs':>7}  {'GPU-hours':>10}"]  # fmt: skip
+    out += [f"  {s:<12}{c:>7,}  {_hours(h) if h else '–':>10}" for s, c, h in rows]
+    out += [f"  {'total':<12}{n:>7,}  {_hours(total):>10}", ""]
+    if missing:
+        out.append("Missing first:")
+        for i, m in enumerate(missing, 1):
+            out.append(f"  {i}. {m.what}")
+            out.append(f"     $ {m.command}")
+        out.append("")
+    if run_command is not None:
+        nxt = missing[0].command if missing else run_command
+        out.append(f"Next: {nxt}" + ("" if missing else "   (rerun it after an interruption: it resumes)"))
+    return out
+
+
+def _hours(h: float) -> str:
+    return f"{h:,.0f}" if h >= 100 else f"{h:.1f}" if h >= 1 else f"{h:.2g}"
+
+
+def run_command(target: str, configfiles: list[str]) -> str:
+    """The submission command of this plan: the SLURM profile, the config files after the target."""
+    files = [c for c in configfiles if Path(c).resolve() != (REPO / "config.yaml").resolve()]
+    return f".venv/bin/snakemake --profile slurm {target}" + (f" --configfile {' '.join(files)}" if files else "")
+
+
+def plan_lines(cfg: dict, jobs: list[tuple[str, list[str]]], target: str, configfiles: list[str], workdir: Path,
+               env: Mapping[str, str], started: bool = False) -> list[str]:  # fmt: skip
+    """The whole plan of `jobs` (what the run would start) for config files `configfiles`;
+    `started`: the run has begun (no next command)."""
+    label = " ".join(_shown(c) for c in configfiles) or "config.yaml"
+    bill = bill_of(cfg, jobs, target, label)
+    from xlt.sources.fetch import FetchConfig
+    from xlt.sources.pins import tally
+
+    planned = T.download_plan(cfg)
+    locks = None
+    if planned:
+        locks = tally(FetchConfig.coerce(cfg.get("download") or {}), cfg.get("encoders") or {}, sources=set(planned))[1]
+    command = None if started else run_command(target, configfiles)
+    return render(target, label, jobs, bill, missing_first(cfg, workdir, env, locks), command)
+
+
+def bill_of(cfg: dict, jobs: list[tuple[str, list[str]]], target: str, label: str) -> dict:
+    """`make bill`'s bill of these jobs: the GPU benchmark's rates where it measured the work."""
+    import json
+
+    from xlt.bill import Examples, report
+
+    bench_file = REPO / "benchmarks" / "gpu_throughput.json"
+    bench = json.loads(bench_file.read_text()) if bench_file.exists() else None
+    return report(cfg, jobs, Examples(cfg, None), bench, target, label, aliases=set(P.target_rules(cfg)))
+
+
+def _shown(path: str) -> str:
+    p = Path(path).resolve()
+    return str(p.relative_to(REPO)) if p.is_relative_to(REPO) else str(path)
