@@ -80,7 +80,7 @@ def test_make_plan_names_a_misspelled_target_before_snakemake_runs():
     run = subprocess.run([sys.executable, str(REPO / "workflow_scripts" / "plan.py"), "--target", "all_tabels"],
                          capture_output=True, text=True, timeout=120, cwd=REPO)  # fmt: skip
     assert run.returncode == 1 and run.stdout == ""
-    assert run.stderr.strip() == ("error: no target 'all_tabels'; did you mean all_tables, tables? "
+    assert run.stderr.strip() == ("error: no target 'all_tabels'; did you mean all_tables, tables, all_claims? "
                                   "(`make help` lists every target)")  # fmt: skip
 
 

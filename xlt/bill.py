@@ -75,6 +75,8 @@ NO_DEVICE_TIME = {
     "align_aer_table": "CPU: a table of result files",
     "crossmulti_head_updates": "CPU: compares weight matrices, no forward pass",
     "paper_table": "CPU: a table of result files",
+    "paper_claims": "CPU: a paper's claims decided on its table CSVs",
+    "claims_page": "CPU: the claims of every paper on one page",
     "paper_figure": "CPU: a figure of result files",
     "tables_index": "CPU: lists the tables",
     "all_tables": "a target: no job of its own",
