@@ -91,16 +91,15 @@ rule paper_claims:
         " --inputs {input} --out-prefix {params.prefix} 2> {log}"
 
 
+CLAIMS_REPORT = {"caption": "../report/claims.rst", "category": "claims"}
+
+
 # results/claims.md (and .csv): every configured paper's claims on one page.
 rule claims_page:
     input:
         [P.claims_files(config, slug)[0] for slug in P.claim_papers(config)],
     output:
-        md=report(
-            P.claims_page_files(config)[0],
-            caption="../report/claims.rst",
-            category="claims",
-        ),
+        md=report(P.claims_page_files(config)[0], **CLAIMS_REPORT),
         csv=P.claims_page_files(config)[1],
     log:
         "logs/claims/page.log",

@@ -10,6 +10,7 @@ import subprocess
 from tests.conftest import REPO
 from tests.test_config import base
 from tests.test_workflow import SNAKEMAKE, job_counts
+from xlt import papers  # noqa: F401  (registers the alignment stage's downloads)
 from xlt import targets as T
 from xlt.network import OFFLINE_VARIABLES
 

@@ -1,6 +1,7 @@
 import pytest
 
 from tests.test_config import base, shipped_configs
+from xlt import papers  # noqa: F401  (registers the alignment stage's downloads)
 from xlt import targets as T
 from xlt.errors import XltError
 

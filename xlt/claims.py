@@ -328,6 +328,8 @@ def _isin(column: pd.Series, wanted: list) -> pd.Series:
 
 def select(df: pd.DataFrame, *fs: dict) -> pd.DataFrame:
     """The rows passing every filter (column -> value or list of values; compared as text)."""
+    if df.empty and not len(df.columns):  # a table with no rows at all (nothing of it run): nothing passes
+        return df
     keep = pd.Series(True, index=df.index)
     for f in fs:
         for col, want in f.items():

@@ -590,19 +590,25 @@ def raw_sources(cfg: dict, dataset: str) -> dict[str, list[str]]:
     return out
 
 
+# Downloads a stage besides the tasks' reads, by config: (cfg) -> {source: languages}. xlt.papers
+# registers the alignment stage's bitext (when a configured paper reads aligned pairs), so that
+# this module imports neither (the import contracts: no circles).
+EXTRA_DOWNLOADS: list[Callable[[dict], dict[str, list[str]]]] = []
+
+
 def download_plan(cfg: dict) -> dict[str, list[str]]:
     """Every catalog source the configured papers read, with its languages; none with the world.
     The named sets of a task a paper reads (`data.<task>.sets`: test sets other jobs evaluate on)
     are read too: they are prepared only when a job asks for them, but fetched with the rest;
     so is the alignment stage's bitext when a configured paper reads aligned pairs (adjust)."""
-    from xlt.align.targets import bitext_sources
-    from xlt.papers import reads_alignment
-
     if cfg.get("world"):
         return {}
+    if not EXTRA_DOWNLOADS:
+        raise XltError("download plan: no stage has registered its downloads; import xlt.papers first "
+                       "(it registers the alignment stage's bitext)")
     plan: dict[str, list[str]] = {}
     sources = [raw_sources(cfg, dataset) for dataset in [*datasets(cfg), *named_sets(cfg)]]
-    sources += [bitext_sources(cfg)] if reads_alignment(cfg) else []
+    sources += [extra(cfg) for extra in EXTRA_DOWNLOADS]
     for found in sources:
         for source, langs in found.items():
             plan[source] = list(dict.fromkeys(plan.get(source, []) + langs))

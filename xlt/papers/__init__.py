@@ -22,7 +22,7 @@ from importlib import resources
 import yaml
 
 from xlt import targets as T
-from xlt.align.targets import align_tables
+from xlt.align.targets import align_tables, bitext_sources
 from xlt.errors import XltError, unknown
 from xlt.papers import adjust, crossmulti, dlfa, underspec, xmixup
 from xlt.papers.base import Figure, Paper, Table
@@ -203,6 +203,10 @@ def index_items(cfg: dict) -> list[str]:
 def reads_alignment(cfg: dict) -> bool:
     """A configured paper reads the alignment stage's aligned pairs (Paper.reads_alignment)."""
     return any(PAPERS[slug].reads_alignment for slug in configured(cfg))
+
+
+# the alignment stage's bitext is among a run's downloads when a configured paper reads aligned pairs
+T.EXTRA_DOWNLOADS.append(lambda cfg: bitext_sources(cfg) if reads_alignment(cfg) else {})
 
 
 def published_only(cfg: dict) -> list[str]:
