@@ -436,9 +436,7 @@ def _translated_split(task: str, lang: str, split: str, raw_root: Path, source_c
     spec, plain = _translated(task, source_cfg)
     if lang == spec["source"]:
         out = evalsets.self_source(task, prepare_split(task, lang, split, raw_root, plain, stats=stats))
-        if stats is not None:
-            info = stats.setdefault("translated", {"source": spec["source"], "note": NO_BACK_TRANSLATION, "pairs": {}})
-            info.setdefault("self_paired", {})[f"{lang}/{split}"] = len(out)
+        _translated_stats(stats, spec, "self_paired", lang, split, len(out))
         return out
     pattern = _translation_pattern(spec, lang, split)
     if pattern is None:
@@ -466,10 +464,16 @@ def _translated_split(task: str, lang: str, split: str, raw_root: Path, source_c
                                      target_file=own_file, translated_file=path)
     if not out:
         raise XltError(f"{path}: no records for task {task!r}, language {lang!r}, split {split!r}")
+    _translated_stats(stats, spec, "pairs", lang, split, len(out))
+    return out
+
+
+def _translated_stats(stats: dict | None, spec: dict, key: str, lang: str, split: str, n: int) -> None:
+    """Count a translated split's records in the manifest's `translated` stats, under `key`
+    ("pairs": joined to a translation; "self_paired": the source language, its own source)."""
     if stats is not None:
         info = stats.setdefault("translated", {"source": spec["source"], "note": NO_BACK_TRANSLATION, "pairs": {}})
-        info["pairs"][f"{lang}/{split}"] = len(out)
-    return out
+        info.setdefault(key, {})[f"{lang}/{split}"] = n
 
 
 def _qa_translated(lang: str, split: str, path: Path, raw_root: Path, spec: dict, plain: dict,

@@ -138,7 +138,8 @@ def add_marks(table: pd.DataFrame, keys: list[str], marks: dict[str, str], by: s
 
 COLLAPSE_NOTE = ("†k: k of the cell's seeds collapsed (the selected model's dev predictions nearly all one class or "
                  "tag, or its dev score not above the dev set's majority baseline: config collapse:, recorded in each "
-                 "model's xlt_model.json); they are kept in the mean and counted in the CSV's n_collapsed")
+                 "model's xlt_model.json; or the scored predictions behind the cell nearly all one label); they are "
+                 "kept in the mean and counted in the CSV's n_collapsed")
 
 
 def collapse_note(table: pd.DataFrame, cell_name) -> str | None:

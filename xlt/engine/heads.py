@@ -37,16 +37,12 @@ class ClassificationHead(nn.Module):
         return {"logits": self.out(self.dropout(torch.tanh(self.dense(x))))}
 
 
-class LinearClassificationHead(nn.Module):
-    """One linear layer on the first token (shijie-wu/crosslingual-nlp's classifier)."""
-
-    def __init__(self, hidden: int, num_labels: int, dropout: float):
-        super().__init__()
-        self.dropout = nn.Dropout(dropout)
-        self.out = nn.Linear(hidden, num_labels)
+class LinearClassificationHead(TaggingHead):
+    """One linear layer on the first token (shijie-wu/crosslingual-nlp's classifier): the
+    tagging head's dropout and linear layer, read at [CLS] only."""
 
     def forward(self, h: torch.Tensor, batch: dict) -> dict:
-        return {"logits": self.out(self.dropout(h[:, 0]))}
+        return super().forward(h[:, 0], batch)
 
 
 class PooledClassificationHead(nn.Module):

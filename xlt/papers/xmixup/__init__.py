@@ -398,8 +398,8 @@ def table3(spec: dict, inputs: list[str]):
     not_run = [t for t in dict.fromkeys(published["task"]) if t not in _tasks(spec) and t != "avg"]
     notes = _notes(spec, [
         "A cell is the accuracy (QA: F1, EM) averaged over the task's languages, English included (XTREME's average); "
-        "X-Mixup's target languages are scored with their English side mixed in where a translate-test set exists "
-        "(classification: both sides' class probabilities averaged; QA: the target's span).",
+        "X-Mixup's target languages are scored with their English side mixed in where a translate-test set exists, "
+        "English mixed with itself (classification: both sides' class probabilities averaged; QA: the target's span).",
         *_not_run_notes(spec, published["task"]),
         "Avg.: the paper's only (it averages every task, QA included)."], avg)
     md, tex = render_grid(table, ["encoder", "model"], "column", "xmixup Table 3: main results (accuracy, average "
