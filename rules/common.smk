@@ -17,7 +17,7 @@ from xlt import resources as R
 from xlt import targets as T
 from xlt import zeroshot as Z
 from xlt.cli import RERUN, configfile_slip, failed_job_errors
-from xlt.config import check_workflow_config, located, workflow_sources
+from xlt.config import check_workflow_config, located, merged, workflow_sources
 from xlt.errors import XltError
 from xlt.plan import plan_lines
 from xlt.progress import progress_note
@@ -28,18 +28,24 @@ if slip := configfile_slip(sys.argv):
     print(slip, file=sys.stderr)
     sys.exit(1)
 
+# Merge order: each paper's config.yaml (xlt/papers/<slug>/), the Snakefile's configfile, each
+# --configfile (one saying `paper_preset: <p>` after the papers' presets/<p>.yaml), --config.
+# Snakemake merged the files without the papers' own: the config is rebuilt from the sources.
+_cli = [str(f) for f in workflow.overwrite_configfiles]
+_files = [str(f) for f in workflow.configfiles if str(f) not in _cli] + _cli
+_sources = []
 try:
+    _sources = workflow_sources(_files, workflow.config_settings.config)
+    _resolved = merged(_sources)
+    config.clear()
+    config.update(_resolved)
     check_workflow_config(config)
     # the zero_shot target's encoder given as a directory or a Hub id: an encoders entry from here on
     config["encoders"].update(Z.declared_encoders(config))
 except XltError as e:
     # One line naming the file that set the key and exit 1, before the DAG exists (a
-    # WorkflowError would add Snakemake's frame lines around the message). Merge order:
-    # the Snakefile's configfile, each --configfile, --config.
-    _cli = [str(f) for f in workflow.overwrite_configfiles]
-    _files = [str(f) for f in workflow.configfiles if str(f) not in _cli] + _cli
-    print(f"error: invalid configuration: {located(e, workflow_sources(_files, workflow.config_settings.config))}",
-          file=sys.stderr)
+    # WorkflowError would add Snakemake's frame lines around the message).
+    print(f"error: invalid configuration: {located(e, _sources)}", file=sys.stderr)
     sys.exit(1)
 
 RESULTS = config["results"]

@@ -17,10 +17,11 @@ from tests.conftest import REPO
 from xlt import papers as P
 from xlt.bill import (BITEXT, ESTIMATE_MFU, FLOPS, NO_DEVICE_TIME, PRICED, SIDES, Cost, Examples, bill, classify,
                       dag_jobs, estimate_rate, flop_rates, job_costs, markdown, report, throughputs)  # fmt: skip
+from xlt.config import load_configs
 from xlt.errors import XltError
 from xlt.throughput import SHAPES, length_profile
 
-CFG = yaml.safe_load((REPO / "config.yaml").read_text())
+CFG = load_configs([])  # config.yaml with the papers' own files
 MEAN = {t: length_profile(t).mean() for t in ("ner", "pos", "pawsx", "xnli", "marc")}
 N_MBERT = SHAPES["mbert"].non_embedding_params()
 

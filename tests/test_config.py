@@ -3,17 +3,17 @@ from pathlib import Path
 import pytest
 import yaml
 
-from xlt.config import check_workflow_config, deep_merge, validate
+from xlt.config import check_workflow_config, load_configs, validate
 from xlt.errors import XltError
 
 REPO = Path(__file__).resolve().parent.parent
 
 
 def shipped_configs():
-    base = yaml.safe_load((REPO / "config.yaml").read_text())
-    yield "config.yaml", base
+    """config.yaml and each preset over it, resolved as a run reads them (the papers' own files merged)."""
+    yield "config.yaml", load_configs([])
     for preset in sorted((REPO / "presets").glob("*.yaml")):
-        yield preset.name, deep_merge(base, yaml.safe_load(preset.read_text()))
+        yield preset.name, load_configs([preset])
 
 
 @pytest.mark.parametrize("name,cfg", list(shipped_configs()), ids=lambda x: x if isinstance(x, str) else "")
@@ -128,10 +128,14 @@ def _mapping(loader, node, deep=False):
 _NoDuplicates.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping)
 
 
-@pytest.mark.parametrize("path", ["config.yaml", "slurm/profile.yaml", *sorted(p.name for p in (REPO / "presets").glob("*.yaml"))])
+SHIPPED_YAML = ["config.yaml", "slurm/profile.yaml", *sorted(p.relative_to(REPO).as_posix() for p in (REPO / "presets").glob("*.yaml")),
+                *sorted(p.relative_to(REPO).as_posix() for p in (REPO / "xlt" / "papers").glob("*/config.yaml")),
+                *sorted(p.relative_to(REPO).as_posix() for p in (REPO / "xlt" / "papers").glob("*/presets/*.yaml"))]
+
+
+@pytest.mark.parametrize("path", SHIPPED_YAML)
 def test_shipped_yaml_has_no_duplicate_keys(path):
-    full = REPO / path if (REPO / path).exists() else REPO / "presets" / path
-    yaml.load(full.read_text(), Loader=_NoDuplicates)
+    yaml.load((REPO / path).read_text(), Loader=_NoDuplicates)
 
 
 def test_schema_declares_every_training_option_and_only_those():

@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from tests.conftest import REPO
+from xlt.config import load_configs
 
 SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile")]
 
@@ -72,7 +73,7 @@ def test_every_model_and_result_carries_provenance(tiny_run):
     model = tiny_run / "results/models/tiny/pretrained/pos.es_ancora/en.crossmulti/seed1"
     meta = json.loads((model / "xlt_model.json").read_text())
     assert meta["provenance"]["seed"] == 1
-    preset = yaml.safe_load((REPO / "presets" / "tiny.yaml").read_text())
+    preset = load_configs([REPO / "presets" / "tiny.yaml"])
     assert meta["provenance"]["config"]["lr"] == preset["hparams"]["crossmulti"]["lr"]  # the preset's, resolved
     assert all(len(d) == 64 for d in meta["provenance"]["data_sha256"].values())
     assert "source_sha256" in meta["provenance"]["code"]
@@ -239,9 +240,9 @@ def test_tiny_all_tables_dag_has_the_data_size_tables_and_no_download(tmp_path):
     # public translate-train, QA is config.yaml's)
     assert counts["paper_table"] == 3 + 5 + 6 + 8 + 10 + 6 and "download" not in counts
     assert counts["paper_claims"] == 5 and counts["claims_page"] == 1  # results/claims.md: reads the CSVs, trains nothing
-    assert counts["xmixup_cka"] == 3 * len(yaml.safe_load((REPO / "presets" / "tiny.yaml").read_text())["papers"]["xmixup"]["seeds"])
+    assert counts["xmixup_cka"] == 3 * len(load_configs([REPO / "presets" / "tiny.yaml"])["papers"]["xmixup"]["seeds"])
     assert counts["xmixup_centroids"] == 3  # Figure 4: the three models of the first seed
-    seeds = yaml.safe_load((REPO / "presets" / "tiny.yaml").read_text())["papers"]["crossmulti"]["analysis"]["seeds"]
+    seeds = load_configs([REPO / "presets" / "tiny.yaml"])["papers"]["crossmulti"]["analysis"]["seeds"]
     # one probe job per fine-tuned model: 4 tasks × cross / multi × the analysed seeds
     assert counts["crossmulti_probe_model"] == 8 * len(seeds) and counts["crossmulti_pppl"] == 4 and counts["adapt_mlm"] == 1
     assert "results/models/tiny/mlm-ner-crossmulti/ner/en.crossmulti.crossmulti_fa/seed1" in out

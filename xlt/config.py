@@ -26,6 +26,7 @@ from xlt.cli import not_a_config_file, run
 from xlt.engine.config import TrainConfig
 from xlt.errors import XltError, check_config_ref, langset_hint
 from xlt.io import read_yaml
+from xlt.papers.config_files import with_paper_files
 from xlt.registry import TASKS
 from xlt.world.config import resolve as resolve_world
 from xlt.zeroshot import check as check_zero_shot
@@ -191,7 +192,12 @@ def _label(path) -> str:
 
 
 def config_sources(paths, default: bool = True) -> list[tuple[str, dict]]:
-    """(file, its mapping) of config.yaml (`default`) and each file, in merge order."""
+    """(file, its mapping) of config.yaml (`default`) and each file, in merge order, with the
+    papers' own files where they belong (xlt.papers.config_files)."""
+    return with_paper_files(_file_sources(paths, default))
+
+
+def _file_sources(paths, default: bool) -> list[tuple[str, dict]]:
     out = []
     for path in [DEFAULT_CONFIG] * default + list(paths):
         if hint := not_a_config_file(path):
@@ -207,8 +213,8 @@ def config_sources(paths, default: bool = True) -> list[tuple[str, dict]]:
 
 def workflow_sources(configfiles, overrides) -> list[tuple[str, dict]]:
     """What a Snakemake run merged, in order: its config files (already read by Snakemake, so
-    valid YAML) and its --config values (`overrides`)."""
-    return [*config_sources(configfiles, default=False), ("--config", dict(overrides or {}))]
+    valid YAML) and its --config values (`overrides`), with the papers' own files where they belong."""
+    return with_paper_files([*_file_sources(configfiles, default=False), ("--config", dict(overrides or {}))])
 
 
 def load_configs(paths) -> dict:
@@ -293,6 +299,8 @@ def _check_references(config: dict) -> None:
                            "(no config.json there)")
     for name, profile in config.get("hparams", {}).items():
         base = {k: v for k, v in profile.items() if k != "per_task"}
+        if isinstance(base.get("select_metric"), dict):  # one per task (xlt.targets.hparams)
+            _check_task_metrics(f"hparams.{name}.select_metric", base.pop("select_metric"))
         TrainConfig.from_dict({"task": "pos", "encoder": "", **base}, where=f"config key hparams.{name}")
         for task, own in (profile.get("per_task") or {}).items():
             where = f"config key hparams.{name}.per_task.{task}"
@@ -345,6 +353,12 @@ def _check_references(config: dict) -> None:
                 _check_treebanks(config, slug, paper.get("treebanks"), task, langs)
     _check_named_sets(config)  # after the papers: a set may name a paper's language set, reported there first
     check_zero_shot(config)  # the zero_shot target's keys, when given
+
+
+def _check_task_metrics(key: str, metrics: dict) -> None:
+    for task, metric in metrics.items():
+        check_config_ref("task", key, task, TASKS)
+        check_config_ref(f"metric of task {task}", f"{key}.{task}", metric, TASKS[task].metrics)
 
 
 def _check_named_sets(config: dict) -> None:

@@ -366,9 +366,9 @@ def engine_options(cfg: dict, training: dict) -> dict:
 def hparams(cfg: dict, recipe: str, dataset: str | None = None,
             extra_of_tag: Callable[[str], dict] | None = None) -> dict:
     """The recipe's hparams profile, with the task's own settings (`per_task.<task>`) over it
-    when `dataset` is given. Model selection uses the metric the paper of the same name reports
-    for the task (`papers.<profile>.metric.<task>`) unless the profile sets `select_metric`: a
-    model is chosen by the number its table prints. A profile `<profile>-<extra tag>` is the
+    when `dataset` is given. Model selection uses the profile's `select_metric`: one metric, or
+    one per task (a paper's profile names the number its tables print; a task it does not list
+    selects on the task's first metric). A profile `<profile>-<extra tag>` is the
     profile with one more extra, which `extra_of_tag` reads from the tag (the papers' tag
     grammars: xlt.papers.hparams passes them)."""
     name = Recipe.parse(recipe).hparams
@@ -383,11 +383,10 @@ def hparams(cfg: dict, recipe: str, dataset: str | None = None,
         if extra_of_tag is None:
             raise XltError(f"recipe {recipe!r}: an extra tag ({tag!r}) is read by a paper's tag grammar (xlt.papers.hparams)")
         hp["extras"] = [*hp.get("extras", []), extra_of_tag(tag)]
-    reported = (cfg.get("papers", {}).get(name) or {}).get("metric")
-    if dataset is not None and "select_metric" not in hp and isinstance(reported, dict):
-        task = task_of(dataset)
-        if task in reported:
-            hp["select_metric"] = reported[task]
+    if isinstance(hp.get("select_metric"), dict):  # per task: the training job gets its task's
+        per_task_metric = hp.pop("select_metric")
+        if dataset is not None and task_of(dataset) in per_task_metric:
+            hp["select_metric"] = per_task_metric[task_of(dataset)]
     return hp
 
 
