@@ -113,6 +113,12 @@ pins: install  ## what each catalog source is pinned or locked to (PINS_CONFIG)
 bill: install  ## the full-scale bill in GPU-hours: results/bill.md and README's block
 	$(PY) benchmarks/full_scale_bill.py --out results/bill --readme README.md
 
+# README's status block and docs/papers.md's table of the papers, from the registry and the two
+# configs (xlt/status.py; tests check both are current).
+.PHONY: status
+status: install  ## README's status block and docs/papers.md's table, regenerated from the paper plugins
+	$(PY) -m xlt.status --write README.md --write docs/papers.md
+
 # What config.yaml's run needs from the network, fetched and locked once where there is network
 # (a login node): every dataset and encoder snapshot (docs/sources.md, "Offline compute nodes").
 .PHONY: prefetch

@@ -131,3 +131,11 @@ def test_a_bad_selection_metric_names_the_key(metrics, message):
     cfg["hparams"]["crossmulti"]["select_metric"] = metrics
     with pytest.raises(XltError, match=message):
         C.validate(cfg)
+
+
+def test_docs_papers_table_is_the_generated_one():
+    from xlt.status import PAPERS_BEGIN, PAPERS_END, current_block, papers_block
+
+    text = (REPO / "docs" / "papers.md").read_text(encoding="utf-8")
+    assert current_block(text, "docs/papers.md", PAPERS_BEGIN, PAPERS_END) == papers_block(), \
+        "regenerate with: make status (python -m xlt.status --write docs/papers.md)"

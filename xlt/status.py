@@ -3,9 +3,13 @@ two configs, never typed by hand: ours on the tiny preset (`make tables`), plann
 config.yaml only (full scale), or published only (the paper's numbers are in the repo, nothing
 computes ours yet, or an option is off).
 
+docs/papers.md's table of the papers (its page, its settings beside it and what the tiny preset
+trims, the same three columns) is generated here too (`make status` writes both).
+
     python -m xlt.status                 # print the Markdown table
     python -m xlt.status --write README.md   # replace the block between the README's markers
     python -m xlt.status --check README.md   # exit 1 if that block differs (tests/test_readme.py)
+    python -m xlt.status --write docs/papers.md  # its table of the papers (tests/test_paper_config.py)
 """
 
 from __future__ import annotations
@@ -18,10 +22,13 @@ from pathlib import Path
 
 from xlt import papers as P
 from xlt.config import REPO, load_configs
+from xlt.papers.config_files import layer, paper_file
 from xlt.papers.published import list_published
 
 BEGIN = "<!-- status: generated from the paper plugins; regenerate with: python -m xlt.status --write README.md -->"
 END = "<!-- /status -->"
+PAPERS_BEGIN = "<!-- papers: generated from the paper plugins; regenerate with: python -m xlt.status --write docs/papers.md -->"
+PAPERS_END = "<!-- /papers -->"
 TINY = REPO / "presets" / "tiny.yaml"
 
 
@@ -87,33 +94,84 @@ def status_table() -> str:
     return "\n".join(rows)
 
 
+def _link(path: Path, page: Path) -> str:
+    """`path` as a Markdown link from `page` (both in the repository)."""
+    rel = Path(*[".."] * (len(page.relative_to(REPO).parts) - 1), path.relative_to(REPO)).as_posix()
+    return f"[{path.relative_to(REPO).as_posix()}]({rel})"
+
+
+def papers_table(page: Path = REPO / "docs" / "papers.md") -> str:
+    """docs/papers.md's table: each registered paper's page, its settings (xlt/papers/<slug>/
+    config.yaml: its block and profiles; presets/tiny.yaml: what the tiny preset sets) and status."""
+    tiny, full = load_configs([TINY]), load_configs([])
+    profiles = {label: sorted(data.get("hparams", {})) for label, data in layer()}
+    trims = {label: data for label, data in layer("tiny")}
+    rows = ["| paper | page | its settings (profiles) | the tiny preset sets | ours on the tiny preset "
+            "| planned on config.yaml only | published only |",
+            "|---|---|---|---|---|---|---|"]
+    for slug in P.PAPERS:
+        st = paper_status(slug, tiny, full)
+        defaults, preset = paper_file(slug), paper_file(slug, "tiny")
+        own = profiles.get(defaults.relative_to(REPO).as_posix(), [])
+        settings = (f"{_link(defaults, page)} ({', '.join(own) or 'none'})" if defaults.is_file() else "–")
+        trim = trims.get(preset.relative_to(REPO).as_posix())
+        trimmed = "–" if trim is None else (
+            _link(preset, page) + ": " + ", ".join([f"`{k}`" for k in (trim.get("papers") or {}).get(slug, {})]
+                                                   + [f"`hparams.{k}`" for k in trim.get("hparams") or {}]))
+        rows.append(f"| `{slug}`: {P.title(slug)} | {_link(REPO / 'xlt' / 'papers' / slug / 'README.md', page)} "
+                    f"| {settings} | {trimmed} | {describe(st['tiny'])} | {describe(st['full_only'])} "
+                    f"| {describe(st['published_only'])} |")
+    return "\n".join(rows)
+
+
 def block() -> str:
     return f"{BEGIN}\n{status_table()}\n{END}"
 
 
-def current_block(text: str, where: str) -> str:
-    start, end = text.find(BEGIN), text.find(END)
+def papers_block() -> str:
+    return f"{PAPERS_BEGIN}\n{papers_table()}\n{PAPERS_END}"
+
+
+# (begin marker, end marker, the generated block) of each block a file may hold
+BLOCKS = ((BEGIN, END, block), (PAPERS_BEGIN, PAPERS_END, papers_block))
+
+
+def current_block(text: str, where: str, begin: str = BEGIN, end_marker: str = END) -> str:
+    start, end = text.find(begin), text.find(end_marker)
     if start < 0 or end < start:
-        raise SystemExit(f"error: {where}: no status block (a line {BEGIN!r} … {END!r})")
-    return text[start:end + len(END)]
+        raise SystemExit(f"error: {where}: no status block (a line {begin!r} … {end_marker!r})")
+    return text[start:end + len(end_marker)]
+
+
+def blocks_of(text: str, where: str) -> list[tuple[str, str]]:
+    """(current, generated) of every generated block `text` holds; none fails naming the markers."""
+    found = [(current_block(text, where, b, e), make()) for b, e, make in BLOCKS if b in text]
+    if not found:
+        raise SystemExit(f"error: {where}: no generated block (a line {BEGIN!r} or {PAPERS_BEGIN!r})")
+    return found
 
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m xlt.status", description=__doc__.split("\n\n")[0])
     group = ap.add_mutually_exclusive_group()
-    group.add_argument("--write", metavar="FILE", help="replace FILE's status block")
-    group.add_argument("--check", metavar="FILE", help="exit 1 if FILE's status block is not the generated one")
+    group.add_argument("--write", metavar="FILE", action="append", help="replace FILE's generated blocks (repeatable)")
+    group.add_argument("--check", metavar="FILE", action="append",
+                       help="exit 1 if FILE's generated blocks are not the generated ones (repeatable)")
     a = ap.parse_args(argv)
     if not (a.write or a.check):
         print(status_table())
         return
-    path = Path(a.write or a.check)
-    text = path.read_text(encoding="utf-8")
-    old, new = current_block(text, str(path)), block()
-    if a.write:
-        path.write_text(text.replace(old, new), encoding="utf-8")
-    elif old != new:
-        print(f"error: {path}: the status block is stale; regenerate with: python -m xlt.status --write {path}",
+    stale = []
+    for name in a.write or a.check:
+        path = Path(name)
+        text = path.read_text(encoding="utf-8")
+        for old, new in blocks_of(text, str(path)):
+            text = text.replace(old, new)
+            stale += [path] if old != new else []
+        if a.write:
+            path.write_text(text, encoding="utf-8")
+    if a.check and stale:
+        print(f"error: {stale[0]}: the status block is stale; regenerate with: python -m xlt.status --write {stale[0]}",
               file=sys.stderr)
         sys.exit(1)
 
