@@ -21,11 +21,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-import yaml
-
 from xlt import papers as P
 from xlt.bill import Examples, dag_jobs, markdown, report
 from xlt.cli import run
+from xlt.config import load_configs
 from xlt.errors import XltError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -62,7 +61,7 @@ def build(configfile: str, target: str, throughput: str | None, jobs: str | None
     if throughput and not path.exists():
         raise XltError(f"{path}: missing; write it with benchmarks/gpu_throughput.py --json {path}")
     bench = json.loads(path.read_text()) if path.exists() else None
-    cfg = yaml.safe_load(Path(configfile).read_text())
+    cfg = load_configs([configfile])  # config.yaml under it and the papers' own files, as the run reads them
     plan = Path(jobs).read_text() if jobs else dry_run(str(Path(configfile).resolve()), target)
     examples = Examples(cfg, REPO if prepared else None)
     name = Path(configfile).name if Path(configfile).resolve().parent == REPO else configfile
