@@ -20,15 +20,16 @@ loop and for the Hugging Face Trainer with its best flags.
                 the benchmark measured for that workload and side (FlopRates), or 40% of an
                 H100's bf16 peak while none was measured: an ESTIMATE, printed with its assumption
 
-A fine-tune costs its epochs over its training data (twice for X-Mixup's two sides), its
-auxiliary streams (one batch of each per step: crossmulti's +FA tasks; adjust's continual
-aligned pairs, both sides, and the anchor's forward pass through the released encoder) and
-its dev sets after each epoch.
+A fine-tune costs its epochs over its training data (times the multiple a paper declares for
+an extra, e.g. both sides of every pair), its auxiliary streams (one batch of each per step:
+tasks of multi-task learning; aligned pairs of continual learning, both sides, and the anchor's
+forward pass through the released encoder) and its dev sets after each epoch. Every other rule
+that runs an encoder is priced by the paper that asks for it (`Paper.bill`,
+xlt/papers/<slug>/bill.py): the bill names no paper.
 """
 
 from __future__ import annotations
 
-import functools
 import math
 import re
 from collections import defaultdict
@@ -39,7 +40,8 @@ from xlt import papers as P
 from xlt import targets as T
 from xlt.errors import XltError
 from xlt.registry import get_task
-from xlt.throughput import LengthProfile, encoder_shape, length_profile, peak_tflops, shape_of
+from xlt.throughput import encoder_shape, peak_tflops, shape_of
+from xlt.work import BITEXT, FLOPS, RUN, SPLIT_LANGSET, Work, mean_tokens, mlm_work, workload_of
 
 # Public sizes (examples per split, every language) of splits no paper table prints
 # (docs/data.md): MARC 200k / 5k / 5k per language.
@@ -53,10 +55,7 @@ ESTIMATE_GPU = "NVIDIA H100 SXM"
 ESTIMATE_MFU = 0.40
 SIDES = ("ours", "hf_best")
 SIDE_NAMES = {"ours": "ours", "hf_best": "HF Trainer, best flags"}
-# One side of an aligned sentence pair (WikiMatrix), subwords: an ESTIMATE, like LENGTHS.
-BITEXT = LengthProfile(median=28, sigma=0.5, lo=6)
 MLM_MASKED = 0.15  # the MLM head's vocabulary projection runs on the masked positions only
-FLOPS = "flops"  # the workload of work no benchmark measures: always priced from FLOPs
 # Rules that run no encoder, and why they cost no device time.
 NO_DEVICE_TIME = {
     "download": "network transfer (a local rule, on the login node)",
@@ -87,35 +86,21 @@ NO_DEVICE_TIME = {
     "align_all": "a target: no job of its own",
 }
 ALIAS = "a target (an alias of a paper's tables): no job of its own"
-# Path grammar of the priced jobs' outputs (relative to the results folder); the one output of
-# a job that is priced (a second output, predictions or a CSV beside a JSON, is the same job).
-_RUN = r"(?P<encoder>[^/]+)/(?P<init>[^/]+)/(?P<dataset>[^/]+)/(?P<recipe>[^/]+)/seed(?P<seed>\d+)"
+# Path grammar of the outputs of the shared rules priced here (relative to the results folder); the
+# one output of a job that is priced (a second output, predictions or a CSV beside a JSON, is the
+# same job). A paper's rules bring their own (PAPER_RULES).
 PATTERNS = {
-    "finetune": re.compile(rf"models/{_RUN}$"),
-    "evaluate": re.compile(rf"eval/{_RUN}/(?P<split>[a-z]+)\.(?P<langset>[A-Za-z0-9_]+)\.json$"),
+    "finetune": re.compile(rf"models/{RUN}$"),
+    "evaluate": re.compile(rf"eval/{RUN}/{SPLIT_LANGSET}\.json$"),
     # the model of `dataset` scored on another dataset of its task (xlt.targets.eval_file's testset)
-    "evaluate_on": re.compile(rf"eval/{_RUN}/on-(?P<testset>[^/]+)/(?P<split>[a-z]+)\.(?P<langset>[A-Za-z0-9_]+)\.json$"),
+    "evaluate_on": re.compile(rf"eval/{RUN}/on-(?P<testset>[^/]+)/{SPLIT_LANGSET}\.json$"),
     "build_encoder": re.compile(r"encoders/(?P<encoder>[^/]+)/pretrained$"),
-    "adapt_mlm": re.compile(r"encoders/(?P<encoder>[^/]+)/(?P<init>mlm-[^/]+)$"),
-    "adjust_encoder": re.compile(r"encoders/(?P<encoder>[^/]+)/(?P<init>adjust-[^/]+)$"),
-    "crossmulti_probe_model": re.compile(r"crossmulti/probe/(?P<encoder>[^/]+)/(?P<dataset>[^/]+)/[^/]+/seed\d+\.csv$"),
-    "crossmulti_probe_vanilla": re.compile(r"crossmulti/probe/(?P<encoder>[^/]+)/vanilla\.csv$"),
-    "crossmulti_pppl": re.compile(r"crossmulti/pppl/(?P<encoder>[^/]+)/(?P<dataset>[^/]+)\.csv$"),
-    "dlfa_similarity": re.compile(r"dlfa/similarity/(?P<encoder>[^/]+)/seed(?P<seed>\d+)\.csv$"),
-    "align_l2": re.compile(r"align/en-(?P<pair>[a-z]+)/[^/]+/l2/(?P<encoder>[^/]+)\.csv$"),
-    "adjust_l2": re.compile(r"adjust/l2/en-(?P<pair>[a-z]+)/[^/]+\.csv$"),
-    "xmixup_cka": re.compile(rf"xmixup/cka/{_RUN}/(?P<split>[a-z]+)\.(?P<langset>[A-Za-z0-9_]+)\.json$"),
-    # a model of `dataset` encoding another task's test set (Figure 4's centroids of POS)
-    "xmixup_centroids": re.compile(rf"xmixup/centroids/{_RUN}/on-(?P<testset>[^/]+)/(?P<split>[a-z]+)\."
-                                   r"(?P<langset>[A-Za-z0-9_]+)\.json$"),
 }
-# The paper a rule outside the recipes' grammar is billed to
-RULE_PAPER = {"adapt_mlm": "crossmulti", "adjust_encoder": "adjust", "crossmulti_probe_model": "crossmulti",
-              "crossmulti_probe_vanilla": "crossmulti", "crossmulti_pppl": "crossmulti", "dlfa_similarity": "dlfa",
-              "align_l2": "adjust", "adjust_l2": "adjust", "xmixup_cka": "xmixup", "xmixup_centroids": "xmixup",
-              "build_encoder": "(tiny encoder)"}
-# rule -> (paper, its BillRule): the rules of the papers' own that run an encoder
-PAPER_RULES = {r.rule: (slug, r) for slug, paper in P.PAPERS.items() for r in paper.bill_rules}
+TINY_ENCODER = "(tiny encoder)"  # what build_encoder's jobs are billed to: the tiny world's encoder, no paper's
+# rule -> (paper, its BillRule): the rules that run an encoder for one paper
+PAPER_RULES = {r.rule: (slug, r) for slug, paper in P.PAPERS.items() for r in paper.bill.rules}
+# an extra's name -> a fine-tune's training work with it, as a multiple of the recipe's without it
+TRAIN_MULTIPLES = {extra: m for paper in P.PAPERS.values() for extra, m in paper.bill.train_multiples.items()}
 PRICED = set(PATTERNS) | set(PAPER_RULES)
 
 
@@ -188,7 +173,7 @@ class Examples:
                        "xlt.bill.DATASET_SIZES")
 
     def tokens(self, dataset: str, langs, split: str) -> float:
-        return sum(self.count(dataset, lang, split) for lang in langs) * _mean(T.task_of(dataset))
+        return sum(self.count(dataset, lang, split) for lang in langs) * mean_tokens(T.task_of(dataset))
 
 
 @dataclass
@@ -202,45 +187,14 @@ class Cost:
     jobs: dict = field(default_factory=lambda: defaultdict(int))
 
 
-def workload_of(dataset: str) -> str:
-    """The benchmark workload whose throughput prices a task: tasks over word sequences
-    (tagging, parsing) are priced as tagging, span QA as qa, text inputs (classification) as
-    pair classification."""
-    task = get_task(T.task_of(dataset))
-    return "tagging" if task.input == "tokens" else "qa" if task.input == "qa" else "pair"
-
-
-@dataclass
-class Work:
-    """One part of a job: tokens trained on and run forward, in one workload."""
-
-    workload: str  # tagging | pair (measured by the benchmark) | FLOPS
-    train: float = 0.0
-    infer: float = 0.0
-    mlm: bool = False  # the MLM head's vocabulary projection on the masked positions
-
-
-@functools.cache
-def _mean(task: str) -> float:
-    """Mean subwords per example of a task (BITEXT: one side of an aligned pair); sampled once."""
-    return BITEXT.mean() if task == "bitext" else length_profile(task).mean()
-
-
-@functools.cache
-def _mean_square(task: str) -> float:
-    sq = length_profile(task).sample(20_000, seed=0)
-    return sum(n * n for n in sq) / len(sq)
-
-
 def _finetune(cfg: dict, w: dict, ex: Examples) -> list[Work]:
     dataset, recipe = w["dataset"], T.Recipe.parse(w["recipe"])
     hp = P.hparams(cfg, w["recipe"], dataset)
     epochs, bs = hp["epochs"], hp.get("batch_size", 32)
     n_train = sum(ex.count(dataset, lang, "train") for lang in recipe.train_langs)
-    # X-Mixup encodes both sides of every pair: two forwards and backwards per example
-    # (benchmarks/xmixup_throughput.py: 2.17x a translate-train step)
-    sides = 2 if any(e.get("name") == "xmixup" for e in hp.get("extras", [])) else 1
-    main = Work(workload_of(dataset), train=sides * epochs * n_train * _mean(T.task_of(dataset)),
+    # an extra that trains more per example (a paper's PaperBill.train_multiples)
+    multiple = math.prod(TRAIN_MULTIPLES.get(e.get("name"), 1) for e in hp.get("extras", []))
+    main = Work(workload_of(dataset), train=multiple * epochs * n_train * mean_tokens(T.task_of(dataset)),
                 # model selection: the dev sets of the training languages, or of the profile's own
                 infer=epochs * ex.tokens(dataset, hp.get("dev_languages") or recipe.train_langs, "dev"))
     steps = epochs * math.ceil(n_train / bs)
@@ -248,9 +202,9 @@ def _finetune(cfg: dict, w: dict, ex: Examples) -> list[Work]:
     for a in T.aux_streams(cfg, w["recipe"], dataset, w["encoder"], w["init"]):
         n = steps * a.get("batch_size", bs)  # one batch of each stream per step; the streams cycle
         if a.get("kind") == "aligned_pairs":  # both sides trained; the anchor: English, released encoder
-            out.append(Work(FLOPS, train=2 * n * _mean("bitext"), infer=n * _mean("bitext")))
+            out.append(Work(FLOPS, train=2 * n * mean_tokens("bitext"), infer=n * mean_tokens("bitext")))
         else:
-            out.append(Work(workload_of(Path(a["data"]).name), train=n * _mean(a["task"])))
+            out.append(Work(workload_of(Path(a["data"]).name), train=n * mean_tokens(a["task"])))
     return out
 
 
@@ -259,91 +213,18 @@ def _evaluate(cfg: dict, w: dict, ex: Examples) -> list[Work]:
     return [Work(workload_of(scored), infer=ex.tokens(scored, T.langset_languages(cfg, w["langset"]), w["split"]))]
 
 
-def _mlm(steps: int, batch_size: int, length: float) -> list[Work]:
-    return [Work(FLOPS, train=steps * batch_size * length, mlm=True)]
-
-
 def _build_encoder(cfg: dict, w: dict, ex: Examples) -> list[Work]:
     m = cfg["encoders"][w["encoder"]]["build"]["mlm"]
-    return _mlm(m["steps"], m["batch_size"], m.get("max_length", 128))
+    return mlm_work(m["steps"], m["batch_size"], m.get("max_length", 128))
 
 
-def _adapt_mlm(cfg: dict, w: dict, ex: Examples) -> list[Work]:
-    m = T.engine_options(cfg, cfg["adapt"]["mlm"])
-    task = T.task_of(T.Init.parse(w["init"]).dataset)
-    return _mlm(m["steps"], m["batch_size"], min(_mean(task), m.get("max_length", 128)))
-
-
-def _adjust_encoder(cfg: dict, w: dict, ex: Examples) -> list[Work]:
-    it, a = T.Adjusted.parse(w["init"]), T.adjust_config(cfg, w["init"])
-    n = a.get("epochs", 1) * it.size  # pairs; both sides trained, the anchor reads the English side
-    return [Work(FLOPS, train=2 * n * _mean("bitext"), infer=n * _mean("bitext"))]
-
-
-def _probe_data(cfg: dict, ex: Examples) -> list[Work]:
-    """A probe job encodes every probing task's data once (the EN training features, capped,
-    and the test sets); the linear probes train on the cached features (CPU-cheap)."""
-    from xlt.papers import crossmulti as CM
-
-    cap = cfg["papers"]["crossmulti"]["analysis"]["probe"].get("max_train_examples")
-    out = []
-    for task, job in CM.probe_jobs(cfg).items():
-        dataset = Path(job["data"]).name
-        n = ex.count(dataset, job["source"], "train")
-        n = min(n, cap) if cap else n
-        out.append(Work(workload_of(dataset), infer=n * _mean(task) + ex.tokens(dataset, job["langs"], "test")))
-    return out
-
-
-def _pppl(cfg: dict, w: dict, ex: Examples) -> list[Work]:
-    """Pseudo-perplexity: each token of a test sentence masked once, a forward pass per masked
-    copy (Σ L² tokens per sentence), for the released encoder and every analysed model."""
-    from xlt.papers import crossmulti as CM
-
-    task, p = T.task_of(w["dataset"]), cfg["papers"]["crossmulti"]
-    mean_sq = _mean_square(task)
-    models = 1 + len(CM.analysed_models(cfg, [task]))
-    n = sum(ex.count(w["dataset"], lang, "test") for lang in cfg["language_sets"][p["languages"]])
-    return [Work(workload_of(w["dataset"]), infer=models * n * mean_sq)]
-
-
-def _similarity(cfg: dict, w: dict, ex: Examples) -> list[Work]:
-    from xlt.papers import dlfa as D
-
-    p = cfg["papers"]["dlfa"]
-    models = len(D.similarity_models(cfg, w["encoder"], int(w["seed"])))
-    langs = T.langset_languages(cfg, p["languages"]["xnli"])
-    return [Work("pair", infer=models * p["similarity"]["sentences"] * len(langs) * _mean("xnli"))]
-
-
-def _l2(cfg: dict, w: dict, ex: Examples) -> list[Work]:
-    return [Work(FLOPS, infer=2 * cfg["align"]["l2"]["sentences"] * _mean("bitext"))]
-
-
-def _cka(cfg: dict, w: dict, ex: Examples) -> list[Work]:
-    langs = sorted({"en", *T.langset_languages(cfg, w["langset"])})
-    return [Work(workload_of(w["dataset"]), infer=ex.tokens(w["dataset"], langs, w["split"]))]
-
-
-def _centroids(cfg: dict, w: dict, ex: Examples) -> list[Work]:
-    """One forward pass over the test set of `testset` (e.g. POS sentences), priced as that input."""
-    langs = sorted({"en", *T.langset_languages(cfg, w["langset"])})
-    return [Work(workload_of(w["testset"]), infer=ex.tokens(w["testset"], langs, w["split"]))]
-
-
-COST_MODELS = {
-    "finetune": _finetune, "evaluate": _evaluate, "evaluate_on": _evaluate, "build_encoder": _build_encoder,
-    "adapt_mlm": _adapt_mlm, "adjust_encoder": _adjust_encoder,
-    "crossmulti_probe_model": lambda cfg, w, ex: _probe_data(cfg, ex),
-    "crossmulti_probe_vanilla": lambda cfg, w, ex: _probe_data(cfg, ex),
-    "crossmulti_pppl": _pppl, "dlfa_similarity": _similarity, "align_l2": _l2, "adjust_l2": _l2, "xmixup_cka": _cka,
-    "xmixup_centroids": _centroids,
-}  # fmt: skip
+COST_MODELS = {"finetune": _finetune, "evaluate": _evaluate, "evaluate_on": _evaluate, "build_encoder": _build_encoder}
 
 
 def _paper_of(rule: str, w: dict) -> str:
-    if rule in RULE_PAPER:
-        return RULE_PAPER[rule]
+    """The paper a shared rule's job is billed to: its recipe's profile's, or its extra tag's."""
+    if rule == "build_encoder":
+        return TINY_ENCODER
     # `<profile>-<extra tag>` is billed to the paper whose tag grammar it is
     profile, _, tag = T.Recipe.parse(w["recipe"]).hparams.partition("-")
     # a paper's second profile (`<slug>_<name>`, e.g. xmixup_qa) is billed to that paper
@@ -369,11 +250,12 @@ def job_costs(cfg: dict, jobs: list[tuple[str, list[str]]], examples: Examples, 
         w = found[0].groupdict()
         if rule in PAPER_RULES:
             paper, priced = PAPER_RULES[rule]
-            train, infer = priced.tokens(cfg, w, examples)
-            works = [Work(workload_of(w["dataset"]), train=train, infer=infer)]
+            works = priced.price(cfg, w, examples)
+            encoder = w.get("encoder") or priced.encoder(cfg, w)
         else:
             paper, works = _paper_of(rule, w), COST_MODELS[rule](cfg, w, examples)
-        shape = shape_of(cfg, w.get("encoder") or cfg["align"]["l2"]["encoder"])
+            encoder = w["encoder"]
+        shape = shape_of(cfg, encoder)
         es = encoder_shape(cfg, shape)
         n, head = es.non_embedding_params(), es.hidden * es.vocab * MLM_MASKED
         for i, work in enumerate(works):
@@ -540,8 +422,8 @@ def markdown(rep: dict) -> str:
     lines += ["", "No device time: " + "; ".join(f"`{r}` ×{v['jobs']} ({v['why']})"
                                                  for r, v in rep["no_device_time"].items()) + "."]
     lines += ["", "Tokens per example are estimated means, not measured on the real data (xlt.throughput.LENGTHS): "
-              + ", ".join(f"{t} {_mean(t):.0f}" for t in LENGTHS)
-              + f"; one side of an aligned sentence pair {_mean('bitext'):.0f}. Example counts from: "
+              + ", ".join(f"{t} {mean_tokens(t):.0f}" for t in LENGTHS)
+              + f"; one side of an aligned sentence pair {mean_tokens('bitext'):.0f}. Example counts from: "
               + ", ".join(f"{k} ({n})" for k, n in rep["examples_from"].items()) + "."]
     if rep["benchmark_ignored"]:
         lines += ["", f"Not used: a throughput file {rep['benchmark_ignored']} (CPU tokens/s do not price GPU-hours)."]
