@@ -198,3 +198,18 @@ def test_readme_quotes_the_bill_that_make_bill_writes(tmp_path):
     rep = json.loads((tmp_path / "bill.json").read_text())
     assert rep["jobs"] > 3000 and rep["papers"]["total"]["ours"] > 0
     assert set(rep["papers"]) == {"adjust", "crossmulti", "dlfa", "underspec", "xmixup", "total"}
+
+
+def test_the_bill_names_no_paper_each_paper_prices_its_own_rules():
+    """xlt/bill.py reaches the papers through the registry only: each rule outside the shared
+    grammar is priced by the paper that declares it (xlt/papers/<slug>/bill.py)."""
+    from xlt.bill import PAPER_RULES, PATTERNS, TRAIN_MULTIPLES
+
+    code = "\n".join(line.split("#")[0] for line in (REPO / "xlt" / "bill.py").read_text().splitlines())
+    named = {slug for slug in P.PAPERS if re.search(rf"\b{slug}\b", code)}
+    assert not named, f"xlt/bill.py names papers {named}: price their rules in xlt/papers/<slug>/bill.py"
+    assert set(PATTERNS) == {"finetune", "evaluate", "evaluate_on", "build_encoder"}
+    assert PAPER_RULES["xmixup_cka"][0] == "xmixup" and PAPER_RULES["align_l2"][0] == "adjust"
+    assert {r for r, (slug, _) in PAPER_RULES.items() if slug == "crossmulti"} == {
+        "adapt_mlm", "crossmulti_probe_model", "crossmulti_probe_vanilla", "crossmulti_pppl"}
+    assert TRAIN_MULTIPLES == {"xmixup": 2}
