@@ -53,8 +53,6 @@ DATASET_SIZES = {("marc", "dev"): 5000, ("qa", "test"): 1190}
 # (xlt.throughput.PEAK_BF16_TFLOPS) at this model FLOP utilisation.
 ESTIMATE_GPU = "NVIDIA H100 SXM"
 ESTIMATE_MFU = 0.40
-SIDES = ("ours", "hf_best")
-SIDE_NAMES = {"ours": "ours", "hf_best": "HF Trainer, best flags"}
 MLM_MASKED = 0.15  # the MLM head's vocabulary projection runs on the masked positions only
 # Rules that run no encoder, and why they cost no device time.
 NO_DEVICE_TIME = {
@@ -102,11 +100,18 @@ PAPER_RULES = {r.rule: (slug, r) for slug, paper in P.PAPERS.items() for r in pa
 # an extra's name -> a fine-tune's training work with it, as a multiple of the recipe's without it
 TRAIN_MULTIPLES = {extra: m for paper in P.PAPERS.values() for extra, m in paper.bill.train_multiples.items()}
 PRICED = set(PATTERNS) | set(PAPER_RULES)
+# A pack of fine-tunes, K seeds of one model trained in one job (config engine.pack; xlt.packs'
+# rule `finetune_pack_<seeds>`, whose outputs are the seeds' model directories): priced per model
+# as a fine-tune, at the throughput of a pack of that many models
+PACK_RULE = re.compile(r"finetune_pack(?:_\d+)+")
+# the shared rules whose forwards run xlt.engine's evaluation path (config `evaluation`: bf16,
+# token-budget batches); a paper's own say so in their BillRule (engine_eval)
+ENGINE_EVAL = {"evaluate", "evaluate_on"}
 
 
 def classify(rule: str, aliases=()) -> str:
     """'priced', or why the rule costs no device time; a rule that is neither is an error."""
-    if rule in PRICED:
+    if rule in PRICED or PACK_RULE.fullmatch(rule):
         return "priced"
     if rule in NO_DEVICE_TIME:
         return NO_DEVICE_TIME[rule]
@@ -233,39 +238,44 @@ def _paper_of(rule: str, w: dict) -> str:
 
 
 def job_costs(cfg: dict, jobs: list[tuple[str, list[str]]], examples: Examples, aliases=()) -> tuple[dict, dict]:
-    """({(paper, shape, workload, rule): Cost}, {rule: jobs} of every rule): each rule priced
-    or classified as costing no device time (`classify`)."""
+    """({(paper, shape, workload, rule, models in its job, runs the engine's evaluation): Cost},
+    {rule: jobs} of every rule): each rule priced or classified as costing no device time
+    (`classify`). A pack's job is priced as its models' fine-tunes (rule `finetune`)."""
     costs: dict = defaultdict(Cost)
     counts: dict = defaultdict(int)
     results = cfg["results"].rstrip("/") + "/"
     for rule, outputs in jobs:
         classify(rule, aliases)
         counts[rule] += 1
-        if rule not in PRICED:
+        packed = bool(PACK_RULE.fullmatch(rule))
+        base = "finetune" if packed else rule
+        if base not in PRICED:
             continue
-        pattern = PAPER_RULES[rule][1].output if rule in PAPER_RULES else PATTERNS[rule]
+        pattern = PAPER_RULES[base][1].output if base in PAPER_RULES else PATTERNS[base]
         found = [m for p in outputs if (m := pattern.search(p[len(results):] if p.startswith(results) else p))]
         if not found:
             raise XltError(f"rule {rule}: no output of its job matches the bill's path grammar ({', '.join(outputs)})")
-        w = found[0].groupdict()
-        if rule in PAPER_RULES:
-            paper, priced = PAPER_RULES[rule]
-            works = priced.price(cfg, w, examples)
-            encoder = w.get("encoder") or priced.encoder(cfg, w)
-        else:
-            paper, works = _paper_of(rule, w), COST_MODELS[rule](cfg, w, examples)
-            encoder = w["encoder"]
-        shape = shape_of(cfg, encoder)
-        es = encoder_shape(cfg, shape)
-        n, head = es.non_embedding_params(), es.hidden * es.vocab * MLM_MASKED
-        for i, work in enumerate(works):
-            c = costs[(paper, shape, work.workload, rule)]
-            c.train_tokens += work.train
-            c.eval_tokens += work.infer
-            c.train_flops += 6 * (n + (head if work.mlm else 0)) * work.train
-            c.eval_flops += 2 * n * work.infer
-            if i == 0:
-                c.jobs[rule] += 1
+        models = len(found) if packed else 1  # a pack: one model per output; other jobs: their first output
+        for j, m in enumerate(found[:models]):
+            w = m.groupdict()
+            if base in PAPER_RULES:
+                paper, priced = PAPER_RULES[base]
+                works = priced.price(cfg, w, examples)
+                encoder, engine_eval = w.get("encoder") or priced.encoder(cfg, w), priced.engine_eval
+            else:
+                paper, works = _paper_of(base, w), COST_MODELS[base](cfg, w, examples)
+                encoder, engine_eval = w["encoder"], base in ENGINE_EVAL
+            shape = shape_of(cfg, encoder)
+            es = encoder_shape(cfg, shape)
+            n, head = es.non_embedding_params(), es.hidden * es.vocab * MLM_MASKED
+            for i, work in enumerate(works):
+                c = costs[(paper, shape, work.workload, base, models, engine_eval)]
+                c.train_tokens += work.train
+                c.eval_tokens += work.infer
+                c.train_flops += 6 * (n + (head if work.mlm else 0)) * work.train
+                c.eval_flops += 2 * n * work.infer
+                if i == 0 and j == 0:
+                    c.jobs[base] += 1
     return dict(costs), dict(counts)
 
 
@@ -315,23 +325,109 @@ def flop_rates(bench: dict | None) -> FlopRates:
     return FlopRates(peak * 1e12, mean)
 
 
-def hours(key: tuple, c: Cost, rates: dict, util: FlopRates, side: str) -> tuple[float, bool]:
-    """(hours, measured?) of one cost: from the benchmark's tokens/s where it measured this
-    (shape, workload, side), else from FLOPs at the utilisation `util` gives."""
+# ---- the levers of issue 40: several models in one job, bf16 evaluation, several jobs on one GPU ----
+# Each prices from a GPU run that measured it (benchmarks/gpu/*.json: gpu_throughput.py's
+# ours_packed rows and ours' bf16_budget evaluation), else from FLOPs at the MFU stated here: an
+# ESTIMATE, said so in the bill. None lowers a job's price below what it costs alone.
+PACK_MFU = 0.20  # a pack's training at most: issue 40's batch-256 pair run on an H200 (20% MFU; no JSON on record)
+EVAL_MFU = 0.30  # bf16 evaluation in token-budget batches: issue 40's target at mBERT shape (not measured)
+SHARE = 4  # jobs on one GPU at once (a job that leaves most of it idle)
+# their MFU together at most: issue 40's four copies of the pair job, 2.06x one alone at 5.5% (no JSON on record)
+SHARE_MFU = 0.11
+# the levers added one at a time: `ours_alone` one job per GPU (what the benchmark measured), then
+# packing, then the evaluation path, then sharing (`ours`: all three)
+STAGES = ("ours_alone", "ours_pack", "ours_pack_eval", "ours")
+LEVERS = {"pack": "ours_pack", "eval": "ours_pack_eval", "share": "ours"}
+LEVER_NAMES = {"pack": "several fine-tunes in one job", "eval": "evaluation in bf16, token-budget batches",
+               "share": "several jobs on one GPU"}
+SIDES = ("ours", "ours_alone", "ours_pack", "ours_pack_eval", "hf_best")
+
+
+@dataclass
+class Levers:
+    """The levers' settings and what a GPU run measured of them."""
+
+    pack: int = 1  # config engine.pack (the DAG's pack jobs say which fine-tunes pack)
+    eval_bf16: bool = True  # config evaluation.precision is not fp32 (auto: bf16 on a GPU)
+    share: int = SHARE
+    packed: dict = field(default_factory=dict)  # (shape, workload, K) -> a pack's training tokens/s, its models together
+    evaluation: dict = field(default_factory=dict)  # (shape, workload) -> bf16 token-budget evaluation tokens/s
+    measured_in: dict = field(default_factory=dict)  # lever -> the file that measured it
+
+
+def levers_of(cfg: dict, runs: list[tuple[str, dict]] = ()) -> Levers:
+    """The levers of `cfg`, with the measurements of the GPU runs `runs` ((file, JSON of
+    gpu_throughput.py), oldest first: a later run's measurement wins)."""
+    lv = Levers(pack=int((cfg.get("engine") or {}).get("pack", 1)),
+                eval_bf16=(cfg.get("evaluation") or {}).get("precision", "auto") != "fp32")  # fmt: skip
+    for name, run in runs:
+        if not run.get("gpu"):
+            continue
+        for r in run.get("rows", []):
+            if r.get("side") == "ours_packed" and r.get("tokens_per_s"):
+                lv.packed[(r["shape"], r["workload"], int(r.get("pack", 1)))] = r["tokens_per_s"]
+                lv.measured_in["pack"] = name
+            budget = (r.get("eval_variants") or {}).get("bf16_budget") or {}
+            if r.get("side") == "ours" and budget.get("tokens_per_s"):
+                lv.evaluation[(r["shape"], r["workload"])] = budget["tokens_per_s"]
+                lv.measured_in["eval"] = name
+    return lv
+
+
+def _split_hours(key: tuple, c: Cost, rates: dict, util: FlopRates, side: str) -> tuple[float, float, bool]:
+    """(training hours, evaluation hours, measured?) of one cost, one job per GPU: from the
+    benchmark's tokens/s where it measured this (shape, workload, side), else from FLOPs at the
+    utilisation `util` gives."""
     _, shape, workload, *_ = key
     if (shape, workload, side) in rates:
         train_rate, eval_rate = rates[(shape, workload, side)]
-        return (c.train_tokens / train_rate + c.eval_tokens / eval_rate) / 3600, True
+        return c.train_tokens / train_rate / 3600, c.eval_tokens / eval_rate / 3600, True
     train_rate, eval_rate = util(None if workload == FLOPS else workload, side)
-    return (c.train_flops / train_rate + c.eval_flops / eval_rate) / 3600, False
+    return c.train_flops / train_rate / 3600, c.eval_flops / eval_rate / 3600, False
 
 
-def bill(costs: dict, rates: dict, util: FlopRates, sides=SIDES, by: int = 0) -> dict:
-    """{group | 'total': {side: hours, 'measured': the hours of the first side priced from
-    measured rates, 'jobs', 'train_tokens', 'eval_tokens'}}, grouped by the cost key's part
-    `by` (0 paper, 3 rule)."""
-    out: dict = defaultdict(lambda: {**dict.fromkeys(sides, 0.0), "measured": 0.0, "jobs": 0,
-                                     "train_tokens": 0.0, "eval_tokens": 0.0})  # fmt: skip
+def _at_mfu(flops: float, h: float, peak: float, mfu) -> float:
+    """Hours of work `flops` that takes `h` hours alone, at the MFU `mfu(MFU alone)` (never slower)."""
+    if not (flops and h):
+        return h
+    alone = flops / (h * 3600 * peak)
+    return flops / (max(alone, mfu(alone)) * peak) / 3600
+
+
+def hours(key: tuple, c: Cost, rates: dict, util: FlopRates, side: str, levers: Levers | None = None) -> tuple[float, float]:
+    """(hours, of them priced from measured rates) of one cost on one side: `hf_best` and
+    `ours_alone` one job per GPU; the other stages of ours with the levers added (STAGES)."""
+    if side not in STAGES[1:]:
+        t, e, measured = _split_hours(key, c, rates, util, "ours" if side == "ours_alone" else side)
+        return t + e, (t + e if measured else 0.0)
+    stage, lv = STAGES.index(side), levers or Levers()
+    _, shape, workload, _, models, engine_eval = key if len(key) > 4 else (*key, 1, False)
+    t, e, measured = _split_hours(key, c, rates, util, "ours")
+    t_measured = e_measured = measured
+    if stage >= 1 and models > 1:  # a pack: its models trained together
+        if (shape, workload, models) in lv.packed:
+            t, t_measured = c.train_tokens / lv.packed[(shape, workload, models)] / 3600, True
+        else:
+            t, t_measured = _at_mfu(c.train_flops, t, util.peak, lambda m: min(models * m, PACK_MFU)), False
+    if stage >= 2 and engine_eval and lv.eval_bf16 and e:
+        if (shape, workload) in lv.evaluation:
+            e, e_measured = c.eval_tokens / lv.evaluation[(shape, workload)] / 3600, True
+        else:
+            e, e_measured = _at_mfu(c.eval_flops, e, util.peak, lambda m: EVAL_MFU), False
+    if stage >= 3 and lv.share > 1:  # what still leaves the GPU idle shares it
+        shared = [_at_mfu(f, h, util.peak, lambda m: min(lv.share * m, SHARE_MFU)) for f, h in
+                  ((c.train_flops, t), (c.eval_flops, e))]  # fmt: skip
+        t_measured, e_measured = t_measured and shared[0] == t, e_measured and shared[1] == e
+        t, e = shared
+    return t + e, (t if t_measured else 0.0) + (e if e_measured else 0.0)
+
+
+def bill(costs: dict, rates: dict, util: FlopRates, sides=SIDES, by: int = 0, levers: Levers | None = None) -> dict:
+    """{group | 'total': {side: hours, 'measured': the hours of ours one job per GPU priced from
+    measured rates, 'measured_ours': of ours with the levers, 'jobs', 'train_tokens',
+    'eval_tokens'}}, grouped by the cost key's part `by` (0 paper, 3 rule)."""
+    out: dict = defaultdict(lambda: {**dict.fromkeys(sides, 0.0), "measured": 0.0, "measured_ours": 0.0,
+                                     "jobs": 0, "train_tokens": 0.0, "eval_tokens": 0.0})  # fmt: skip
     for key, c in costs.items():
         for group in (key[by], "total"):
             row = out[group]
@@ -339,22 +435,43 @@ def bill(costs: dict, rates: dict, util: FlopRates, sides=SIDES, by: int = 0) ->
             row["train_tokens"] += c.train_tokens
             row["eval_tokens"] += c.eval_tokens
             for side in sides:
-                h, measured = hours(key, c, rates, util, side)
+                h, measured = hours(key, c, rates, util, side, levers)
                 row[side] += h
-                if measured and side == sides[0]:
-                    row["measured"] += h
+                if side == "ours_alone":
+                    row["measured"] += measured
+                elif side == "ours":
+                    row["measured_ours"] += measured
     return dict(out)
 
 
+def _lever_source(lever: str, lv: Levers) -> str:
+    if lever in lv.measured_in:
+        return f"measured ({lv.measured_in[lever]})"
+    return {"pack": f"ESTIMATE: a pack of K trains at K × one job's MFU, at most {PACK_MFU:.0%} (issue 40's batch-256 "
+                    "pair run; no packing run on record)",
+            "eval": f"ESTIMATE: {EVAL_MFU:.0%} MFU (issue 40's target at mBERT shape; no bf16 evaluation run on record)",
+            "share": f"ESTIMATE: {lv.share} jobs on one GPU run at {lv.share} × one job's MFU, at most {SHARE_MFU:.0%} "
+                     "(issue 40's four copies of the pair job, 2.06× one alone; no sharing run on record)"}[lever]
+
+
 def report(cfg: dict, jobs: list[tuple[str, str]], examples: Examples, bench: dict | None, target: str,
-           configfile: str, aliases=()) -> dict:  # fmt: skip
-    """The bill as data (what `make bill` writes as JSON and renders as markdown)."""
+           configfile: str, aliases=(), levers: Levers | None = None) -> dict:  # fmt: skip
+    """The bill as data (what `make bill` writes as JSON and renders as markdown); `levers`:
+    levers_of(cfg) (nothing measured) unless given."""
     costs, counts = job_costs(cfg, jobs, examples, aliases)
+    lv = levers or levers_of(cfg)
     measured = bool(bench and bench.get("gpu"))
     rates = throughputs(bench) if measured else {}
     gpu = bench["device"] if measured else ESTIMATE_GPU
     util = flop_rates(bench)
     shapes = sorted({k[1] for k in costs})
+    papers = bill(costs, rates, util, levers=lv)
+    total = papers["total"]
+    packs = [(r, outs) for r, outs in jobs if PACK_RULE.fullmatch(r)]
+    settings = {"pack": f"engine.pack = {lv.pack}: {sum(len(o) for _, o in packs):,} fine-tunes in {len(packs):,} jobs",
+                "eval": f"evaluation.precision {'bf16' if lv.eval_bf16 else 'fp32'}: evaluation jobs and grids",
+                "share": f"{lv.share} jobs to a GPU"}  # fmt: skip
+    before = dict(zip(LEVERS, ["ours_alone", *LEVERS.values()]))
     return {
         "target": target, "config": configfile, "jobs": sum(counts.values()),
         "gpu": gpu, "peak_tflops": util.peak / 1e12,
@@ -363,12 +480,14 @@ def report(cfg: dict, jobs: list[tuple[str, str]], examples: Examples, bench: di
         "benchmark": ({"device": bench["device"], "date": bench.get("date")} if measured else None),
         "benchmark_ignored": (f"measured on {bench.get('device')}, not a GPU" if bench and not measured else None),
         "params": {s: encoder_shape(cfg, s).non_embedding_params() for s in shapes},
-        "papers": bill(costs, rates, util),
-        "rules": {r: {**v, "how": "measured" if v["measured"] >= v["ours"] > 0 else
+        "papers": papers,
+        "levers": {lever: {"setting": settings[lever], "saves": total[before[lever]] - total[stage],
+                           "from": _lever_source(lever, lv)} for lever, stage in LEVERS.items()},
+        "rules": {r: {**v, "how": "measured" if v["measured"] >= v["ours_alone"] > 0 else
                       "FLOPs estimate" if not v["measured"] else "measured + FLOPs"}
-                  for r, v in bill(costs, rates, util, by=3).items() if r != "total"},
+                  for r, v in bill(costs, rates, util, by=3, levers=lv).items() if r != "total"},
         "no_device_time": {r: {"jobs": n, "why": classify(r, aliases)} for r, n in sorted(counts.items())
-                           if r not in PRICED},
+                           if classify(r, aliases) != "priced"},
         "examples_from": dict(sorted(examples.sources.items())),
     }  # fmt: skip
 
@@ -389,11 +508,11 @@ def markdown(rep: dict) -> str:
     formula = (f"FLOPs (6 · N · tokens training, 2 · N · tokens inference; N the encoder's non-embedding "
                f"parameters: {params})")
     if rep["benchmark"]:
-        share = papers["total"]["measured"] / papers["total"]["ours"] if papers["total"]["ours"] else 0
+        share = papers["total"]["measured"] / papers["total"]["ours_alone"] if papers["total"]["ours_alone"] else 0
         mfu = ", ".join(f"{k} {t:.1%} / {e:.1%}" for k, (t, e) in rep["mfu"].items()) or \
             f"none recorded: {rep['mfu_default']:.0%}"
         how = (f"{unit} of the work the GPU benchmark measured come from its tokens/s (benchmarks/gpu_throughput.json, "
-               f"{rep['benchmark']['device']}, {rep['benchmark']['date']}: {share:.0%} of ours); the rest (encoder "
+               f"{rep['benchmark']['device']}, {rep['benchmark']['date']}: {share:.0%} of ours one job per GPU); the rest (encoder "
                f"shapes, workloads it did not measure) is an ESTIMATE from {formula} at the MFU it measured for the "
                f"same workload and side, training / evaluation ({mfu}; 'other': the side's mean, for MLM and "
                f"aligned pairs) of its bf16 dense peak ({peak}).")
@@ -404,21 +523,28 @@ def markdown(rep: dict) -> str:
     lines = [
         f"Full-scale bill of `{rep['target']}` on `{rep['config']}`: {rep['jobs']:,} jobs of {len(priced) + len(rep['no_device_time'])} "
         f"rules; {len(priced)} rules run an encoder and are priced, the other {len(rep['no_device_time'])} cost no "
-        f"device time. {how}",
+        f"device time. {how} Ours comes one job per GPU as measured, and with issue 40's levers: several "
+        f"fine-tunes in one job, the evaluation path in bf16 with token-budget batches, several jobs on one GPU "
+        f"(the levers' table says what each saves and from what; an ESTIMATE where no GPU run measured it).",
         "",
-        f"| paper | jobs | training tokens | inference tokens | ours ({unit}) | HF Trainer, best flags ({unit}) |",
-        "|---|---:|---:|---:|---:|---:|",
+        f"| paper | jobs | training tokens | inference tokens | ours ({unit}) | ours, one job per GPU ({unit}) | "
+        f"HF Trainer, best flags ({unit}) |",
+        "|---|---:|---:|---:|---:|---:|---:|",
     ]
     for p in sorted(k for k in papers if k != "total") + ["total"]:
         r = papers[p]
         name = f"**{p}**" if p == "total" else p
         lines.append(f"| {name} | {r['jobs']:,} | {r['train_tokens']:.3g} | {r['eval_tokens']:.3g} | "
-                     f"{_n(r['ours'])} | {_n(r['hf_best'])} |")
-    lines += ["", f"| rule | jobs | training tokens | inference tokens | ours ({unit}) | priced from |",
-              "|---|---:|---:|---:|---:|---|"]
-    for rule in sorted(priced, key=lambda r: -rep["rules"][r]["ours"]):
+                     f"{_n(r['ours'])} | {_n(r['ours_alone'])} | {_n(r['hf_best'])} |")
+    lines += ["", f"| lever (added in this order) | setting | saves ({unit}) | priced from |", "|---|---|---:|---|"]
+    for lever, v in rep["levers"].items():
+        lines.append(f"| {LEVER_NAMES[lever]} | {v['setting']} | {_n(v['saves'])} | {v['from']} |")
+    lines += ["", f"| rule | jobs | training tokens | inference tokens | ours ({unit}) | ours, one job per GPU ({unit}) | "
+              "one job per GPU priced from |", "|---|---:|---:|---:|---:|---:|---|"]
+    for rule in sorted(priced, key=lambda r: -rep["rules"][r]["ours_alone"]):
         r = rep["rules"][rule]
-        lines.append(f"| {rule} | {r['jobs']:,} | {r['train_tokens']:.3g} | {r['eval_tokens']:.3g} | {_n(r['ours'])} | {r['how']} |")
+        lines.append(f"| {rule} | {r['jobs']:,} | {r['train_tokens']:.3g} | {r['eval_tokens']:.3g} | {_n(r['ours'])} | "
+                     f"{_n(r['ours_alone'])} | {r['how']} |")
     lines += ["", "No device time: " + "; ".join(f"`{r}` ×{v['jobs']} ({v['why']})"
                                                  for r, v in rep["no_device_time"].items()) + "."]
     lines += ["", "Tokens per example are estimated means, not measured on the real data (xlt.throughput.LENGTHS): "

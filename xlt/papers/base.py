@@ -81,6 +81,9 @@ class BillRule:
     price: Callable[[dict, dict, object], list]
     # (config, wildcards) -> the encoder of a job whose path names none; None: the `encoder` wildcard
     encoder: Callable[[dict, dict], str] | None = None
+    # True: its forwards run xlt.engine's evaluation path (config `evaluation`: bf16, token-budget
+    # batches), priced as such
+    engine_eval: bool = False
 
 
 @dataclass(frozen=True)

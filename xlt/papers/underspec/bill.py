@@ -21,4 +21,5 @@ def paper_bill(slug: str) -> PaperBill:
     # a grid job's priced output, relative to the results folder
     output = re.compile(rf"{slug}/grids/(?P<encoder>[^/]+)/(?P<dataset>[^/]+)/(?P<source>[a-z]+)-(?P<target>[a-z]+)/"
                         r"seed(?P<seed>\d+)/(?P<variant>[a-z]+)\.(?P<kind>[12]d)\.csv$")
-    return PaperBill(rules=(BillRule(f"{slug}_grid", output, grid),))
+    # its grid points are scored by xlt.engine's evaluation path (config `evaluation`)
+    return PaperBill(rules=(BillRule(f"{slug}_grid", output, grid, engine_eval=True),))
