@@ -12,7 +12,6 @@ nor matplotlib: the workflow reads it when it builds the DAG).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import pandas as pd
