@@ -3,9 +3,9 @@ every pair; Figure 3's CKA and Figure 4's centroids encode test sets with a trai
 
 from __future__ import annotations
 
+from xlt import targets as T
 from xlt.papers.base import BillRule, PaperBill
 from xlt.work import SPLIT_LANGSET, Work, run_output, workload_of
-from xlt import targets as T
 
 
 def _langs(cfg: dict, w: dict) -> list[str]:
