@@ -4,7 +4,9 @@ Reads the full-scale DAG (`snakemake -n all_tables --configfile=config.yaml`: ev
 its outputs, nothing is run), the example counts of each dataset (the papers'
 data-size tables; `--prepared` also reads prepared data on disk) and, when one was measured
 on a GPU, the throughput JSON of benchmarks/gpu_throughput.py; work it did not measure is
-priced from FLOPs at a stated utilisation (xlt.bill). `make bill` writes results/bill.md and
+priced from FLOPs at a stated utilisation (xlt.bill). Issue 40's levers (packed fine-tunes, bf16
+evaluation, several jobs on one GPU) are priced from the GPU runs in benchmarks/gpu/ that measured
+them, else from FLOPs at the MFU xlt.bill states (an ESTIMATE, said so in the bill). `make bill` writes results/bill.md and
 results/bill.json and puts the markdown into README.md between its bill markers.
 
     python benchmarks/gpu_throughput.py --json benchmarks/gpu_throughput.json   # on the GPU
@@ -22,13 +24,14 @@ import tempfile
 from pathlib import Path
 
 from xlt import papers as P
-from xlt.bill import Examples, dag_jobs, markdown, report
+from xlt.bill import Examples, dag_jobs, levers_of, markdown, report
 from xlt.cli import run
 from xlt.config import load_configs
 from xlt.errors import XltError
 
 REPO = Path(__file__).resolve().parents[1]
 BENCH = REPO / "benchmarks" / "gpu_throughput.json"
+GPU_RUNS = REPO / "benchmarks" / "gpu"  # the GPU runs of issue 40's levers (benchmarks/gpu/run_all.sh)
 BEGIN, END = "<!-- bill:begin (make bill writes this block) -->", "<!-- bill:end -->"
 
 
@@ -65,7 +68,15 @@ def build(configfile: str, target: str, throughput: str | None, jobs: str | None
     plan = Path(jobs).read_text() if jobs else dry_run(str(Path(configfile).resolve()), target)
     examples = Examples(cfg, REPO if prepared else None)
     name = Path(configfile).name if Path(configfile).resolve().parent == REPO else configfile
-    return report(cfg, dag_jobs(plan), examples, bench, target, name, aliases=set(P.target_rules(cfg)))
+    return report(cfg, dag_jobs(plan), examples, bench, target, name, aliases=set(P.target_rules(cfg)),
+                  levers=levers_of(cfg, gpu_runs(GPU_RUNS)))
+
+
+def gpu_runs(folder: Path) -> list[tuple[str, dict]]:
+    """(file, JSON) of the GPU runs in `folder`, oldest first (by their date, then name)."""
+    runs = [(f"{folder.relative_to(REPO)}/{f.name}" if folder.is_relative_to(REPO) else str(f), json.loads(f.read_text()))
+            for f in sorted(folder.glob("*.json"))]
+    return sorted(runs, key=lambda r: (str(r[1].get("date") or ""), r[0]))
 
 
 def main():

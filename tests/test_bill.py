@@ -15,8 +15,9 @@ import yaml
 
 from tests.conftest import REPO
 from xlt import papers as P
-from xlt.bill import (BITEXT, ESTIMATE_MFU, FLOPS, NO_DEVICE_TIME, PRICED, SIDES, Cost, Examples, bill, classify,
-                      dag_jobs, estimate_rate, flop_rates, job_costs, markdown, report, throughputs)  # fmt: skip
+from xlt.bill import (BITEXT, ESTIMATE_MFU, EVAL_MFU, FLOPS, NO_DEVICE_TIME, PACK_MFU, PRICED, SHARE_MFU, SIDES, Cost,
+                      Examples, Levers, bill, classify, dag_jobs, estimate_rate, flop_rates, job_costs, levers_of,
+                      markdown, report, throughputs)  # fmt: skip
 from xlt.config import load_configs
 from xlt.errors import XltError
 from xlt.throughput import SHAPES, length_profile
@@ -86,16 +87,16 @@ def test_fine_tuning_with_its_auxiliary_and_paired_streams():
     assert ft.train_flops == pytest.approx(6 * N_MBERT * ft.train_tokens) and ft.eval_flops == pytest.approx(2 * N_MBERT * ft.eval_tokens)
     # crossmulti's +FA: one batch (32) of each auxiliary task (POS es_ancora, NER) per step of PAWS-X
     costs = _one("results/models/mbert/pretrained/pawsx/en.crossmulti.crossmulti_fa/seed1")
-    main = costs[("crossmulti", "mbert", "pair", "finetune")]
+    main = costs[("crossmulti", "mbert", "pair", "finetune", 1, False)]
     n = Examples(CFG, None).count("pawsx", "en", "train")
     assert main.train_tokens == pytest.approx(5 * n * MEAN["pawsx"]) and main.jobs["finetune"] == 1
     steps = 5 * math.ceil(n / 32)  # 5 epochs of the English training set, batches of 32
-    aux = costs[("crossmulti", "mbert", "tagging", "finetune")]
+    aux = costs[("crossmulti", "mbert", "tagging", "finetune", 1, False)]
     assert aux.train_tokens == pytest.approx(steps * 32 * (MEAN["pos"] + MEAN["ner"])) and not aux.jobs
     # adjust's continual learning: aligned pairs, both sides trained, the anchor's English forward
     costs = _one("results/models/mbert/adjust-ru-n30000-seed1/ner/en.adjust.adjust_continual/seed1")
-    cont = costs[("adjust", "mbert", FLOPS, "finetune")]
-    main = costs[("adjust", "mbert", "tagging", "finetune")]
+    cont = costs[("adjust", "mbert", FLOPS, "finetune", 1, False)]
+    main = costs[("adjust", "mbert", "tagging", "finetune", 1, False)]
     hp = P.hparams(CFG, "en.adjust.adjust_continual", "ner")
     steps = hp["epochs"] * math.ceil(Examples(CFG, None).count("ner", "en", "train") / hp["batch_size"])
     bs = CFG["aux_sets"]["adjust_continual"].get("batch_size", hp["batch_size"])
@@ -145,7 +146,7 @@ def test_hours_from_measured_rates_else_from_flops():
     assert est("tagging", "ours") == est(None, "hf_best") == (pytest.approx(rate), pytest.approx(rate))
     rates = {("mbert", "tagging", "ours"): (1e6, 2e6)}  # measured for ours only
     h = bill({key: c}, rates, est)
-    assert h["underspec"]["ours"] == pytest.approx((3600 + 3600) / 3600) == h["total"]["measured"]
+    assert h["underspec"]["ours_alone"] == pytest.approx((3600 + 3600) / 3600) == h["total"]["measured"]
     assert h["underspec"]["hf_best"] == pytest.approx(8e18 / rate / 3600)
     assert bill({key: c}, {}, est)["total"]["measured"] == 0
     # measured on a GPU: what it did not measure runs at the MFU it measured for the workload and side
@@ -156,7 +157,7 @@ def test_hours_from_measured_rates_else_from_flops():
     assert util(None, "hf_best") == (pytest.approx(0.02 * 989e12), pytest.approx(0.04 * 989e12))  # MLM: the mean
     xl = ("underspec", "xlmr-large", "pair", "finetune")
     h = bill({xl: c}, throughputs({"rows": rows}), util)
-    assert h["total"]["ours"] == pytest.approx((6e18 / (0.03 * 989e12) + 2e18 / (0.06 * 989e12)) / 3600)
+    assert h["total"]["ours_alone"] == pytest.approx((6e18 / (0.03 * 989e12) + 2e18 / (0.06 * 989e12)) / 3600)
     with pytest.raises(XltError, match="not a gpu_throughput.py JSON"):
         throughputs({"device": "x"})
     with pytest.raises(XltError, match="no bf16 peak known for GPU 'abacus'"):
@@ -182,7 +183,7 @@ def test_the_report_states_its_assumption_or_its_measurement():
     gpu = {"device": "NVIDIA H100 80GB HBM3", "gpu": True, "date": "2026-11-27", "rows": rows}
     rep = report(CFG, jobs, Examples(CFG, None), gpu, "all_tables", "config.yaml")
     assert rep["rules"]["finetune"]["how"] == "measured"
-    assert "(benchmarks/gpu_throughput.json, NVIDIA H100 80GB HBM3, 2026-11-27: 100% of ours)" in markdown(rep)
+    assert "(benchmarks/gpu_throughput.json, NVIDIA H100 80GB HBM3, 2026-11-27: 100% of ours one job per GPU)" in markdown(rep)
     json.dumps(rep)  # what `make bill` writes
 
 
@@ -199,3 +200,90 @@ def test_readme_quotes_the_bill_that_make_bill_writes(tmp_path):
     rep = json.loads((tmp_path / "bill.json").read_text())
     assert rep["jobs"] > 3000 and rep["papers"]["total"]["ours"] > 0
     assert set(rep["papers"]) == {"adjust", "crossmulti", "dlfa", "underspec", "xmixup", "total"}
+
+
+def test_the_bill_names_no_paper_each_paper_prices_its_own_rules():
+    """xlt/bill.py reaches the papers through the registry only: each rule outside the shared
+    grammar is priced by the paper that declares it (xlt/papers/<slug>/bill.py)."""
+    from xlt.bill import PAPER_RULES, PATTERNS, TRAIN_MULTIPLES
+
+    code = "\n".join(line.split("#")[0] for line in (REPO / "xlt" / "bill.py").read_text().splitlines())
+    named = {slug for slug in P.PAPERS if re.search(rf"\b{slug}\b", code)}
+    assert not named, f"xlt/bill.py names papers {named}: price their rules in xlt/papers/<slug>/bill.py"
+    assert set(PATTERNS) == {"finetune", "evaluate", "evaluate_on", "build_encoder"}
+    assert PAPER_RULES["xmixup_cka"][0] == "xmixup" and PAPER_RULES["align_l2"][0] == "adjust"
+    assert {r for r, (slug, _) in PAPER_RULES.items() if slug == "crossmulti"} == {
+        "adapt_mlm", "crossmulti_probe_model", "crossmulti_probe_vanilla", "crossmulti_pppl"}
+    assert TRAIN_MULTIPLES == {"xmixup": 2}
+
+
+MODEL = "results/models/mbert/pretrained/ner/en.underspec/seed{}"
+GPU = {"device": "NVIDIA H200", "gpu": True, "peak_tflops": 989.0, "date": "2026-11-27",
+       "rows": [{"shape": "mbert", "workload": w, "side": "ours", "tokens_per_s": 5e4, "eval_tokens_per_s": 2e4,
+                 "mfu": 0.027, "eval_mfu": 0.004} for w in ("tagging", "pair")]}  # fmt: skip
+
+
+def _priced(jobs, cfg=CFG, runs=()) -> tuple[dict, dict]:
+    """(the report's papers' total, its levers) of these jobs, priced at GPU's rates."""
+    rep = report(cfg, dag_jobs(dry(*jobs)), Examples(cfg, None), GPU, "all_tables", "config.yaml",
+                 levers=levers_of(cfg, runs))
+    return rep["papers"]["total"], rep["levers"]
+
+
+def test_a_pack_is_one_job_of_its_models_fine_tunes_at_a_packs_throughput():
+    (one,) = _one(MODEL.format(1)).values()
+    jobs = dag_jobs(dry(("finetune_pack_1_2_3", [MODEL.format(s) for s in (1, 2, 3)])))
+    assert classify("finetune_pack_1_2_3") == "priced" and classify("finetune_pack_4_5") == "priced"
+    costs, counts = job_costs(CFG, jobs, Examples(CFG, None))
+    assert counts == {"finetune_pack_1_2_3": 1}
+    ((key, pack),) = costs.items()
+    assert key[3:] == ("finetune", 3, False) and dict(pack.jobs) == {"finetune": 1}
+    assert pack.train_tokens == pytest.approx(3 * one.train_tokens) and pack.eval_tokens == pytest.approx(3 * one.eval_tokens)
+    total, levers = _priced([("finetune_pack_1_2_3", [MODEL.format(s) for s in (1, 2, 3)])])
+    # alone: training at the measured 5e4 tokens/s (2.7% MFU); packed: 3 x 2.7% (below the cap)
+    alone_train = pack.train_tokens / 5e4 / 3600
+    assert total["ours_pack"] == pytest.approx(total["ours_alone"] - alone_train + alone_train / 3, rel=1e-3)
+    assert levers["pack"]["saves"] == pytest.approx(2 / 3 * alone_train, rel=1e-3)
+    assert "ESTIMATE" in levers["pack"]["from"] and f"at most {PACK_MFU:.0%}" in levers["pack"]["from"]
+    # measured: a pack of 3 trains 4e5 tokens/s, its models together
+    run = {"gpu": True, "rows": [{"shape": "mbert", "workload": "tagging", "side": "ours_packed", "pack": 3, "tokens_per_s": 4e5}]}
+    total, levers = _priced([("finetune_pack_1_2_3", [MODEL.format(s) for s in (1, 2, 3)])], runs=[("gpu/pack.json", run)])
+    assert total["ours_pack"] == pytest.approx(total["ours_alone"] - alone_train + pack.train_tokens / 4e5 / 3600)
+    assert levers["pack"]["from"] == "measured (gpu/pack.json)"
+
+
+def test_evaluation_in_bf16_is_priced_for_the_evaluation_path_only_and_off_in_fp32():
+    ev = ("evaluate", ["results/eval/mbert/pretrained/ner/en.underspec/seed1/test.underspec.json"])
+    (cost,) = _one(ev[1][0], "evaluate").values()
+    total, levers = _priced([ev])
+    assert total["ours_alone"] == pytest.approx(cost.eval_tokens / 2e4 / 3600)  # measured, one job per GPU
+    assert total["ours_pack_eval"] == pytest.approx(cost.eval_flops / (EVAL_MFU * 989e12) / 3600)
+    assert "ESTIMATE: 30% MFU" in levers["eval"]["from"]
+    fp32 = {**CFG, "evaluation": {"precision": "fp32"}}
+    assert _priced([ev], fp32)[0]["ours_pack_eval"] == pytest.approx(total["ours_alone"])
+    # a fine-tune's dev selection is not the evaluation path: unchanged
+    ft = _priced([("finetune", [MODEL.format(1)])])[0]
+    assert ft["ours_pack_eval"] == ft["ours_alone"]
+    run = {"gpu": True, "rows": [{"shape": "mbert", "workload": "tagging", "side": "ours", "tokens_per_s": 1,
+                                  "eval_variants": {"bf16_budget": {"tokens_per_s": 1e6}}}]}  # fmt: skip
+    total, levers = _priced([ev], runs=[("gpu/eval.json", run)])
+    assert total["ours_pack_eval"] == pytest.approx(cost.eval_tokens / 1e6 / 3600) and "measured" in levers["eval"]["from"]
+
+
+def test_sharing_a_gpu_speeds_up_idle_jobs_to_its_cap_and_slows_none():
+    ft = _priced([("finetune", [MODEL.format(1)])])[0]
+    # 2.7% MFU alone (training; 0.4% its dev evaluation): 4 jobs together at 4x, below the 11% cap
+    assert ft["ours"] == pytest.approx(ft["ours_pack_eval"] / 4, rel=1e-3)
+    c = Cost(train_tokens=1e9, train_flops=6e18)
+    key = ("underspec", "mbert", FLOPS, "finetune", 1, False)
+    util = flop_rates({"device": "NVIDIA H200", "gpu": True, "peak_tflops": 989.0, "rows": [
+        {"shape": "x", "workload": "tagging", "side": "ours", "tokens_per_s": 1, "eval_tokens_per_s": 1,
+         "mfu": m, "eval_mfu": m} for m in (0.05, 0.05)]})  # fmt: skip
+    h = bill({key: c}, {}, util, levers=Levers(share=4))["total"]
+    assert h["ours"] == pytest.approx(6e18 / (SHARE_MFU * 989e12) / 3600)  # 4 x 5% capped at 11%
+    busy = flop_rates({"device": "NVIDIA H200", "gpu": True, "peak_tflops": 989.0, "rows": [
+        {"shape": "x", "workload": "tagging", "side": "ours", "tokens_per_s": 1, "eval_tokens_per_s": 1,
+         "mfu": 0.3, "eval_mfu": 0.3}]})  # fmt: skip
+    h = bill({key: c}, {}, busy, levers=Levers(share=4))["total"]
+    assert h["ours"] == pytest.approx(h["ours_alone"])  # at 30% alone: sharing does not pay
+    assert h["measured_ours"] == 0 and h["hf_best"] > 0

@@ -20,15 +20,16 @@ loop and for the Hugging Face Trainer with its best flags.
                 the benchmark measured for that workload and side (FlopRates), or 40% of an
                 H100's bf16 peak while none was measured: an ESTIMATE, printed with its assumption
 
-A fine-tune costs its epochs over its training data (twice for X-Mixup's two sides), its
-auxiliary streams (one batch of each per step: crossmulti's +FA tasks; adjust's continual
-aligned pairs, both sides, and the anchor's forward pass through the released encoder) and
-its dev sets after each epoch.
+A fine-tune costs its epochs over its training data (times the multiple a paper declares for
+an extra, e.g. both sides of every pair), its auxiliary streams (one batch of each per step:
+tasks of multi-task learning; aligned pairs of continual learning, both sides, and the anchor's
+forward pass through the released encoder) and its dev sets after each epoch. Every other rule
+that runs an encoder is priced by the paper that asks for it (`Paper.bill`,
+xlt/papers/<slug>/bill.py): the bill names no paper.
 """
 
 from __future__ import annotations
 
-import functools
 import math
 import re
 from collections import defaultdict
@@ -39,7 +40,8 @@ from xlt import papers as P
 from xlt import targets as T
 from xlt.errors import XltError
 from xlt.registry import get_task
-from xlt.throughput import LengthProfile, encoder_shape, length_profile, peak_tflops, shape_of
+from xlt.throughput import encoder_shape, peak_tflops, shape_of
+from xlt.work import BITEXT, FLOPS, RUN, SPLIT_LANGSET, Work, mean_tokens, mlm_work, workload_of
 
 # Public sizes (examples per split, every language) of splits no paper table prints
 # (docs/data.md): MARC 200k / 5k / 5k per language.
@@ -51,12 +53,7 @@ DATASET_SIZES = {("marc", "dev"): 5000, ("qa", "test"): 1190}
 # (xlt.throughput.PEAK_BF16_TFLOPS) at this model FLOP utilisation.
 ESTIMATE_GPU = "NVIDIA H100 SXM"
 ESTIMATE_MFU = 0.40
-SIDES = ("ours", "hf_best")
-SIDE_NAMES = {"ours": "ours", "hf_best": "HF Trainer, best flags"}
-# One side of an aligned sentence pair (WikiMatrix), subwords: an ESTIMATE, like LENGTHS.
-BITEXT = LengthProfile(median=28, sigma=0.5, lo=6)
 MLM_MASKED = 0.15  # the MLM head's vocabulary projection runs on the masked positions only
-FLOPS = "flops"  # the workload of work no benchmark measures: always priced from FLOPs
 # Rules that run no encoder, and why they cost no device time.
 NO_DEVICE_TIME = {
     "download": "network transfer (a local rule, on the login node)",
@@ -87,41 +84,34 @@ NO_DEVICE_TIME = {
     "align_all": "a target: no job of its own",
 }
 ALIAS = "a target (an alias of a paper's tables): no job of its own"
-# Path grammar of the priced jobs' outputs (relative to the results folder); the one output of
-# a job that is priced (a second output, predictions or a CSV beside a JSON, is the same job).
-_RUN = r"(?P<encoder>[^/]+)/(?P<init>[^/]+)/(?P<dataset>[^/]+)/(?P<recipe>[^/]+)/seed(?P<seed>\d+)"
+# Path grammar of the outputs of the shared rules priced here (relative to the results folder); the
+# one output of a job that is priced (a second output, predictions or a CSV beside a JSON, is the
+# same job). A paper's rules bring their own (PAPER_RULES).
 PATTERNS = {
-    "finetune": re.compile(rf"models/{_RUN}$"),
-    "evaluate": re.compile(rf"eval/{_RUN}/(?P<split>[a-z]+)\.(?P<langset>[A-Za-z0-9_]+)\.json$"),
+    "finetune": re.compile(rf"models/{RUN}$"),
+    "evaluate": re.compile(rf"eval/{RUN}/{SPLIT_LANGSET}\.json$"),
     # the model of `dataset` scored on another dataset of its task (xlt.targets.eval_file's testset)
-    "evaluate_on": re.compile(rf"eval/{_RUN}/on-(?P<testset>[^/]+)/(?P<split>[a-z]+)\.(?P<langset>[A-Za-z0-9_]+)\.json$"),
+    "evaluate_on": re.compile(rf"eval/{RUN}/on-(?P<testset>[^/]+)/{SPLIT_LANGSET}\.json$"),
     "build_encoder": re.compile(r"encoders/(?P<encoder>[^/]+)/pretrained$"),
-    "adapt_mlm": re.compile(r"encoders/(?P<encoder>[^/]+)/(?P<init>mlm-[^/]+)$"),
-    "adjust_encoder": re.compile(r"encoders/(?P<encoder>[^/]+)/(?P<init>adjust-[^/]+)$"),
-    "crossmulti_probe_model": re.compile(r"crossmulti/probe/(?P<encoder>[^/]+)/(?P<dataset>[^/]+)/[^/]+/seed\d+\.csv$"),
-    "crossmulti_probe_vanilla": re.compile(r"crossmulti/probe/(?P<encoder>[^/]+)/vanilla\.csv$"),
-    "crossmulti_pppl": re.compile(r"crossmulti/pppl/(?P<encoder>[^/]+)/(?P<dataset>[^/]+)\.csv$"),
-    "dlfa_similarity": re.compile(r"dlfa/similarity/(?P<encoder>[^/]+)/seed(?P<seed>\d+)\.csv$"),
-    "align_l2": re.compile(r"align/en-(?P<pair>[a-z]+)/[^/]+/l2/(?P<encoder>[^/]+)\.csv$"),
-    "adjust_l2": re.compile(r"adjust/l2/en-(?P<pair>[a-z]+)/[^/]+\.csv$"),
-    "xmixup_cka": re.compile(rf"xmixup/cka/{_RUN}/(?P<split>[a-z]+)\.(?P<langset>[A-Za-z0-9_]+)\.json$"),
-    # a model of `dataset` encoding another task's test set (Figure 4's centroids of POS)
-    "xmixup_centroids": re.compile(rf"xmixup/centroids/{_RUN}/on-(?P<testset>[^/]+)/(?P<split>[a-z]+)\."
-                                   r"(?P<langset>[A-Za-z0-9_]+)\.json$"),
 }
-# The paper a rule outside the recipes' grammar is billed to
-RULE_PAPER = {"adapt_mlm": "crossmulti", "adjust_encoder": "adjust", "crossmulti_probe_model": "crossmulti",
-              "crossmulti_probe_vanilla": "crossmulti", "crossmulti_pppl": "crossmulti", "dlfa_similarity": "dlfa",
-              "align_l2": "adjust", "adjust_l2": "adjust", "xmixup_cka": "xmixup", "xmixup_centroids": "xmixup",
-              "build_encoder": "(tiny encoder)"}
-# rule -> (paper, its BillRule): the rules of the papers' own that run an encoder
-PAPER_RULES = {r.rule: (slug, r) for slug, paper in P.PAPERS.items() for r in paper.bill_rules}
+TINY_ENCODER = "(tiny encoder)"  # what build_encoder's jobs are billed to: the tiny world's encoder, no paper's
+# rule -> (paper, its BillRule): the rules that run an encoder for one paper
+PAPER_RULES = {r.rule: (slug, r) for slug, paper in P.PAPERS.items() for r in paper.bill.rules}
+# an extra's name -> a fine-tune's training work with it, as a multiple of the recipe's without it
+TRAIN_MULTIPLES = {extra: m for paper in P.PAPERS.values() for extra, m in paper.bill.train_multiples.items()}
 PRICED = set(PATTERNS) | set(PAPER_RULES)
+# A pack of fine-tunes, K seeds of one model trained in one job (config engine.pack; xlt.packs'
+# rule `finetune_pack_<seeds>`, whose outputs are the seeds' model directories): priced per model
+# as a fine-tune, at the throughput of a pack of that many models
+PACK_RULE = re.compile(r"finetune_pack(?:_\d+)+")
+# the shared rules whose forwards run xlt.engine's evaluation path (config `evaluation`: bf16,
+# token-budget batches); a paper's own say so in their BillRule (engine_eval)
+ENGINE_EVAL = {"evaluate", "evaluate_on"}
 
 
 def classify(rule: str, aliases=()) -> str:
     """'priced', or why the rule costs no device time; a rule that is neither is an error."""
-    if rule in PRICED:
+    if rule in PRICED or PACK_RULE.fullmatch(rule):
         return "priced"
     if rule in NO_DEVICE_TIME:
         return NO_DEVICE_TIME[rule]
@@ -188,7 +178,7 @@ class Examples:
                        "xlt.bill.DATASET_SIZES")
 
     def tokens(self, dataset: str, langs, split: str) -> float:
-        return sum(self.count(dataset, lang, split) for lang in langs) * _mean(T.task_of(dataset))
+        return sum(self.count(dataset, lang, split) for lang in langs) * mean_tokens(T.task_of(dataset))
 
 
 @dataclass
@@ -202,45 +192,14 @@ class Cost:
     jobs: dict = field(default_factory=lambda: defaultdict(int))
 
 
-def workload_of(dataset: str) -> str:
-    """The benchmark workload whose throughput prices a task: tasks over word sequences
-    (tagging, parsing) are priced as tagging, span QA as qa, text inputs (classification) as
-    pair classification."""
-    task = get_task(T.task_of(dataset))
-    return "tagging" if task.input == "tokens" else "qa" if task.input == "qa" else "pair"
-
-
-@dataclass
-class Work:
-    """One part of a job: tokens trained on and run forward, in one workload."""
-
-    workload: str  # tagging | pair (measured by the benchmark) | FLOPS
-    train: float = 0.0
-    infer: float = 0.0
-    mlm: bool = False  # the MLM head's vocabulary projection on the masked positions
-
-
-@functools.cache
-def _mean(task: str) -> float:
-    """Mean subwords per example of a task (BITEXT: one side of an aligned pair); sampled once."""
-    return BITEXT.mean() if task == "bitext" else length_profile(task).mean()
-
-
-@functools.cache
-def _mean_square(task: str) -> float:
-    sq = length_profile(task).sample(20_000, seed=0)
-    return sum(n * n for n in sq) / len(sq)
-
-
 def _finetune(cfg: dict, w: dict, ex: Examples) -> list[Work]:
     dataset, recipe = w["dataset"], T.Recipe.parse(w["recipe"])
     hp = P.hparams(cfg, w["recipe"], dataset)
     epochs, bs = hp["epochs"], hp.get("batch_size", 32)
     n_train = sum(ex.count(dataset, lang, "train") for lang in recipe.train_langs)
-    # X-Mixup encodes both sides of every pair: two forwards and backwards per example
-    # (benchmarks/xmixup_throughput.py: 2.17x a translate-train step)
-    sides = 2 if any(e.get("name") == "xmixup" for e in hp.get("extras", [])) else 1
-    main = Work(workload_of(dataset), train=sides * epochs * n_train * _mean(T.task_of(dataset)),
+    # an extra that trains more per example (a paper's PaperBill.train_multiples)
+    multiple = math.prod(TRAIN_MULTIPLES.get(e.get("name"), 1) for e in hp.get("extras", []))
+    main = Work(workload_of(dataset), train=multiple * epochs * n_train * mean_tokens(T.task_of(dataset)),
                 # model selection: the dev sets of the training languages, or of the profile's own
                 infer=epochs * ex.tokens(dataset, hp.get("dev_languages") or recipe.train_langs, "dev"))
     steps = epochs * math.ceil(n_train / bs)
@@ -248,9 +207,9 @@ def _finetune(cfg: dict, w: dict, ex: Examples) -> list[Work]:
     for a in T.aux_streams(cfg, w["recipe"], dataset, w["encoder"], w["init"]):
         n = steps * a.get("batch_size", bs)  # one batch of each stream per step; the streams cycle
         if a.get("kind") == "aligned_pairs":  # both sides trained; the anchor: English, released encoder
-            out.append(Work(FLOPS, train=2 * n * _mean("bitext"), infer=n * _mean("bitext")))
+            out.append(Work(FLOPS, train=2 * n * mean_tokens("bitext"), infer=n * mean_tokens("bitext")))
         else:
-            out.append(Work(workload_of(Path(a["data"]).name), train=n * _mean(a["task"])))
+            out.append(Work(workload_of(Path(a["data"]).name), train=n * mean_tokens(a["task"])))
     return out
 
 
@@ -259,91 +218,18 @@ def _evaluate(cfg: dict, w: dict, ex: Examples) -> list[Work]:
     return [Work(workload_of(scored), infer=ex.tokens(scored, T.langset_languages(cfg, w["langset"]), w["split"]))]
 
 
-def _mlm(steps: int, batch_size: int, length: float) -> list[Work]:
-    return [Work(FLOPS, train=steps * batch_size * length, mlm=True)]
-
-
 def _build_encoder(cfg: dict, w: dict, ex: Examples) -> list[Work]:
     m = cfg["encoders"][w["encoder"]]["build"]["mlm"]
-    return _mlm(m["steps"], m["batch_size"], m.get("max_length", 128))
+    return mlm_work(m["steps"], m["batch_size"], m.get("max_length", 128))
 
 
-def _adapt_mlm(cfg: dict, w: dict, ex: Examples) -> list[Work]:
-    m = T.engine_options(cfg, cfg["adapt"]["mlm"])
-    task = T.task_of(T.Init.parse(w["init"]).dataset)
-    return _mlm(m["steps"], m["batch_size"], min(_mean(task), m.get("max_length", 128)))
-
-
-def _adjust_encoder(cfg: dict, w: dict, ex: Examples) -> list[Work]:
-    it, a = T.Adjusted.parse(w["init"]), T.adjust_config(cfg, w["init"])
-    n = a.get("epochs", 1) * it.size  # pairs; both sides trained, the anchor reads the English side
-    return [Work(FLOPS, train=2 * n * _mean("bitext"), infer=n * _mean("bitext"))]
-
-
-def _probe_data(cfg: dict, ex: Examples) -> list[Work]:
-    """A probe job encodes every probing task's data once (the EN training features, capped,
-    and the test sets); the linear probes train on the cached features (CPU-cheap)."""
-    from xlt.papers import crossmulti as CM
-
-    cap = cfg["papers"]["crossmulti"]["analysis"]["probe"].get("max_train_examples")
-    out = []
-    for task, job in CM.probe_jobs(cfg).items():
-        dataset = Path(job["data"]).name
-        n = ex.count(dataset, job["source"], "train")
-        n = min(n, cap) if cap else n
-        out.append(Work(workload_of(dataset), infer=n * _mean(task) + ex.tokens(dataset, job["langs"], "test")))
-    return out
-
-
-def _pppl(cfg: dict, w: dict, ex: Examples) -> list[Work]:
-    """Pseudo-perplexity: each token of a test sentence masked once, a forward pass per masked
-    copy (Σ L² tokens per sentence), for the released encoder and every analysed model."""
-    from xlt.papers import crossmulti as CM
-
-    task, p = T.task_of(w["dataset"]), cfg["papers"]["crossmulti"]
-    mean_sq = _mean_square(task)
-    models = 1 + len(CM.analysed_models(cfg, [task]))
-    n = sum(ex.count(w["dataset"], lang, "test") for lang in cfg["language_sets"][p["languages"]])
-    return [Work(workload_of(w["dataset"]), infer=models * n * mean_sq)]
-
-
-def _similarity(cfg: dict, w: dict, ex: Examples) -> list[Work]:
-    from xlt.papers import dlfa as D
-
-    p = cfg["papers"]["dlfa"]
-    models = len(D.similarity_models(cfg, w["encoder"], int(w["seed"])))
-    langs = T.langset_languages(cfg, p["languages"]["xnli"])
-    return [Work("pair", infer=models * p["similarity"]["sentences"] * len(langs) * _mean("xnli"))]
-
-
-def _l2(cfg: dict, w: dict, ex: Examples) -> list[Work]:
-    return [Work(FLOPS, infer=2 * cfg["align"]["l2"]["sentences"] * _mean("bitext"))]
-
-
-def _cka(cfg: dict, w: dict, ex: Examples) -> list[Work]:
-    langs = sorted({"en", *T.langset_languages(cfg, w["langset"])})
-    return [Work(workload_of(w["dataset"]), infer=ex.tokens(w["dataset"], langs, w["split"]))]
-
-
-def _centroids(cfg: dict, w: dict, ex: Examples) -> list[Work]:
-    """One forward pass over the test set of `testset` (e.g. POS sentences), priced as that input."""
-    langs = sorted({"en", *T.langset_languages(cfg, w["langset"])})
-    return [Work(workload_of(w["testset"]), infer=ex.tokens(w["testset"], langs, w["split"]))]
-
-
-COST_MODELS = {
-    "finetune": _finetune, "evaluate": _evaluate, "evaluate_on": _evaluate, "build_encoder": _build_encoder,
-    "adapt_mlm": _adapt_mlm, "adjust_encoder": _adjust_encoder,
-    "crossmulti_probe_model": lambda cfg, w, ex: _probe_data(cfg, ex),
-    "crossmulti_probe_vanilla": lambda cfg, w, ex: _probe_data(cfg, ex),
-    "crossmulti_pppl": _pppl, "dlfa_similarity": _similarity, "align_l2": _l2, "adjust_l2": _l2, "xmixup_cka": _cka,
-    "xmixup_centroids": _centroids,
-}  # fmt: skip
+COST_MODELS = {"finetune": _finetune, "evaluate": _evaluate, "evaluate_on": _evaluate, "build_encoder": _build_encoder}
 
 
 def _paper_of(rule: str, w: dict) -> str:
-    if rule in RULE_PAPER:
-        return RULE_PAPER[rule]
+    """The paper a shared rule's job is billed to: its recipe's profile's, or its extra tag's."""
+    if rule == "build_encoder":
+        return TINY_ENCODER
     # `<profile>-<extra tag>` is billed to the paper whose tag grammar it is
     profile, _, tag = T.Recipe.parse(w["recipe"]).hparams.partition("-")
     # a paper's second profile (`<slug>_<name>`, e.g. xmixup_qa) is billed to that paper
@@ -352,38 +238,44 @@ def _paper_of(rule: str, w: dict) -> str:
 
 
 def job_costs(cfg: dict, jobs: list[tuple[str, list[str]]], examples: Examples, aliases=()) -> tuple[dict, dict]:
-    """({(paper, shape, workload, rule): Cost}, {rule: jobs} of every rule): each rule priced
-    or classified as costing no device time (`classify`)."""
+    """({(paper, shape, workload, rule, models in its job, runs the engine's evaluation): Cost},
+    {rule: jobs} of every rule): each rule priced or classified as costing no device time
+    (`classify`). A pack's job is priced as its models' fine-tunes (rule `finetune`)."""
     costs: dict = defaultdict(Cost)
     counts: dict = defaultdict(int)
     results = cfg["results"].rstrip("/") + "/"
     for rule, outputs in jobs:
         classify(rule, aliases)
         counts[rule] += 1
-        if rule not in PRICED:
+        packed = bool(PACK_RULE.fullmatch(rule))
+        base = "finetune" if packed else rule
+        if base not in PRICED:
             continue
-        pattern = PAPER_RULES[rule][1].output if rule in PAPER_RULES else PATTERNS[rule]
+        pattern = PAPER_RULES[base][1].output if base in PAPER_RULES else PATTERNS[base]
         found = [m for p in outputs if (m := pattern.search(p[len(results):] if p.startswith(results) else p))]
         if not found:
             raise XltError(f"rule {rule}: no output of its job matches the bill's path grammar ({', '.join(outputs)})")
-        w = found[0].groupdict()
-        if rule in PAPER_RULES:
-            paper, priced = PAPER_RULES[rule]
-            train, infer = priced.tokens(cfg, w, examples)
-            works = [Work(workload_of(w["dataset"]), train=train, infer=infer)]
-        else:
-            paper, works = _paper_of(rule, w), COST_MODELS[rule](cfg, w, examples)
-        shape = shape_of(cfg, w.get("encoder") or cfg["align"]["l2"]["encoder"])
-        es = encoder_shape(cfg, shape)
-        n, head = es.non_embedding_params(), es.hidden * es.vocab * MLM_MASKED
-        for i, work in enumerate(works):
-            c = costs[(paper, shape, work.workload, rule)]
-            c.train_tokens += work.train
-            c.eval_tokens += work.infer
-            c.train_flops += 6 * (n + (head if work.mlm else 0)) * work.train
-            c.eval_flops += 2 * n * work.infer
-            if i == 0:
-                c.jobs[rule] += 1
+        models = len(found) if packed else 1  # a pack: one model per output; other jobs: their first output
+        for j, m in enumerate(found[:models]):
+            w = m.groupdict()
+            if base in PAPER_RULES:
+                paper, priced = PAPER_RULES[base]
+                works = priced.price(cfg, w, examples)
+                encoder, engine_eval = w.get("encoder") or priced.encoder(cfg, w), priced.engine_eval
+            else:
+                paper, works = _paper_of(base, w), COST_MODELS[base](cfg, w, examples)
+                encoder, engine_eval = w["encoder"], base in ENGINE_EVAL
+            shape = shape_of(cfg, encoder)
+            es = encoder_shape(cfg, shape)
+            n, head = es.non_embedding_params(), es.hidden * es.vocab * MLM_MASKED
+            for i, work in enumerate(works):
+                c = costs[(paper, shape, work.workload, base, models, engine_eval)]
+                c.train_tokens += work.train
+                c.eval_tokens += work.infer
+                c.train_flops += 6 * (n + (head if work.mlm else 0)) * work.train
+                c.eval_flops += 2 * n * work.infer
+                if i == 0 and j == 0:
+                    c.jobs[base] += 1
     return dict(costs), dict(counts)
 
 
@@ -433,23 +325,109 @@ def flop_rates(bench: dict | None) -> FlopRates:
     return FlopRates(peak * 1e12, mean)
 
 
-def hours(key: tuple, c: Cost, rates: dict, util: FlopRates, side: str) -> tuple[float, bool]:
-    """(hours, measured?) of one cost: from the benchmark's tokens/s where it measured this
-    (shape, workload, side), else from FLOPs at the utilisation `util` gives."""
+# ---- the levers of issue 40: several models in one job, bf16 evaluation, several jobs on one GPU ----
+# Each prices from a GPU run that measured it (benchmarks/gpu/*.json: gpu_throughput.py's
+# ours_packed rows and ours' bf16_budget evaluation), else from FLOPs at the MFU stated here: an
+# ESTIMATE, said so in the bill. None lowers a job's price below what it costs alone.
+PACK_MFU = 0.20  # a pack's training at most: issue 40's batch-256 pair run on an H200 (20% MFU; no JSON on record)
+EVAL_MFU = 0.30  # bf16 evaluation in token-budget batches: issue 40's target at mBERT shape (not measured)
+SHARE = 4  # jobs on one GPU at once (a job that leaves most of it idle)
+# their MFU together at most: issue 40's four copies of the pair job, 2.06x one alone at 5.5% (no JSON on record)
+SHARE_MFU = 0.11
+# the levers added one at a time: `ours_alone` one job per GPU (what the benchmark measured), then
+# packing, then the evaluation path, then sharing (`ours`: all three)
+STAGES = ("ours_alone", "ours_pack", "ours_pack_eval", "ours")
+LEVERS = {"pack": "ours_pack", "eval": "ours_pack_eval", "share": "ours"}
+LEVER_NAMES = {"pack": "several fine-tunes in one job", "eval": "evaluation in bf16, token-budget batches",
+               "share": "several jobs on one GPU"}
+SIDES = ("ours", "ours_alone", "ours_pack", "ours_pack_eval", "hf_best")
+
+
+@dataclass
+class Levers:
+    """The levers' settings and what a GPU run measured of them."""
+
+    pack: int = 1  # config engine.pack (the DAG's pack jobs say which fine-tunes pack)
+    eval_bf16: bool = True  # config evaluation.precision is not fp32 (auto: bf16 on a GPU)
+    share: int = SHARE
+    packed: dict = field(default_factory=dict)  # (shape, workload, K) -> a pack's training tokens/s, its models together
+    evaluation: dict = field(default_factory=dict)  # (shape, workload) -> bf16 token-budget evaluation tokens/s
+    measured_in: dict = field(default_factory=dict)  # lever -> the file that measured it
+
+
+def levers_of(cfg: dict, runs: list[tuple[str, dict]] = ()) -> Levers:
+    """The levers of `cfg`, with the measurements of the GPU runs `runs` ((file, JSON of
+    gpu_throughput.py), oldest first: a later run's measurement wins)."""
+    lv = Levers(pack=int((cfg.get("engine") or {}).get("pack", 1)),
+                eval_bf16=(cfg.get("evaluation") or {}).get("precision", "auto") != "fp32")  # fmt: skip
+    for name, run in runs:
+        if not run.get("gpu"):
+            continue
+        for r in run.get("rows", []):
+            if r.get("side") == "ours_packed" and r.get("tokens_per_s"):
+                lv.packed[(r["shape"], r["workload"], int(r.get("pack", 1)))] = r["tokens_per_s"]
+                lv.measured_in["pack"] = name
+            budget = (r.get("eval_variants") or {}).get("bf16_budget") or {}
+            if r.get("side") == "ours" and budget.get("tokens_per_s"):
+                lv.evaluation[(r["shape"], r["workload"])] = budget["tokens_per_s"]
+                lv.measured_in["eval"] = name
+    return lv
+
+
+def _split_hours(key: tuple, c: Cost, rates: dict, util: FlopRates, side: str) -> tuple[float, float, bool]:
+    """(training hours, evaluation hours, measured?) of one cost, one job per GPU: from the
+    benchmark's tokens/s where it measured this (shape, workload, side), else from FLOPs at the
+    utilisation `util` gives."""
     _, shape, workload, *_ = key
     if (shape, workload, side) in rates:
         train_rate, eval_rate = rates[(shape, workload, side)]
-        return (c.train_tokens / train_rate + c.eval_tokens / eval_rate) / 3600, True
+        return c.train_tokens / train_rate / 3600, c.eval_tokens / eval_rate / 3600, True
     train_rate, eval_rate = util(None if workload == FLOPS else workload, side)
-    return (c.train_flops / train_rate + c.eval_flops / eval_rate) / 3600, False
+    return c.train_flops / train_rate / 3600, c.eval_flops / eval_rate / 3600, False
 
 
-def bill(costs: dict, rates: dict, util: FlopRates, sides=SIDES, by: int = 0) -> dict:
-    """{group | 'total': {side: hours, 'measured': the hours of the first side priced from
-    measured rates, 'jobs', 'train_tokens', 'eval_tokens'}}, grouped by the cost key's part
-    `by` (0 paper, 3 rule)."""
-    out: dict = defaultdict(lambda: {**dict.fromkeys(sides, 0.0), "measured": 0.0, "jobs": 0,
-                                     "train_tokens": 0.0, "eval_tokens": 0.0})  # fmt: skip
+def _at_mfu(flops: float, h: float, peak: float, mfu) -> float:
+    """Hours of work `flops` that takes `h` hours alone, at the MFU `mfu(MFU alone)` (never slower)."""
+    if not (flops and h):
+        return h
+    alone = flops / (h * 3600 * peak)
+    return flops / (max(alone, mfu(alone)) * peak) / 3600
+
+
+def hours(key: tuple, c: Cost, rates: dict, util: FlopRates, side: str, levers: Levers | None = None) -> tuple[float, float]:
+    """(hours, of them priced from measured rates) of one cost on one side: `hf_best` and
+    `ours_alone` one job per GPU; the other stages of ours with the levers added (STAGES)."""
+    if side not in STAGES[1:]:
+        t, e, measured = _split_hours(key, c, rates, util, "ours" if side == "ours_alone" else side)
+        return t + e, (t + e if measured else 0.0)
+    stage, lv = STAGES.index(side), levers or Levers()
+    _, shape, workload, _, models, engine_eval = key if len(key) > 4 else (*key, 1, False)
+    t, e, measured = _split_hours(key, c, rates, util, "ours")
+    t_measured = e_measured = measured
+    if stage >= 1 and models > 1:  # a pack: its models trained together
+        if (shape, workload, models) in lv.packed:
+            t, t_measured = c.train_tokens / lv.packed[(shape, workload, models)] / 3600, True
+        else:
+            t, t_measured = _at_mfu(c.train_flops, t, util.peak, lambda m: min(models * m, PACK_MFU)), False
+    if stage >= 2 and engine_eval and lv.eval_bf16 and e:
+        if (shape, workload) in lv.evaluation:
+            e, e_measured = c.eval_tokens / lv.evaluation[(shape, workload)] / 3600, True
+        else:
+            e, e_measured = _at_mfu(c.eval_flops, e, util.peak, lambda m: EVAL_MFU), False
+    if stage >= 3 and lv.share > 1:  # what still leaves the GPU idle shares it
+        shared = [_at_mfu(f, h, util.peak, lambda m: min(lv.share * m, SHARE_MFU)) for f, h in
+                  ((c.train_flops, t), (c.eval_flops, e))]  # fmt: skip
+        t_measured, e_measured = t_measured and shared[0] == t, e_measured and shared[1] == e
+        t, e = shared
+    return t + e, (t if t_measured else 0.0) + (e if e_measured else 0.0)
+
+
+def bill(costs: dict, rates: dict, util: FlopRates, sides=SIDES, by: int = 0, levers: Levers | None = None) -> dict:
+    """{group | 'total': {side: hours, 'measured': the hours of ours one job per GPU priced from
+    measured rates, 'measured_ours': of ours with the levers, 'jobs', 'train_tokens',
+    'eval_tokens'}}, grouped by the cost key's part `by` (0 paper, 3 rule)."""
+    out: dict = defaultdict(lambda: {**dict.fromkeys(sides, 0.0), "measured": 0.0, "measured_ours": 0.0,
+                                     "jobs": 0, "train_tokens": 0.0, "eval_tokens": 0.0})  # fmt: skip
     for key, c in costs.items():
         for group in (key[by], "total"):
             row = out[group]
@@ -457,22 +435,43 @@ def bill(costs: dict, rates: dict, util: FlopRates, sides=SIDES, by: int = 0) ->
             row["train_tokens"] += c.train_tokens
             row["eval_tokens"] += c.eval_tokens
             for side in sides:
-                h, measured = hours(key, c, rates, util, side)
+                h, measured = hours(key, c, rates, util, side, levers)
                 row[side] += h
-                if measured and side == sides[0]:
-                    row["measured"] += h
+                if side == "ours_alone":
+                    row["measured"] += measured
+                elif side == "ours":
+                    row["measured_ours"] += measured
     return dict(out)
 
 
+def _lever_source(lever: str, lv: Levers) -> str:
+    if lever in lv.measured_in:
+        return f"measured ({lv.measured_in[lever]})"
+    return {"pack": f"ESTIMATE: a pack of K trains at K × one job's MFU, at most {PACK_MFU:.0%} (issue 40's batch-256 "
+                    "pair run; no packing run on record)",
+            "eval": f"ESTIMATE: {EVAL_MFU:.0%} MFU (issue 40's target at mBERT shape; no bf16 evaluation run on record)",
+            "share": f"ESTIMATE: {lv.share} jobs on one GPU run at {lv.share} × one job's MFU, at most {SHARE_MFU:.0%} "
+                     "(issue 40's four copies of the pair job, 2.06× one alone; no sharing run on record)"}[lever]
+
+
 def report(cfg: dict, jobs: list[tuple[str, str]], examples: Examples, bench: dict | None, target: str,
-           configfile: str, aliases=()) -> dict:  # fmt: skip
-    """The bill as data (what `make bill` writes as JSON and renders as markdown)."""
+           configfile: str, aliases=(), levers: Levers | None = None) -> dict:  # fmt: skip
+    """The bill as data (what `make bill` writes as JSON and renders as markdown); `levers`:
+    levers_of(cfg) (nothing measured) unless given."""
     costs, counts = job_costs(cfg, jobs, examples, aliases)
+    lv = levers or levers_of(cfg)
     measured = bool(bench and bench.get("gpu"))
     rates = throughputs(bench) if measured else {}
     gpu = bench["device"] if measured else ESTIMATE_GPU
     util = flop_rates(bench)
     shapes = sorted({k[1] for k in costs})
+    papers = bill(costs, rates, util, levers=lv)
+    total = papers["total"]
+    packs = [(r, outs) for r, outs in jobs if PACK_RULE.fullmatch(r)]
+    settings = {"pack": f"engine.pack = {lv.pack}: {sum(len(o) for _, o in packs):,} fine-tunes in {len(packs):,} jobs",
+                "eval": f"evaluation.precision {'bf16' if lv.eval_bf16 else 'fp32'}: evaluation jobs and grids",
+                "share": f"{lv.share} jobs to a GPU"}  # fmt: skip
+    before = dict(zip(LEVERS, ["ours_alone", *LEVERS.values()]))
     return {
         "target": target, "config": configfile, "jobs": sum(counts.values()),
         "gpu": gpu, "peak_tflops": util.peak / 1e12,
@@ -481,12 +480,14 @@ def report(cfg: dict, jobs: list[tuple[str, str]], examples: Examples, bench: di
         "benchmark": ({"device": bench["device"], "date": bench.get("date")} if measured else None),
         "benchmark_ignored": (f"measured on {bench.get('device')}, not a GPU" if bench and not measured else None),
         "params": {s: encoder_shape(cfg, s).non_embedding_params() for s in shapes},
-        "papers": bill(costs, rates, util),
-        "rules": {r: {**v, "how": "measured" if v["measured"] >= v["ours"] > 0 else
+        "papers": papers,
+        "levers": {lever: {"setting": settings[lever], "saves": total[before[lever]] - total[stage],
+                           "from": _lever_source(lever, lv)} for lever, stage in LEVERS.items()},
+        "rules": {r: {**v, "how": "measured" if v["measured"] >= v["ours_alone"] > 0 else
                       "FLOPs estimate" if not v["measured"] else "measured + FLOPs"}
-                  for r, v in bill(costs, rates, util, by=3).items() if r != "total"},
+                  for r, v in bill(costs, rates, util, by=3, levers=lv).items() if r != "total"},
         "no_device_time": {r: {"jobs": n, "why": classify(r, aliases)} for r, n in sorted(counts.items())
-                           if r not in PRICED},
+                           if classify(r, aliases) != "priced"},
         "examples_from": dict(sorted(examples.sources.items())),
     }  # fmt: skip
 
@@ -507,11 +508,11 @@ def markdown(rep: dict) -> str:
     formula = (f"FLOPs (6 · N · tokens training, 2 · N · tokens inference; N the encoder's non-embedding "
                f"parameters: {params})")
     if rep["benchmark"]:
-        share = papers["total"]["measured"] / papers["total"]["ours"] if papers["total"]["ours"] else 0
+        share = papers["total"]["measured"] / papers["total"]["ours_alone"] if papers["total"]["ours_alone"] else 0
         mfu = ", ".join(f"{k} {t:.1%} / {e:.1%}" for k, (t, e) in rep["mfu"].items()) or \
             f"none recorded: {rep['mfu_default']:.0%}"
         how = (f"{unit} of the work the GPU benchmark measured come from its tokens/s (benchmarks/gpu_throughput.json, "
-               f"{rep['benchmark']['device']}, {rep['benchmark']['date']}: {share:.0%} of ours); the rest (encoder "
+               f"{rep['benchmark']['device']}, {rep['benchmark']['date']}: {share:.0%} of ours one job per GPU); the rest (encoder "
                f"shapes, workloads it did not measure) is an ESTIMATE from {formula} at the MFU it measured for the "
                f"same workload and side, training / evaluation ({mfu}; 'other': the side's mean, for MLM and "
                f"aligned pairs) of its bf16 dense peak ({peak}).")
@@ -522,26 +523,33 @@ def markdown(rep: dict) -> str:
     lines = [
         f"Full-scale bill of `{rep['target']}` on `{rep['config']}`: {rep['jobs']:,} jobs of {len(priced) + len(rep['no_device_time'])} "
         f"rules; {len(priced)} rules run an encoder and are priced, the other {len(rep['no_device_time'])} cost no "
-        f"device time. {how}",
+        f"device time. {how} Ours comes one job per GPU as measured, and with issue 40's levers: several "
+        f"fine-tunes in one job, the evaluation path in bf16 with token-budget batches, several jobs on one GPU "
+        f"(the levers' table says what each saves and from what; an ESTIMATE where no GPU run measured it).",
         "",
-        f"| paper | jobs | training tokens | inference tokens | ours ({unit}) | HF Trainer, best flags ({unit}) |",
-        "|---|---:|---:|---:|---:|---:|",
+        f"| paper | jobs | training tokens | inference tokens | ours ({unit}) | ours, one job per GPU ({unit}) | "
+        f"HF Trainer, best flags ({unit}) |",
+        "|---|---:|---:|---:|---:|---:|---:|",
     ]
     for p in sorted(k for k in papers if k != "total") + ["total"]:
         r = papers[p]
         name = f"**{p}**" if p == "total" else p
         lines.append(f"| {name} | {r['jobs']:,} | {r['train_tokens']:.3g} | {r['eval_tokens']:.3g} | "
-                     f"{_n(r['ours'])} | {_n(r['hf_best'])} |")
-    lines += ["", f"| rule | jobs | training tokens | inference tokens | ours ({unit}) | priced from |",
-              "|---|---:|---:|---:|---:|---|"]
-    for rule in sorted(priced, key=lambda r: -rep["rules"][r]["ours"]):
+                     f"{_n(r['ours'])} | {_n(r['ours_alone'])} | {_n(r['hf_best'])} |")
+    lines += ["", f"| lever (added in this order) | setting | saves ({unit}) | priced from |", "|---|---|---:|---|"]
+    for lever, v in rep["levers"].items():
+        lines.append(f"| {LEVER_NAMES[lever]} | {v['setting']} | {_n(v['saves'])} | {v['from']} |")
+    lines += ["", f"| rule | jobs | training tokens | inference tokens | ours ({unit}) | ours, one job per GPU ({unit}) | "
+              "one job per GPU priced from |", "|---|---:|---:|---:|---:|---:|---|"]
+    for rule in sorted(priced, key=lambda r: -rep["rules"][r]["ours_alone"]):
         r = rep["rules"][rule]
-        lines.append(f"| {rule} | {r['jobs']:,} | {r['train_tokens']:.3g} | {r['eval_tokens']:.3g} | {_n(r['ours'])} | {r['how']} |")
+        lines.append(f"| {rule} | {r['jobs']:,} | {r['train_tokens']:.3g} | {r['eval_tokens']:.3g} | {_n(r['ours'])} | "
+                     f"{_n(r['ours_alone'])} | {r['how']} |")
     lines += ["", "No device time: " + "; ".join(f"`{r}` ×{v['jobs']} ({v['why']})"
                                                  for r, v in rep["no_device_time"].items()) + "."]
     lines += ["", "Tokens per example are estimated means, not measured on the real data (xlt.throughput.LENGTHS): "
-              + ", ".join(f"{t} {_mean(t):.0f}" for t in LENGTHS)
-              + f"; one side of an aligned sentence pair {_mean('bitext'):.0f}. Example counts from: "
+              + ", ".join(f"{t} {mean_tokens(t):.0f}" for t in LENGTHS)
+              + f"; one side of an aligned sentence pair {mean_tokens('bitext'):.0f}. Example counts from: "
               + ", ".join(f"{k} ({n})" for k, n in rep["examples_from"].items()) + "."]
     if rep["benchmark_ignored"]:
         lines += ["", f"Not used: a throughput file {rep['benchmark_ignored']} (CPU tokens/s do not price GPU-hours)."]

@@ -72,12 +72,29 @@ class DataSize:
 
 @dataclass(frozen=True)
 class BillRule:
-    """A rule of the paper's own that runs an encoder, priced by xlt.bill from its output path."""
+    """A rule that runs an encoder for the paper (its own, or a shared one only it asks for),
+    priced by xlt.bill from its output path."""
 
     rule: str
     output: re.Pattern  # its priced output, relative to the results folder; the groups are wildcards
-    # (config, wildcards, xlt.bill.Examples) -> (training tokens, evaluation tokens)
-    tokens: Callable[[dict, dict, object], tuple[float, float]]
+    # (config, wildcards, xlt.bill.Examples) -> the job's work (xlt.work.Work: tokens per workload)
+    price: Callable[[dict, dict, object], list]
+    # (config, wildcards) -> the encoder of a job whose path names none; None: the `encoder` wildcard
+    encoder: Callable[[dict, dict], str] | None = None
+    # True: its forwards run xlt.engine's evaluation path (config `evaluation`: bf16, token-budget
+    # batches), priced as such
+    engine_eval: bool = False
+
+
+@dataclass(frozen=True)
+class PaperBill:
+    """What the full-scale bill (xlt.bill) needs of a paper beyond its recipes' fine-tunes and
+    evaluations, declared in its bill module (xlt/papers/<slug>/bill.py)."""
+
+    rules: tuple[BillRule, ...] = ()
+    # an extra's name (hparams `extras`) -> a fine-tune's training work with it, as a multiple of
+    # the same recipe's without it (e.g. 2: the extra trains on both sides of every pair)
+    train_multiples: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -97,7 +114,7 @@ class Paper:
     recipe_tags: RecipeTags | None = None
     # () -> the data sizes its tables print (xlt.bill's counts of data not prepared)
     data_sizes: Callable[[], Iterable[DataSize]] | None = None
-    bill_rules: tuple[BillRule, ...] = ()
+    bill: PaperBill = field(default_factory=PaperBill)
     # the wildcards of its own rules' paths -> their regex (joined to xlt.targets.WILDCARDS)
     wildcards: dict[str, str] = field(default_factory=dict)
     # config -> {model directory: target languages} of the models whose fine-tune also selects per

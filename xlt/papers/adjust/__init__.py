@@ -22,6 +22,7 @@ import pandas as pd
 from xlt.align import targets as align
 from xlt.errors import XltError, check_config_ref
 from xlt.papers.base import DataSize, Figure, Paper, Table
+from xlt.papers.adjust import bill
 from xlt.papers.published import load_published
 from xlt.tables import COLLAPSE_NOTE, account, account_all, add_marks, eval_rows, paper_vs_ours, render_grid
 from xlt.targets import Adjusted, Recipe, adjust_config, dataset_name, encoder_dir, eval_file, langset_languages, model_dir, paper_language_set
@@ -704,6 +705,7 @@ PAPER = Paper(
     figure_spec=figure_spec,
     check=check,
     data_sizes=data_sizes,
+    bill=bill.BILL,
     wildcards=WILDCARDS,
     claims="claims.yaml",
     reads_alignment=True,  # its adjusted encoders learn from aligned word pairs

@@ -24,6 +24,7 @@ import pandas as pd
 from xlt.errors import XltError
 from xlt.papers import datasize
 from xlt.papers.base import Figure, Paper, Table
+from xlt.papers.crossmulti import bill
 from xlt.papers.published import load_published
 from xlt.tables import (COLLAPSE_NOTE, ORACLE_LEGEND, ORACLE_NOTE, SEEDS_LEGEND, TASK_LABELS, account, account_tasks, add_oracle, cell_text,
                         eval_rows, oracle_cell, oracle_off_note, oracle_rows, paper_vs_ours, render_grid)
@@ -313,6 +314,7 @@ PAPER = Paper(
     draw=draw,
     # per language, but ES and FR POS train as printed, not re-derived from a UD release (rank 1)
     data_sizes=lambda: datasize.published_sizes(SLUG, rank=1),
+    bill=bill.paper_bill(SLUG, probe_jobs, analysed_models),
     oracle_models=oracle_models,
     claims="claims.yaml",
 )

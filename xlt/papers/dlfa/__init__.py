@@ -18,6 +18,7 @@ from xlt.engine.extra_options import DLFA_BRANCHES, DLFA_READINGS
 from xlt.errors import XltError
 from xlt.papers import datasize
 from xlt.papers.base import DataSize, Paper, RecipeTags, Table
+from xlt.papers.dlfa import bill
 from xlt.papers.published import load_published
 from xlt.stats import mean_std, paired_ttest
 from xlt.tables import (COLLAPSE_NOTE, ORACLE_LEGEND, ORACLE_NOTE, SEEDS_LEGEND, TASK_LABELS, account, account_tasks, add_oracle, cell_text,
@@ -640,6 +641,7 @@ PAPER = Paper(
     check=check,
     recipe_tags=RecipeTags(TAG_GRAMMAR, extra_of_tag),
     data_sizes=data_sizes,
+    bill=bill.paper_bill(SLUG, similarity_models),
     oracle_models=oracle_models,
     claims="claims.yaml",
 )

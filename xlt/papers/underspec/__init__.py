@@ -12,14 +12,14 @@ nor matplotlib: the workflow reads it when it builds the DAG).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import pandas as pd
 
 from xlt.errors import XltError, check_config_ref
 from xlt.papers import datasize
-from xlt.papers.base import BillRule, Figure, Paper
+from xlt.papers.base import Figure, Paper
+from xlt.papers.underspec import bill
 from xlt.registry import TASKS
 from xlt.targets import Recipe, data_dir, model_dir
 
@@ -119,21 +119,6 @@ def table1(spec: dict, inputs: list[str]) -> tuple[pd.DataFrame, str, str]:
     return table, md, tex
 
 
-# ---- the full-scale bill ---------------------------------------------------------------------
-
-# a grid job's priced output (xlt.bill), relative to the results folder
-GRID_OUTPUT = re.compile(r"underspec/grids/(?P<encoder>[^/]+)/(?P<dataset>[^/]+)/(?P<source>[a-z]+)-(?P<target>[a-z]+)/"
-                         r"seed(?P<seed>\d+)/(?P<variant>[a-z]+)\.(?P<kind>[12]d)\.csv$")
-
-
-def grid_tokens(cfg: dict, w: dict, examples) -> tuple[float, float]:
-    """No training; every grid point scored on the source and the target dev set."""
-    from xlt.papers.underspec.grid import GridSpec, grid_points  # torch: only when a bill prices grids
-
-    points = len(grid_points(w["kind"], GridSpec.from_config(cfg["papers"][SLUG]["grid"])))
-    return 0.0, points * examples.tokens(w["dataset"], [w["source"], w["target"]], "dev")
-
-
 # ---- the config block -----------------------------------------------------------------------
 
 
@@ -214,7 +199,7 @@ PAPER = Paper(
     draw=draw,
     check=check,
     data_sizes=lambda: datasize.published_sizes(SLUG, rank=0),  # counted per language from the release
-    bill_rules=(BillRule("underspec_grid", GRID_OUTPUT, grid_tokens),),
+    bill=bill.paper_bill(SLUG),
     # a grid's source and target languages, what it interpolates, its dimensions
     wildcards={"source": r"[a-z]{2,3}", "target": r"[a-z]{2,3}", "variant": r"all|encoder", "kind": r"1d|2d"},
     claims="claims.yaml",

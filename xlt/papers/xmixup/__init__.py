@@ -30,6 +30,7 @@ import pandas as pd
 
 from xlt.errors import XltError, check_config_ref
 from xlt.papers.base import DataSize, Paper, RecipeTags, Table
+from xlt.papers.xmixup import bill
 from xlt.papers.xmixup import figures
 from xlt.papers.published import load_published
 from xlt.tables import COLLAPSE_NOTE, account, account_all, eval_rows, paper_vs_ours, render_grid
@@ -1118,5 +1119,6 @@ PAPER = Paper(
     recipe_tags=RecipeTags(TAG_GRAMMAR, extra_of),
     reasons_in_notes=True,  # free-text notes say why a published cell has no ours (not yet per cell)
     data_sizes=data_sizes,
+    bill=bill.BILL,
     claims="claims.yaml",
 )
