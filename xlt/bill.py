@@ -37,6 +37,7 @@ from pathlib import Path
 
 from xlt import papers as P
 from xlt import targets as T
+from xlt.packs import base_rule
 from xlt.errors import XltError
 from xlt.registry import get_task
 from xlt.throughput import LengthProfile, encoder_shape, length_profile, peak_tflops, shape_of
@@ -357,34 +358,43 @@ def job_costs(cfg: dict, jobs: list[tuple[str, list[str]]], examples: Examples, 
     costs: dict = defaultdict(Cost)
     counts: dict = defaultdict(int)
     results = cfg["results"].rstrip("/") + "/"
-    for rule, outputs in jobs:
+    for job_rule, outputs in jobs:
+        # a pack of fine-tunes (config engine.pack, xlt.packs): each of its models priced as a
+        # fine-tune alone, counted as one; packing's gain is not priced here
+        rule = base_rule(job_rule)
         classify(rule, aliases)
-        counts[rule] += 1
         if rule not in PRICED:
+            counts[rule] += 1
             continue
         pattern = PAPER_RULES[rule][1].output if rule in PAPER_RULES else PATTERNS[rule]
         found = [m for p in outputs if (m := pattern.search(p[len(results):] if p.startswith(results) else p))]
         if not found:
-            raise XltError(f"rule {rule}: no output of its job matches the bill's path grammar ({', '.join(outputs)})")
-        w = found[0].groupdict()
-        if rule in PAPER_RULES:
-            paper, priced = PAPER_RULES[rule]
-            train, infer = priced.tokens(cfg, w, examples)
-            works = [Work(workload_of(w["dataset"]), train=train, infer=infer)]
-        else:
-            paper, works = _paper_of(rule, w), COST_MODELS[rule](cfg, w, examples)
-        shape = shape_of(cfg, w.get("encoder") or cfg["align"]["l2"]["encoder"])
-        es = encoder_shape(cfg, shape)
-        n, head = es.non_embedding_params(), es.hidden * es.vocab * MLM_MASKED
-        for i, work in enumerate(works):
-            c = costs[(paper, shape, work.workload, rule)]
-            c.train_tokens += work.train
-            c.eval_tokens += work.infer
-            c.train_flops += 6 * (n + (head if work.mlm else 0)) * work.train
-            c.eval_flops += 2 * n * work.infer
-            if i == 0:
-                c.jobs[rule] += 1
+            raise XltError(f"rule {job_rule}: no output of its job matches the bill's path grammar ({', '.join(outputs)})")
+        for match in found if job_rule != rule else found[:1]:
+            counts[rule] += 1
+            _price(cfg, rule, match.groupdict(), examples, costs)
     return dict(costs), dict(counts)
+
+
+def _price(cfg: dict, rule: str, w: dict, examples: Examples, costs: dict) -> None:
+    """Add one priced job of `rule` (its output's wildcards `w`) to `costs`."""
+    if rule in PAPER_RULES:
+        paper, priced = PAPER_RULES[rule]
+        train, infer = priced.tokens(cfg, w, examples)
+        works = [Work(workload_of(w["dataset"]), train=train, infer=infer)]
+    else:
+        paper, works = _paper_of(rule, w), COST_MODELS[rule](cfg, w, examples)
+    shape = shape_of(cfg, w.get("encoder") or cfg["align"]["l2"]["encoder"])
+    es = encoder_shape(cfg, shape)
+    n, head = es.non_embedding_params(), es.hidden * es.vocab * MLM_MASKED
+    for i, work in enumerate(works):
+        c = costs[(paper, shape, work.workload, rule)]
+        c.train_tokens += work.train
+        c.eval_tokens += work.infer
+        c.train_flops += 6 * (n + (head if work.mlm else 0)) * work.train
+        c.eval_flops += 2 * n * work.infer
+        if i == 0:
+            c.jobs[rule] += 1
 
 
 def throughputs(bench: dict) -> dict:

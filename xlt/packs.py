@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass
 
 from xlt import papers as P
+from xlt import resources as R
 from xlt import targets as T
 from xlt.errors import XltError
 from xlt.registry import get_task
@@ -68,6 +69,11 @@ class Pack:
     def rule(self) -> str:
         return f"{RULE}_pack_" + "_".join(map(str, self.seeds))
 
+    @property
+    def stem(self) -> str:
+        """What names the pack beside its models' seed<n> (its log, its loop's checkpoint)."""
+        return "pack-seeds" + "-".join(map(str, self.seeds))
+
     def encoder_constraint(self) -> str:
         """The rule's `encoder` wildcard pattern: a look-ahead admits these families only (a
         family is four wildcards; one pattern sees the whole path after `encoder`)."""
@@ -81,22 +87,28 @@ def wanted_seeds(cfg: dict) -> dict[tuple[str, str, str, str], set[int]]:
     out: dict = {}
     for slug in P.configured(cfg):
         paper = P.get_paper(slug)
-        files = [f for t in paper.tables for f in t.inputs(cfg)]
-        if P.figure_names(cfg, slug):
-            files += paper.figure_inputs(cfg)
-        if paper.models_read:
-            files += paper.models_read(cfg)
-        for f in files:
+        readers = [*(t.inputs for t in paper.tables), *([paper.figure_inputs] if P.figure_names(cfg, slug) else []),
+                   *([paper.models_read] if paper.models_read else [])]
+        for f in (f for read in readers for f in _read(read, cfg)):
             m = _RUN.search(f)
             if m and m.group(1) in cfg["encoders"]:
                 out.setdefault(m.groups()[:4], set()).add(int(m.group(5)))
     return out
 
 
+def _read(read, cfg: dict) -> list[str]:
+    """A table's (figures', a paper's rules') inputs; none where this config cannot name them
+    (a table the run does not ask for may not fit a trimmed config: asking for it says why)."""
+    try:
+        return read(cfg)
+    except XltError:
+        return []
+
+
 def packs(cfg: dict) -> list[Pack]:
     """The packs of `cfg` (none when engine.pack is 1), one per distinct tuple of seeds."""
     k = pack_size(cfg)
-    if k == 1:
+    if k == 1 or R.processes(cfg, RULE) > 1:  # a DDP fine-tune (several GPUs a job) trains alone
         return []
     by_seeds: dict[tuple[int, ...], list] = {}
     for family, seeds in wanted_seeds(cfg).items():
@@ -108,3 +120,11 @@ def packs(cfg: dict) -> list[Pack]:
             if len(chunk) > 1:
                 by_seeds.setdefault(chunk, []).append(family)
     return [Pack(seeds, tuple(sorted(fams))) for seeds, fams in sorted(by_seeds.items())]
+
+
+def pack_resources(cfg: dict, pack: Pack) -> dict:
+    """A fine-tune's resources, its time limit times the pack's size: an upper bound (a pack of
+    K costs less than K jobs where it pays, at most K where it trains one model after another)."""
+    res = R.job_resources(cfg, RULE)
+    runtime = res["runtime"]
+    return {**res, "runtime": lambda wildcards, attempt: runtime(wildcards, attempt) * len(pack.seeds)}
