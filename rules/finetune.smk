@@ -61,16 +61,16 @@ for _pack in PACKS.packs(config):
                 )
                 for seed in _pack.seeds
             ],
-        wildcard_constraints:
-            encoder=_pack.encoder_constraint(),
         log:
             f"logs/models/{{encoder}}/{{init}}/{{task}}/{{recipe}}/{_pack.stem}.log",
+        wildcard_constraints:
+            encoder=_pack.encoder_constraint(),
+        priority: lambda w: T.finetune_priority(P.hparams(config, w.recipe, w.task), w.recipe)
         conda:
             ENV
         threads: R.job_threads(config, "finetune")
         resources:
             **PACKS.pack_resources(config, _pack),
-        priority: lambda w: T.finetune_priority(P.hparams(config, w.recipe, w.task), w.recipe)
         params:
             task=lambda w: T.task_of(w.task),
             encoder=lambda w: T.encoder_source(config, w.encoder, w.init),
@@ -79,9 +79,16 @@ for _pack in PACKS.packs(config):
             seeds=" ".join(map(str, _pack.seeds)),
             threads=R.process_threads(config, "finetune"),
             collapse_retries=config["collapse"]["retries"],
-            collapse_rule=as_json({k: v for k, v in config["collapse"].items() if k != "retries"}),
-            oracle=lambda w, output: as_json([P.oracle_languages(config, o) for o in output]),
-            checkpoints=lambda w, output: [o.replace(f"{RESULTS}/models/", f"{RESULTS}/checkpoints/models/", 1) for o in output],
+            collapse_rule=as_json(
+                {k: v for k, v in config["collapse"].items() if k != "retries"}
+            ),
+            oracle=lambda w, output: as_json(
+                [P.oracle_languages(config, o) for o in output]
+            ),
+            checkpoints=lambda w, output: [
+                o.replace(f"{RESULTS}/models/", f"{RESULTS}/checkpoints/models/", 1)
+                for o in output
+            ],
             pack_checkpoint=f"{RESULTS}/checkpoints/models/{{encoder}}/{{init}}/{{task}}/{{recipe}}/{_pack.stem}",
         shell:
             "$(command -v finetune.py) --task {params.task} --encoder {params.encoder}"
