@@ -12,6 +12,7 @@ from snakemake.io import report as report_flag
 from snakemake.logging import DefaultFormatter
 from snakemake.logging import logger as snakemake_logger
 
+from xlt import packs as PACKS
 from xlt import papers as P
 from xlt import resources as R
 from xlt import targets as T

@@ -41,3 +41,61 @@ rule finetune:
         " --checkpoint-dir {params.checkpoints} --threads {params.threads}"
         " --collapse-retries {params.collapse_retries} --collapse-rule {params.collapse_rule:q}"
         " --oracle-langs {params.oracle} --tensorboard-dir {params.tensorboard} 2> {log}"
+
+
+# The seeds of one model trained in one job (config engine.pack; xlt.packs computes the packs):
+# the pack's outputs are its seeds' model directories, so asking for one seed's model runs the
+# pack, and a seed in no pack is the `finetune` job above.
+for _pack in PACKS.packs(config):
+
+    rule:
+        name:
+            _pack.rule
+        input:
+            data=f"{RESULTS}/data/{{task}}",
+            encoder=lambda w: T.encoder_inputs(config, w.encoder, w.init),
+        output:
+            [
+                directory(
+                    f"{RESULTS}/models/{{encoder}}/{{init}}/{{task}}/{{recipe}}/seed{seed}"
+                )
+                for seed in _pack.seeds
+            ],
+        log:
+            f"logs/models/{{encoder}}/{{init}}/{{task}}/{{recipe}}/{_pack.stem}.log",
+        wildcard_constraints:
+            encoder=_pack.encoder_constraint(),
+        priority: lambda w: T.finetune_priority(P.hparams(config, w.recipe, w.task), w.recipe)
+        conda:
+            ENV
+        threads: R.job_threads(config, "finetune")
+        resources:
+            **PACKS.pack_resources(config, _pack),
+        params:
+            task=lambda w: T.task_of(w.task),
+            encoder=lambda w: T.encoder_source(config, w.encoder, w.init),
+            train_langs=lambda w: " ".join(T.Recipe.parse(w.recipe).train_langs),
+            hparams=lambda w: as_json(P.hparams(config, w.recipe, w.task)),
+            seeds=" ".join(map(str, _pack.seeds)),
+            threads=R.process_threads(config, "finetune"),
+            collapse_retries=config["collapse"]["retries"],
+            collapse_rule=as_json(
+                {k: v for k, v in config["collapse"].items() if k != "retries"}
+            ),
+            oracle=lambda w, output: as_json(
+                [P.oracle_languages(config, o) for o in output]
+            ),
+            checkpoints=lambda w, output: [
+                o.replace(f"{RESULTS}/models/", f"{RESULTS}/checkpoints/models/", 1)
+                for o in output
+            ],
+            pack_checkpoint=f"{RESULTS}/checkpoints/models/{{encoder}}/{{init}}/{{task}}/{{recipe}}/{_pack.stem}",
+        shell:
+            "$(command -v finetune.py) --task {params.task} --encoder {params.encoder}"
+            " --data {input.data} --train-langs {params.train_langs} --hparams {params.hparams:q}"
+            " --seed {params.seeds} --out {output} --checkpoint-dir {params.checkpoints}"
+            " --pack-checkpoint-dir {params.pack_checkpoint} --oracle-langs-each {params.oracle:q}"
+            " --threads {params.threads} --collapse-retries {params.collapse_retries}"
+            " --collapse-rule {params.collapse_rule:q} 2> {log}"
+
+    workflow.ruleorder(_pack.rule, "finetune")

@@ -199,6 +199,24 @@ def test_tiny_adapted_encoder_is_made_then_fine_tuned(tmp_path, zygote):
     assert meta["train_config"]["select_metric"] == "span_f1_macro"  # what crossmulti's table reports
 
 
+@pytest.mark.slow
+def test_one_seeds_model_with_engine_pack_runs_its_pack(tmp_path, zygote):
+    """engine.pack 2: asking for seed 2's model runs the pack of seeds 1 and 2 (one job, both
+    models in their own directories, each trained as alone: its own seed); seed 7, which no
+    table reads, is a job of its own."""
+    (tmp_path / "shrink.yaml").write_text(yaml.safe_dump({**SHRINK, "engine": {"pack": 2}}))
+    family = "results/models/tiny/pretrained/ner/en.crossmulti"
+    run = snakemake(tmp_path, f"{family}/seed2", f"{family}/seed7", "--cores", "2", zygote=zygote)
+    assert run.returncode == 0, run.stderr[-4000:]
+    counts = job_counts(run.stdout + run.stderr)
+    assert counts.get("finetune_pack_1_2") == 1 and counts.get("finetune") == 1, counts
+    for seed, pack in ((1, [1, 2]), (2, [1, 2]), (7, None)):
+        meta = json.loads((tmp_path / family / f"seed{seed}" / "xlt_model.json").read_text())
+        assert meta["train_config"]["seed"] == seed and meta["train"].get("pack") == pack
+    checkpoints = tmp_path / "results/checkpoints/models/tiny/pretrained/ner/en.crossmulti"
+    assert not list(checkpoints.rglob("*.safetensors"))  # every model's and the pack's, cleared
+
+
 def job_counts(output: str) -> dict[str, int]:
     """The `Job stats` table of a dry run: {rule: count}."""
     stats = output[output.index("Job stats:"):].splitlines()[3:]

@@ -1,7 +1,9 @@
 #!/usr/bin/env python
-"""Fine-tune an encoder on one task (training languages from the recipe) and save the model."""
+"""Fine-tune an encoder on one task (training languages from the recipe) and save the model;
+with several seeds (and as many --out and --checkpoint-dir), train them in one job (a pack)."""
 
 from xlt.cli import ArgumentParser, json_arg, run, set_threads
+from xlt.errors import XltError
 
 
 def main():
@@ -14,9 +16,11 @@ def main():
     ap.add_argument("--hparams", type=json_arg, required=True)
     ap.add_argument("--aux", type=json_arg, default=[],
                     help='auxiliary task streams: [{"task", "data", "weight", "batch_size"?}] (multi-task learning)')
-    ap.add_argument("--seed", type=int, required=True)
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--checkpoint-dir", required=True)
+    ap.add_argument("--seed", type=int, nargs="+", required=True, help="several: a pack (xlt.finetune.finetune_pack)")
+    ap.add_argument("--out", nargs="+", required=True, help="one model directory per seed")
+    ap.add_argument("--checkpoint-dir", nargs="+", required=True, help="one per seed")
+    ap.add_argument("--pack-checkpoint-dir", default=None, help="a pack's loop checkpoint (several seeds)")
+    ap.add_argument("--oracle-langs-each", type=json_arg, default=None, help="a pack: each seed's --oracle-langs, [[lang, ...], ...]")
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--collapse-retries", type=int, default=0,
                     help="retrain a collapsed run with the next seeds, up to N times")
@@ -30,8 +34,18 @@ def main():
     set_threads(a.threads)
     from xlt.finetune import finetune
 
-    finetune(a.task, a.encoder, a.revision, a.data, a.train_langs, a.hparams, a.seed, a.out, a.checkpoint_dir, a.kill_after_steps,
-             a.collapse_retries, a.aux, a.collapse_rule, a.oracle_langs, a.tensorboard_dir)
+    if len(a.seed) > 1:
+        from xlt.finetune import finetune_pack
+
+        if a.aux or a.pack_checkpoint_dir is None:
+            raise XltError("a pack (several --seed) needs --pack-checkpoint-dir and takes no --aux")
+        finetune_pack(a.task, a.encoder, a.revision, a.data, a.train_langs, a.hparams, a.seed, a.out, a.checkpoint_dir,
+                      a.pack_checkpoint_dir, a.kill_after_steps, a.collapse_retries, a.collapse_rule, a.oracle_langs_each)
+        return
+    if len(a.out) != 1 or len(a.checkpoint_dir) != 1:
+        raise XltError("one --seed: one --out and one --checkpoint-dir")
+    finetune(a.task, a.encoder, a.revision, a.data, a.train_langs, a.hparams, a.seed[0], a.out[0], a.checkpoint_dir[0],
+             a.kill_after_steps, a.collapse_retries, a.aux, a.collapse_rule, a.oracle_langs, a.tensorboard_dir)
 
 
 run(main)

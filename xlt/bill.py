@@ -39,6 +39,7 @@ from pathlib import Path
 from xlt import papers as P
 from xlt import targets as T
 from xlt.errors import XltError
+from xlt.packs import PACK_RULE
 from xlt.registry import get_task
 from xlt.throughput import encoder_shape, peak_tflops, shape_of
 from xlt.work import BITEXT, FLOPS, RUN, SPLIT_LANGSET, Work, mean_tokens, mlm_work, workload_of
@@ -103,7 +104,6 @@ PRICED = set(PATTERNS) | set(PAPER_RULES)
 # A pack of fine-tunes, K seeds of one model trained in one job (config engine.pack; xlt.packs'
 # rule `finetune_pack_<seeds>`, whose outputs are the seeds' model directories): priced per model
 # as a fine-tune, at the throughput of a pack of that many models
-PACK_RULE = re.compile(r"finetune_pack(?:_\d+)+")
 # the shared rules whose forwards run xlt.engine's evaluation path (config `evaluation`: bf16,
 # token-budget batches); a paper's own say so in their BillRule (engine_eval)
 ENGINE_EVAL = {"evaluate", "evaluate_on"}

@@ -57,7 +57,7 @@ RETRY_SEED_STRIDE = 1000
 def finetune(task: str, encoder: str, revision: str | None, data_dir: str, train_langs: list[str],
              hparams: dict, seed: int, out: str, checkpoint_dir: str, kill_after_steps: int | None = None,
              collapse_retries: int = 0, aux: list[dict] | None = None, collapse_rule: dict | None = None,
-             oracle_langs: list[str] | None = None, tensorboard_dir: str | None = None) -> dict:
+             oracle_langs: list[str] | None = None, tensorboard_dir: str | None = None, trained: dict | None = None) -> dict:
     """Fine-tune, then judge whether the selected model collapsed (xlt.metrics.collapse_verdict
     by `collapse_rule`, the config's `collapse:` thresholds; default xlt.metrics.COLLAPSE_RULE):
     its dev predictions nearly all one class / tag / relation, or its dev score not above the
@@ -74,38 +74,34 @@ def finetune(task: str, encoder: str, revision: str | None, data_dir: str, train
     dev and test sets (xlt.engine.recipes.finetune.train's `oracle`: oracle.json beside the
     model; not part of its training config, so the model and its provenance are as without).
 
-    `tensorboard_dir`: each epoch's loss, dev scores and seconds as TensorBoard scalars there."""
+    `tensorboard_dir`: each epoch's loss, dev scores and seconds as TensorBoard scalars there.
+
+    `trained`: the first attempt's summary where it already ran (in a pack: `finetune_pack`);
+    only the verdict, and any retry (alone), happen here."""
     import shutil
 
     from xlt.engine.recipes.finetune import train  # torch: only in the job
     from xlt.metrics import COLLAPSE_RULE, collapse_verdict
 
-    t = get_task(task)
-    for lang in train_langs:
-        check_language(t, lang)
-    train_files = [split_file(data_dir, lang, "train") for lang in train_langs]
-    # Model selection on the dev sets of the training language(s): no target-language peeking;
-    # or of the languages the profile names (`dev_languages`: translate-train data has English dev only).
-    dev_files = [split_file(data_dir, lang, "dev") for lang in hparams.get("dev_languages") or train_langs]
+    train_files, dev_files = _split_files(task, data_dir, train_langs, hparams)
     aux_train = [dict(a) if a.get("kind") == "soft_labels"
                  else {**{k: v for k, v in a.items() if k != "data"}, "files": [a["data"]]} if a.get("kind") == "aligned_pairs"
                  else {"task": a["task"], "weight": a["weight"], "files": [split_file(a["data"], lang, "train") for lang in train_langs],
                        **({"batch_size": a["batch_size"]} if "batch_size" in a else {})} for a in aux or []]
     rule = {**COLLAPSE_RULE, **(collapse_rule or {})}
-    oracle = {lang: {split: str(split_file(data_dir, lang, split)) for split in ("dev", "test")}
-              for lang in oracle_langs or []}
+    oracle = _oracle_files(data_dir, oracle_langs)
     attempts = []
     for attempt in range(collapse_retries + 1):
         run_seed = seed + RETRY_SEED_STRIDE * attempt
-        cfg = TrainConfig.from_dict({**hparams, "task": task, "encoder": encoder, "encoder_revision": revision,
-                                     "seed": run_seed}, where="hparams")
-        resolved = {"task": task, "train_langs": train_langs, "data_dir": str(data_dir), **cfg.to_dict(),
-                    **({"aux": aux} if aux else {})}
+        cfg, resolved = _run_config(task, encoder, revision, data_dir, train_langs, hparams, run_seed, aux)
         # A retry checkpoints apart: a rerun after a kill replays attempt 0 from scratch (its
         # checkpoint was cleared when it finished) and must not resume the retry's state.
         ckpt_dir = checkpoint_dir if attempt == 0 else f"{checkpoint_dir}.retry{attempt}"
-        summary = train(cfg, train_files, dev_files, out, ckpt_dir, resolved_config=resolved, aux=aux_train,
-                        kill_after_steps=kill_after_steps, oracle=oracle or None, tensorboard_dir=tensorboard_dir)
+        if attempt == 0 and trained is not None:
+            summary = trained
+        else:
+            summary = train(cfg, train_files, dev_files, out, ckpt_dir, resolved_config=resolved, aux=aux_train,
+                            kill_after_steps=kill_after_steps, oracle=oracle or None, tensorboard_dir=tensorboard_dir)
         if int(os.environ.get("RANK", "0")) != 0:  # under torchrun the main rank checks and writes
             return summary
         measure = summary["dev_collapse"]  # of the selected epoch's dev predictions, made in training
@@ -119,6 +115,55 @@ def finetune(task: str, encoder: str, revision: str | None, data_dir: str, train
     meta_path = Path(out) / "xlt_model.json"
     write_json(meta_path, {**read_json(meta_path), "collapse": collapse})
     return {**summary, "collapse": collapse}
+
+
+def _split_files(task: str, data_dir: str, train_langs: list[str], hparams: dict) -> tuple[list[Path], list[Path]]:
+    """The training files of the training languages, and the dev files model selection reads."""
+    t = get_task(task)
+    for lang in train_langs:
+        check_language(t, lang)
+    train_files = [split_file(data_dir, lang, "train") for lang in train_langs]
+    # Model selection on the dev sets of the training language(s): no target-language peeking;
+    # or of the languages the profile names (`dev_languages`: translate-train data has English dev only).
+    dev_files = [split_file(data_dir, lang, "dev") for lang in hparams.get("dev_languages") or train_langs]
+    return train_files, dev_files
+
+
+def _oracle_files(data_dir: str, oracle_langs: list[str] | None) -> dict:
+    return {lang: {split: str(split_file(data_dir, lang, split)) for split in ("dev", "test")} for lang in oracle_langs or []}
+
+
+def _run_config(task: str, encoder: str, revision: str | None, data_dir: str, train_langs: list[str], hparams: dict,
+                seed: int, aux: list[dict] | None = None) -> tuple[TrainConfig, dict]:
+    """One run's TrainConfig and the resolved config its provenance records."""
+    cfg = TrainConfig.from_dict({**hparams, "task": task, "encoder": encoder, "encoder_revision": revision, "seed": seed},
+                                where="hparams")
+    return cfg, {"task": task, "train_langs": train_langs, "data_dir": str(data_dir), **cfg.to_dict(),
+                 **({"aux": aux} if aux else {})}
+
+
+def finetune_pack(task: str, encoder: str, revision: str | None, data_dir: str, train_langs: list[str], hparams: dict,
+                  seeds: list[int], outs: list[str], checkpoint_dirs: list[str], pack_checkpoint_dir: str,
+                  kill_after_steps: int | None = None, collapse_retries: int = 0, collapse_rule: dict | None = None,
+                  oracle_langs: list[list[str]] | None = None) -> list[dict]:
+    """`finetune` of each seed, the first attempts trained in one job (xlt.engine.packed; config
+    `engine.pack`, xlt.packs): each model as alone, saved to its own `outs[k]`; then each
+    model's collapse verdict, and a collapsed one's retries alone (`finetune`'s `trained`).
+    `oracle_langs[k]`: seed k's oracle languages."""
+    from xlt.engine.recipes.packed_finetune import train_packed  # torch: only in the job
+
+    oracle_langs = oracle_langs or [[] for _ in seeds]
+    if not len(seeds) == len(outs) == len(checkpoint_dirs) == len(oracle_langs):
+        raise XltError(f"a pack of {len(seeds)} seeds needs as many outputs, checkpoint directories and oracle "
+                       f"language lists; got {len(outs)}, {len(checkpoint_dirs)}, {len(oracle_langs)}")
+    train_files, dev_files = _split_files(task, data_dir, train_langs, hparams)
+    runs = [_run_config(task, encoder, revision, data_dir, train_langs, hparams, seed) for seed in seeds]
+    summaries = train_packed([c for c, _ in runs], train_files, dev_files, outs, checkpoint_dirs, pack_checkpoint_dir,
+                             [r for _, r in runs], kill_after_steps=kill_after_steps,
+                             oracles=[_oracle_files(data_dir, langs) or None for langs in oracle_langs])
+    return [finetune(task, encoder, revision, data_dir, train_langs, hparams, seed, out, ckpt, None, collapse_retries,
+                     None, collapse_rule, langs, None, trained=summary)
+            for seed, out, ckpt, langs, summary in zip(seeds, outs, checkpoint_dirs, oracle_langs, summaries)]
 
 
 def evaluate_model(model_dir: str, data_dir: str, split: str, langs: list[str], out: str, predictions: str,

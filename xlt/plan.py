@@ -25,6 +25,7 @@ from pathlib import Path
 from xlt import papers as P
 from xlt import targets as T
 from xlt.help import declared_rules
+from xlt.packs import base_rule
 
 REPO = Path(__file__).resolve().parent.parent
 LOCK_FILE = "xlt/sources/catalog.lock.yaml"
@@ -54,6 +55,7 @@ def stage_rows(jobs: list[tuple[str, list[str]]], rule_hours: Mapping[str, float
     count: Counter = Counter()
     hours: Counter = Counter()
     for rule, _ in jobs:
+        rule = base_rule(rule)  # a pack of fine-tunes (xlt.packs) is a fine-tune job
         if rule in rule_stage:
             count[rule_stage[rule]] += 1
     for rule, h in rule_hours.items():

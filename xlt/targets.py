@@ -359,8 +359,9 @@ def adapt_languages(cfg: dict, init: str) -> list[str]:
 
 def engine_options(cfg: dict, training: dict) -> dict:
     """A training block (an hparams profile, an MLM block) with the config's `engine` options
-    (e.g. `fast_path`) under it: the block's own setting wins."""
-    return {**(cfg.get("engine") or {}), **training}
+    (e.g. `fast_path`) under it: the block's own setting wins. `pack` is the workflow's
+    (xlt.packs: how many seeds one job trains), not a training setting."""
+    return {**{k: v for k, v in (cfg.get("engine") or {}).items() if k != "pack"}, **training}
 
 
 def hparams(cfg: dict, recipe: str, dataset: str | None = None,

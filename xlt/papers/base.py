@@ -120,6 +120,9 @@ class Paper:
     # config -> {model directory: target languages} of the models whose fine-tune also selects per
     # target language on its dev set (oracle selection, xlt.finetune's `oracle_langs`)
     oracle_models: Callable[[dict], dict[str, list[str]]] | None = None
+    # config -> the model directories its own rules read (a grid's models), beside those in its
+    # tables' and figures' inputs: the seeds xlt.packs trains together (config engine.pack)
+    models_read: Callable[[dict], list[str]] | None = None
     # True: its models read the alignment stage's aligned pairs (xlt.align), so its bitext is
     # among the downloads a run needs (xlt.targets.download_plan; `prefetch` fetches it)
     reads_alignment: bool = False

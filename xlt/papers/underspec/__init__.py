@@ -196,6 +196,7 @@ PAPER = Paper(
                "paper's footnote 2; the paper shows no figure).", when=lambda p: "encoder" in p["variants"]),
     ),
     figure_inputs=grids,
+    models_read=lambda cfg: [m for st in settings(cfg) for m in models(cfg, st).values()],
     draw=draw,
     check=check,
     data_sizes=lambda: datasize.published_sizes(SLUG, rank=0),  # counted per language from the release

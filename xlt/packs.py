@@ -1,0 +1,130 @@
+"""Packed fine-tunes in the workflow: which seeds of one model train together in one job
+(config `engine.pack: K`, xlt.engine.packed), computed here so that rules/finetune.smk only
+declares one rule per pack of seeds.
+
+A model family is (encoder, init, dataset, recipe); its seeds are the ones the configured
+tables and figures read (their inputs' paths: `…/<encoder>/<init>/<dataset>/<recipe>/seed<n>`,
+and the models a paper's own rules read: Paper.models_read), taken in order K at a time. A
+pack of two or more seeds is one job, `finetune_pack_<seeds>`, whose outputs are the seeds'
+own model directories: asking for one of them runs the pack. A seed in no pack (K = 1, a
+family that cannot pack, a seed no table reads) is the plain `finetune` job. Nothing is
+trained that no table asked for.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from xlt import papers as P
+from xlt import resources as R
+from xlt import targets as T
+from xlt.errors import XltError
+from xlt.registry import get_task
+
+RULE = "finetune"  # the one-model rule; a pack's rule is `<RULE>_pack_<seeds>`
+PACK_RULE = re.compile(rf"{RULE}_pack(?:_\d+)+")
+PACKABLE_KINDS = ("tagging", "classification", "span_qa")  # the heads xlt.engine.packed stacks
+_RUN = re.compile(r"(?:^|/)([^/]+)/([^/]+)/([^/]+)/([^/]+\.[^/]+)/seed(\d+)(?:/|$)")
+
+
+def pack_size(cfg: dict) -> int:
+    """`engine.pack` (default 1: every fine-tune its own job)."""
+    k = (cfg.get("engine") or {}).get("pack", 1)
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise XltError(f"engine.pack={k!r}: the number of seeds trained in one job, an integer >= 1 "
+                       "(1: no packing; config.yaml's GPU value: 4)")
+    return k
+
+
+def base_rule(rule: str) -> str:
+    """A pack's rule is the fine-tune rule (its stage, its price per model); others are themselves."""
+    return RULE if PACK_RULE.fullmatch(rule) else rule
+
+
+def why_not(cfg: dict, family: tuple[str, str, str, str]) -> str | None:
+    """None if the family's fine-tunes can train in a pack (xlt.engine.packed.why_not_packable,
+    read from the config: the encoder's architecture is checked when the job starts, and a pack
+    that cannot stack trains its models one after another)."""
+    encoder, init, dataset, recipe = family
+    head = get_task(T.task_of(dataset)).head
+    if head not in PACKABLE_KINDS:
+        return f"a {head} head is not packable"
+    if T.Recipe.parse(recipe).aux:
+        return "a recipe with auxiliary streams trains alone"
+    hp = P.hparams(cfg, recipe, dataset)
+    if hp.get("extras"):
+        return "a model with extras trains alone"
+    if hp.get("fast_path") == "off":
+        return "fast_path off: the Hugging Face forward draws other dropout masks than a pack"
+    return None
+
+
+@dataclass(frozen=True)
+class Pack:
+    seeds: tuple[int, ...]
+    families: tuple[tuple[str, str, str, str], ...]  # (encoder, init, dataset, recipe), sorted
+
+    @property
+    def rule(self) -> str:
+        return f"{RULE}_pack_" + "_".join(map(str, self.seeds))
+
+    @property
+    def stem(self) -> str:
+        """What names the pack beside its models' seed<n> (its log, its loop's checkpoint)."""
+        return "pack-seeds" + "-".join(map(str, self.seeds))
+
+    def encoder_constraint(self) -> str:
+        """The rule's `encoder` wildcard pattern: a look-ahead admits these families only (a
+        family is four wildcards; one pattern sees the whole path after `encoder`)."""
+        alternatives = "|".join(re.escape("/".join(f)) for f in self.families)
+        return rf"(?=(?:{alternatives})/seed\d+$)[^/]+"
+
+
+def wanted_seeds(cfg: dict) -> dict[tuple[str, str, str, str], set[int]]:
+    """Each model family the configured tables and figures read, and its seeds (their
+    inputs' paths, and the models a paper's own rules read: Paper.models_read)."""
+    out: dict = {}
+    for slug in P.configured(cfg):
+        paper = P.get_paper(slug)
+        readers = [*(t.inputs for t in paper.tables), *([paper.figure_inputs] if P.figure_names(cfg, slug) else []),
+                   *([paper.models_read] if paper.models_read else [])]
+        for f in (f for read in readers for f in _read(read, cfg)):
+            m = _RUN.search(f)
+            if m and m.group(1) in cfg["encoders"]:
+                out.setdefault(m.groups()[:4], set()).add(int(m.group(5)))
+    return out
+
+
+def _read(read, cfg: dict) -> list[str]:
+    """A table's (figures', a paper's rules') inputs; none where this config cannot name them
+    (a table the run does not ask for may not fit a trimmed config: asking for it says why)."""
+    try:
+        return read(cfg)
+    except XltError:
+        return []
+
+
+def packs(cfg: dict) -> list[Pack]:
+    """The packs of `cfg` (none when engine.pack is 1), one per distinct tuple of seeds."""
+    k = pack_size(cfg)
+    if k == 1 or R.processes(cfg, RULE) > 1:  # a DDP fine-tune (several GPUs a job) trains alone
+        return []
+    by_seeds: dict[tuple[int, ...], list] = {}
+    for family, seeds in wanted_seeds(cfg).items():
+        if why_not(cfg, family) is not None:
+            continue
+        ordered = sorted(seeds)
+        for i in range(0, len(ordered), k):
+            chunk = tuple(ordered[i:i + k])
+            if len(chunk) > 1:
+                by_seeds.setdefault(chunk, []).append(family)
+    return [Pack(seeds, tuple(sorted(fams))) for seeds, fams in sorted(by_seeds.items())]
+
+
+def pack_resources(cfg: dict, pack: Pack) -> dict:
+    """A fine-tune's resources, its time limit times the pack's size: an upper bound (a pack of
+    K costs less than K jobs where it pays, at most K where it trains one model after another)."""
+    res = R.job_resources(cfg, RULE)
+    runtime = res["runtime"]
+    return {**res, "runtime": lambda wildcards, attempt: runtime(wildcards, attempt) * len(pack.seeds)}
