@@ -215,7 +215,7 @@ def test_underspec_figure5s_variance_band_is_clipped_at_zero(tmp_path):
 def test_crossmulti_figure1_ticks_every_layer_and_head_by_its_number(tmp_path, monkeypatch):
     import itertools
 
-    from xlt.papers.crossmulti.analysis import figure1
+    from xlt.papers.crossmulti.figures import figure1
 
     seen = _spy(monkeypatch)
     upd = pd.DataFrame([{"task": t, "setting": s, "seed": seed, "layer": layer, "head": head,

@@ -283,7 +283,7 @@ def _adjust_encoder(cfg: dict, w: dict, ex: Examples) -> list[Work]:
 def _probe_data(cfg: dict, ex: Examples) -> list[Work]:
     """A probe job encodes every probing task's data once (the EN training features, capped,
     and the test sets); the linear probes train on the cached features (CPU-cheap)."""
-    from xlt.papers import crossmulti as CM
+    from xlt.papers.crossmulti import plan as CM
 
     cap = cfg["papers"]["crossmulti"]["analysis"]["probe"].get("max_train_examples")
     out = []
@@ -298,7 +298,7 @@ def _probe_data(cfg: dict, ex: Examples) -> list[Work]:
 def _pppl(cfg: dict, w: dict, ex: Examples) -> list[Work]:
     """Pseudo-perplexity: each token of a test sentence masked once, a forward pass per masked
     copy (Σ L² tokens per sentence), for the released encoder and every analysed model."""
-    from xlt.papers import crossmulti as CM
+    from xlt.papers.crossmulti import plan as CM
 
     task, p = T.task_of(w["dataset"]), cfg["papers"]["crossmulti"]
     mean_sq = _mean_square(task)
