@@ -15,7 +15,7 @@ from xlt import targets as T
 from xlt.errors import XltError
 from xlt.papers import dlfa as D
 from xlt.papers import make_table
-from xlt.papers import underspec as US
+from xlt.papers.underspec import plan as US
 from xlt.papers.dlfa.similarity import parallel_rows
 
 REPO = __import__("pathlib").Path(__file__).resolve().parent.parent
