@@ -308,7 +308,7 @@ def _pppl(cfg: dict, w: dict, ex: Examples) -> list[Work]:
 
 
 def _similarity(cfg: dict, w: dict, ex: Examples) -> list[Work]:
-    from xlt.papers import dlfa as D
+    from xlt.papers.dlfa import plan as D
 
     p = cfg["papers"]["dlfa"]
     models = len(D.similarity_models(cfg, w["encoder"], int(w["seed"])))
