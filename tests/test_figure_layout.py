@@ -85,7 +85,7 @@ def test_underspec_figure4_tells_every_task_and_pair_apart(tmp_path, monkeypatch
 @pytest.mark.parametrize("pairs", [["hi"], ["es", "hi"]])
 def test_adjust_figures_fit_with_one_pair_or_two(tmp_path, pairs):
     from tests.align.test_report import _distances
-    from xlt.papers.adjust import draw
+    from xlt.papers.adjust.figures import draw
 
     spec = {"targets": pairs, "tasks": ["xnli"], "fig1_pair": pairs[-1], "fig1_task": "xnli", "bins": 4}
     files = []
