@@ -6,7 +6,7 @@
 rule underspec_grid:
     input:
         unpack(
-            lambda w: P.underspec.grid_inputs(
+            lambda w: P.underspec.plan.grid_inputs(
                 config, w.encoder, w.task, w.source, w.target, w.seed
             )
         ),

@@ -8,7 +8,7 @@
 rule xmixup_cka:
     input:
         model=lambda w: T.model_dir(config, w.encoder, w.init, w.task, w.recipe, int(w.seed)),
-        data=lambda w: T.data_dir(config, P.xmixup.cka_dataset(config, w.task, w.recipe)),
+        data=lambda w: T.data_dir(config, P.xmixup.plan.cka_dataset(config, w.task, w.recipe)),
     output:
         cka=f"{RESULTS}/xmixup/cka/{{encoder}}/{{init}}/{{task}}/{{recipe}}/seed{{seed}}/{{split}}.{{langset}}.json",
         pca=f"{RESULTS}/xmixup/cka/{{encoder}}/{{init}}/{{task}}/{{recipe}}/seed{{seed}}/{{split}}.{{langset}}.pca.json",

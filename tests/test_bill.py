@@ -198,7 +198,7 @@ def test_readme_quotes_the_bill_that_make_bill_writes(tmp_path):
     assert readme_block((REPO / "README.md").read_text()) == run.stdout == (tmp_path / "bill.md").read_text(), \
         "README.md's bill is stale: run `make bill`"
     rep = json.loads((tmp_path / "bill.json").read_text())
-    assert rep["jobs"] > 3000 and rep["papers"]["total"]["ours"] > 0
+    assert rep["jobs"] > 2500 and rep["papers"]["total"]["ours"] > 0
     assert set(rep["papers"]) == {"adjust", "crossmulti", "dlfa", "underspec", "xmixup", "total"}
 
 

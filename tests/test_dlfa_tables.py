@@ -13,9 +13,11 @@ from tests.test_config import base
 from xlt import papers as P
 from xlt import targets as T
 from xlt.errors import XltError
-from xlt.papers import dlfa as D
+from xlt.papers.dlfa import plan as D
+from xlt.papers.dlfa.checks import check
+from xlt.papers.dlfa.tables import ENF
 from xlt.papers import make_table
-from xlt.papers import underspec as US
+from xlt.papers.underspec import plan as US
 from xlt.papers.dlfa.similarity import parallel_rows
 
 REPO = __import__("pathlib").Path(__file__).resolve().parent.parent
@@ -66,9 +68,9 @@ def test_bad_layers_name_the_key():
     cfg = base()
     p = cfg["papers"]["dlfa"]
     with pytest.raises(XltError, match=r"papers.dlfa.layers / ablation / table7.layers: layers \[12\] are not below"):
-        D.check(cfg, {**p, "layers": [1, 12]})
+        check(cfg, {**p, "layers": [1, 12]})
     with pytest.raises(XltError, match=r"papers.dlfa.table7.tasks: tasks \['pos', 'ner'\] not in \['pawsx'\]"):
-        D.check(cfg, {**p, "train_tasks": ["pawsx"], "ablation": {"pawsx": [6]}})
+        check(cfg, {**p, "train_tasks": ["pawsx"], "ablation": {"pawsx": [6]}})
 
 
 def test_full_scale_dag_plans_the_mbert_sweep(tmp_path):
@@ -101,7 +103,7 @@ def _evals(tmp_path, spec, seed_noise=(0.0, 0.5, -0.5)):
     for setting, bonus in BONUS.items():
         recipe = D.setting_recipe(spec, setting).name
         for seed, noise in zip(spec["seeds"], seed_noise):
-            metrics = {lang: {"accuracy": 70 + (0 if lang in D.ENF else bonus) + noise, "n": 10} for lang in LANGS}
+            metrics = {lang: {"accuracy": 70 + (0 if lang in ENF else bonus) + noise, "n": 10} for lang in LANGS}
             path = tmp_path / f"{recipe}-{seed}.json"
             path.write_text(json.dumps({"task": "pawsx", "seed": seed, "metrics": metrics,
                                         "model": f"results/models/tiny/pretrained/pawsx/{recipe}/seed{seed}"}))

@@ -85,7 +85,7 @@ def test_underspec_figure4_tells_every_task_and_pair_apart(tmp_path, monkeypatch
 @pytest.mark.parametrize("pairs", [["hi"], ["es", "hi"]])
 def test_adjust_figures_fit_with_one_pair_or_two(tmp_path, pairs):
     from tests.align.test_report import _distances
-    from xlt.papers.adjust import draw
+    from xlt.papers.adjust.figures import draw
 
     spec = {"targets": pairs, "tasks": ["xnli"], "fig1_pair": pairs[-1], "fig1_task": "xnli", "bins": 4}
     files = []
@@ -215,7 +215,7 @@ def test_underspec_figure5s_variance_band_is_clipped_at_zero(tmp_path):
 def test_crossmulti_figure1_ticks_every_layer_and_head_by_its_number(tmp_path, monkeypatch):
     import itertools
 
-    from xlt.papers.crossmulti.analysis import figure1
+    from xlt.papers.crossmulti.figures import figure1
 
     seen = _spy(monkeypatch)
     upd = pd.DataFrame([{"task": t, "setting": s, "seed": seed, "layer": layer, "head": head,

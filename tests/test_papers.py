@@ -12,8 +12,9 @@ import pytest
 from tests.test_config import base
 from xlt import papers as P
 from xlt.errors import XltError
-from xlt.papers import crossmulti, datasize
-from xlt.papers import underspec as US
+from xlt.papers import datasize
+from xlt.papers.crossmulti import plan as crossmulti
+from xlt.papers.underspec import plan as US
 from xlt.papers.published import list_published
 from xlt.report import index_markdown, rst_escape
 

@@ -34,7 +34,7 @@ def main():
     if a.what == "probe":
         from pathlib import Path
 
-        from xlt.papers.crossmulti import model_setting
+        from xlt.papers.crossmulti.plan import model_setting
         from xlt.papers.crossmulti.probing import probe_config, run_probe_job
 
         probe_config(a.probe)  # before loading anything

@@ -71,7 +71,6 @@ NO_DEVICE_TIME = {
     "align_subword_sample": "CPU: draws samples of aligned pairs",
     "align_aer": "CPU: alignment error rate against gold links",
     "align_aer_table": "CPU: a table of result files",
-    "crossmulti_head_updates": "CPU: compares weight matrices, no forward pass",
     "paper_table": "CPU: a table of result files",
     "paper_claims": "CPU: a paper's claims decided on its table CSVs",
     "claims_page": "CPU: the claims of every paper on one page",
@@ -101,6 +100,8 @@ PAPER_RULES = {r.rule: (slug, r) for slug, paper in P.PAPERS.items() for r in pa
 # an extra's name -> a fine-tune's training work with it, as a multiple of the recipe's without it
 TRAIN_MULTIPLES = {extra: m for paper in P.PAPERS.values() for extra, m in paper.bill.train_multiples.items()}
 PRICED = set(PATTERNS) | set(PAPER_RULES)
+# the papers' own rules that run no encoder, beside the shared ones
+NO_DEVICE_TIME |= {rule: why for paper in P.PAPERS.values() for rule, why in paper.bill.no_device_time.items()}
 # A pack of fine-tunes, K seeds of one model trained in one job (config engine.pack; xlt.packs'
 # rule `finetune_pack_<seeds>`, whose outputs are the seeds' model directories): priced per model
 # as a fine-tune, at the throughput of a pack of that many models

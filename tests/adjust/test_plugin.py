@@ -13,7 +13,9 @@ import pytest
 
 from xlt.config import load_configs
 from xlt.errors import XltError
-from xlt.papers import adjust as A
+from xlt.papers.adjust import plan as A
+from xlt.papers.adjust.checks import check
+from xlt.papers.adjust.tables import table2
 from xlt.papers import get_table, table_inputs
 from xlt.targets import WILDCARDS, Adjusted, Init, adjust_config, adjust_inputs, aux_inputs, aux_streams
 
@@ -130,10 +132,10 @@ def test_qa_tables_run_their_own_seeds_when_given():
     p["table4"] = {"seeds": [1, 2]}
     p["table8"]["seeds"] = [1]
     assert (seeds("table4"), seeds("table8"), seeds("table3")) == ({1, 2}, {1}, set(p["seeds"]))
-    A.check(cfg, p)
+    check(cfg, p)
     p["table8"]["seeds"] = [6]
     with pytest.raises(XltError, match=r"papers.adjust.table8.seeds: \[6\] are not among papers.adjust.seeds"):
-        A.check(cfg, p)
+        check(cfg, p)
 
 
 @pytest.mark.parametrize("edit, message", [
@@ -150,7 +152,7 @@ def test_bad_adjust_settings_are_named(tiny_cfg, edit, message):
     cfg = copy.deepcopy(tiny_cfg)
     edit(cfg)
     with pytest.raises(XltError, match=message):
-        A.check(cfg, cfg["papers"]["adjust"])
+        check(cfg, cfg["papers"]["adjust"])
 
 
 XNLI_LABELS = ("entailment", "neutral", "contradiction")
@@ -194,7 +196,7 @@ def test_table2_puts_each_adjusted_model_in_its_own_column_with_the_papers_marks
             if init != "pretrained":  # the adjusted model's score on the other language enters no cell
                 scores["hi" if "ru" in init else "ru"] = 0
             files.append(_eval(tmp_path, init.format(s=seed), recipe, "xnli", seed, scores))
-    table, md, _ = A.table2(spec, files)
+    table, md, _ = table2(spec, files)
     cell = table.set_index(["dataset", "model", "lang"])
     assert cell.loc[("xnli", "original", "ru"), "ours_mean"] == pytest.approx(60.0)
     assert cell.loc[("xnli", "adjusted", "hi"), "ours_mean"] == pytest.approx(50.0)
@@ -366,7 +368,7 @@ def test_table9_is_an_option_off_by_default_and_reads_its_own_encoder(tiny_cfg, 
     cfg["encoders"]["embert"] = {"hub": "none/embert", "revision": None}
     cfg["papers"]["adjust"]["table9"] = {"encoder": "embert", "pair": "hi", "sizes": [300, 500], "qa_sets": []}
     with pytest.raises(XltError, match=r"table9.sizes: \[500\] are not sampled for hi"):
-        A.check(cfg, cfg["papers"]["adjust"])
+        check(cfg, cfg["papers"]["adjust"])
     cfg["papers"]["adjust"]["table9"]["sizes"] = [300]
     files = table_inputs(cfg, "adjust", "table9")
     assert "results/eval/embert/adjust-hi-n300-seed2/ner/en.underspec/seed2/test.hi.json" in files

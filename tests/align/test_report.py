@@ -30,7 +30,7 @@ def _distances(path, shift):
 
 
 def test_adjust_figures_have_a_row_per_model_and_write_png_pdf_and_the_counts(tmp_path):
-    from xlt.papers.adjust import draw
+    from xlt.papers.adjust.figures import draw
 
     spec = {"targets": ["es", "hi"], "tasks": ["xnli", "ner"], "fig1_pair": "hi", "fig1_task": "xnli", "bins": 4}
     files = []
@@ -57,7 +57,7 @@ def test_adjust_figures_have_a_row_per_model_and_write_png_pdf_and_the_counts(tm
 
 
 def test_a_distances_file_outside_the_figures_grammar_is_named(tmp_path):
-    from xlt.papers.adjust import draw
+    from xlt.papers.adjust.figures import draw
 
     _distances(tmp_path / "elsewhere.csv", 0.0)
     with pytest.raises(XltError, match="elsewhere.csv: not a distances file of adjust's figures"):

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from xlt.papers import draw_figure, make_table
-from xlt.papers.crossmulti.analysis import scaled_k, topk_compare
+from xlt.papers.crossmulti.tables import scaled_k, topk_compare
 
 TASKS = ["pos", "ner", "pawsx", "marc"]
 SPEC = {"encoder": "tiny", "tasks": TASKS, "source": "en", "seeds": [1, 2],

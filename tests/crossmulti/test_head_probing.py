@@ -9,7 +9,8 @@ import pytest
 from scipy.stats import spearmanr
 
 from xlt.errors import XltError
-from xlt.papers.crossmulti import analysis as A
+from xlt.papers.crossmulti import figures as F
+from xlt.papers.crossmulti import tables as A
 
 LAYERS, HEADS = 4, 4
 SPEC = {"tasks": ["pos", "ner"], "heads_total": LAYERS * HEADS, "encoder": "tiny",
@@ -129,11 +130,11 @@ def test_figure1_rho_carries_the_largest_p_over_seeds():
         for setting, values in (("cross", cross), ("multi", multi)):
             rows += [{"task": "pos", "setting": setting, "seed": seed, "layer": h // HEADS, "head": h % HEADS,
                       "update": v} for h, v in enumerate(values)]
-    _, rhos = A.head_update_maps(pd.DataFrame(rows))
+    _, rhos = F.head_update_maps(pd.DataFrame(rows))
     rho, _, p = rhos["pos"]
     assert rho == pytest.approx(np.mean([e[0] for e in expected]))
     assert p == pytest.approx(max(e[1] for e in expected))
-    assert A.p_text(0.0123) == "p=0.012" and A.p_text(2.1e-5) == "p=2.1e-05" and A.p_text(float("nan")) == "p=–"
+    assert F.p_text(0.0123) == "p=0.012" and F.p_text(2.1e-5) == "p=2.1e-05" and F.p_text(float("nan")) == "p=–"
 
 
 
@@ -150,7 +151,7 @@ def test_a_collapsed_model_or_baseline_marks_its_table4_cells(tmp_path):
 
 
 def test_model_setting_reads_the_collapse_verdict(tmp_path):
-    from xlt.papers.crossmulti import model_setting
+    from xlt.papers.crossmulti.plan import model_setting
 
     model = tmp_path / "pos" / "en.crossmulti" / "seed2"
     model.mkdir(parents=True)

@@ -57,7 +57,7 @@ def test_fa_with_zero_weight_is_plain_finetuning(tiny_encoder, toy_data, tmp_pat
 
 def test_table6_models_and_table(tmp_path):
     from xlt.papers import make_table
-    from xlt.papers.crossmulti import table6_inputs, table6_models
+    from xlt.papers.crossmulti.plan import table6_inputs, table6_models
 
     cfg = {"results": "results", "aux_sets": CFG["aux_sets"], "language_sets": {"crossmulti": ["en", "de", "es", "fr"]},
            "papers": {"crossmulti": {"encoder": "tiny", "hparams": "crossmulti", "source": "en", "languages": "crossmulti",

@@ -14,7 +14,8 @@ import pytest
 from xlt.config import load_configs, validate
 from xlt.errors import XltError
 from xlt.papers import draw_figure, figure_inputs, figure_names, figure_spec
-from xlt.papers import xmixup as X
+from xlt.papers.xmixup import PAPER
+from xlt.papers.xmixup import plan as X
 from xlt.papers.xmixup import figures as F
 
 
@@ -138,7 +139,7 @@ def test_figure5_sweeps_the_seeds_it_names_among_the_papers(made):
     assert len(fig5) == 3 + 1 and all("/seed2/" in f for f in fig5)  # X-Mixup at 3 layers, translate-train
     cfg["papers"]["xmixup"]["figure5"]["seeds"] = [3]
     with pytest.raises(XltError, match=r"papers.xmixup.figure5.seeds: 3 not among papers.xmixup.seeds \(1, 2\)"):
-        X.PAPER.check(cfg, cfg["papers"]["xmixup"])
+        PAPER.check(cfg, cfg["papers"]["xmixup"])
 
 
 def test_config_yaml_plans_figures_4_and_5_and_the_tiny_preset_figure_4_only():
@@ -155,7 +156,7 @@ def test_figure5s_task_must_be_run(made):
     cfg, _ = made
     cfg["papers"]["xmixup"]["figure5"] = {"task": "pawsx", "layers": [1]}
     with pytest.raises(XltError, match="papers.xmixup.figure5.task: 'pawsx' is not one of papers.xmixup.tasks"):
-        X.PAPER.check(cfg, cfg["papers"]["xmixup"])
+        PAPER.check(cfg, cfg["papers"]["xmixup"])
     cfg["papers"]["xmixup"]["figure5"] = {"task": "xnli", "layers": [0]}
     with pytest.raises(XltError, match="figure5"):
         validate(cfg)
@@ -195,17 +196,17 @@ def test_figure4s_config_is_checked(made):
     p = cfg["papers"]["xmixup"]
     p["figure4"] = {"task": "pawsx", "dataset": "pos.xtreme", "languages": "xmixup_xnli"}
     with pytest.raises(XltError, match="papers.xmixup.figure4.task: 'pawsx' is not one of papers.xmixup.tasks"):
-        X.PAPER.check(cfg, p)
+        PAPER.check(cfg, p)
     p["figure4"] = {"task": "xnli", "dataset": "pos.xtreme", "languages": "nope"}
     with pytest.raises(XltError, match="figure4.languages: unknown language set 'nope'"):
-        X.PAPER.check(cfg, p)
+        PAPER.check(cfg, p)
     cfg["language_sets"]["fig4_test"] = ["en", "de", "sw"]
     p["figure4"] = {"task": "xnli", "dataset": "pos.xtreme", "languages": "fig4_test"}
     with pytest.raises(XltError, match="dataset 'pos.xtreme' has no sw"):
-        X.PAPER.check(cfg, p)
+        PAPER.check(cfg, p)
     cfg["language_sets"]["fig4_test"] = ["de", "fr", "ru"]
     with pytest.raises(XltError, match="must hold en and at least two more"):
-        X.PAPER.check(cfg, p)
+        PAPER.check(cfg, p)
     del p["figure4"]
     assert figure_names(cfg, "xmixup") == ["fig1", "fig3"]
 
@@ -242,4 +243,4 @@ def test_figure_titles_count_seeds_in_proper_plural_and_figure1_says_the_rows_it
     assert "mean over 1 seed)" in titles["fig3"][0] and "seed(s)" not in titles["fig3"][0]
     _draw(cfg, "fig1", tmp_path / "fig1")  # the PCA files hold 5 rows per language (of the 200 it may fit)
     assert "the first 5 rows per language" in titles["fig1"][-1]
-    assert "or all of a language's rows where its test set is shorter" in X.PAPER.figures[0].caption
+    assert "or all of a language's rows where its test set is shorter" in PAPER.figures[0].caption

@@ -14,7 +14,9 @@ import pytest
 from xlt.config import load_configs
 from xlt.errors import XltError
 from xlt.papers import get_table, hparams, table_inputs
-from xlt.papers import xmixup as X
+from xlt.papers.xmixup import plan as X
+from xlt.papers.xmixup import tables as T
+from xlt.papers.xmixup.checks import check
 from xlt.targets import WILDCARDS, Recipe
 
 
@@ -64,7 +66,7 @@ def test_tagging_is_refused_for_want_of_public_translate_train_data(tiny_cfg):
     cfg = copy.deepcopy(tiny_cfg)
     cfg["papers"]["xmixup"]["tasks"] = ["ner"]
     with pytest.raises(XltError, match="papers.xmixup.tasks: 'ner': no public translate-train data for tagging"):
-        X.check(cfg, cfg["papers"]["xmixup"])
+        check(cfg, cfg["papers"]["xmixup"])
 
 
 def test_the_task_type_in_the_tag_reads_table10s_constants_and_drops_kl():
@@ -194,32 +196,32 @@ def test_a_translated_model_is_refused_on_a_language_no_translation_reached(tmp_
     del p["qa_tests"]["tydiqa"]["train"]  # Table 15's SQuAD models on TyDiQA-GoldP
     with pytest.raises(XltError, match=r"config key papers.xmixup.qa_tests.tydiqa: the translate-train model is trained "
                                        r"for ar, de, en, es, hi, ru, vi, zh \(papers.xmixup.test_languages.qa\), not bn, fi"):
-        X.check(cfg, p)
+        check(cfg, p)
     p["qa_tests"]["tydiqa"]["models"] = ["zero_shot"]
-    X.check(cfg, p)
+    check(cfg, p)
     p = copy.deepcopy(cfg["papers"]["xmixup"])
     p["qa_tests"]["tydiqa"]["train"]["hparams"] = "xmixup_tydqa"
     with pytest.raises(XltError, match=r"papers.xmixup.qa_tests.tydiqa.train.hparams: .*'xmixup_tydqa'.*Did you mean 'xmixup_tydiqa'"):
-        X.check(cfg, p)
+        check(cfg, p)
     p["qa_tests"]["tydiqa"]["train"]["hparams"] = "xmixup_tydiqa"
     p["qa_tests"]["tydiqa"]["train"]["translate_train"] = "qa.tydiqa_translate_trian"
     with pytest.raises(XltError, match=r"papers.xmixup.qa_tests.tydiqa.train.translate_train: .*'qa.tydiqa_translate_trian'"
                                        r".*Did you mean 'qa.tydiqa_translate_train'"):
-        X.check(cfg, p)
+        check(cfg, p)
     small = copy.deepcopy(cfg)  # translations into fewer languages than the set is scored on
     small["data"]["qa"]["sets"]["tydiqa_translate_train"]["languages"] = ["en", "ar", "ru"]
     with pytest.raises(XltError, match=r"the X-Mixup model is trained for ar, en, ru "
                                        r"\(papers.xmixup.qa_tests.tydiqa.train.translate_train\), not bn, fi"):
-        X.check(small, {**small["papers"]["xmixup"],
+        check(small, {**small["papers"]["xmixup"],
                         "qa_tests": {"tydiqa": {**small["papers"]["xmixup"]["qa_tests"]["tydiqa"], "models": ["xmixup"]}}})
     p = copy.deepcopy(cfg["papers"]["xmixup"])
     p["qa_tests"]["mlqa"]["languages"] = "xtreme_tydiqa"  # a language MLQA lacks
     with pytest.raises(XltError, match=r"qa_tests.mlqa: dataset 'qa.mlqa' has no language bn"):
-        X.check(cfg, p)
+        check(cfg, p)
     p = copy.deepcopy(cfg["papers"]["xmixup"])
     p["qa_tests"] = {"xquad": {"languages": "xtreme_xquad", "models": ["zero_shot"]}}
     with pytest.raises(XltError, match="papers.xmixup.qa_tests"):
-        X.check(cfg, p)
+        check(cfg, p)
 
 
 def test_tables_16_and_17_from_hand_made_files_give_every_published_cell_ours_or_a_reason(tmp_path):
@@ -249,7 +251,7 @@ def test_tables_16_and_17_from_hand_made_files_give_every_published_cell_ours_or
         assert ours.loc["fi", "delta"] == pytest.approx(base + 2 - ours.loc["fi", "paper"])
     tt = t17[t17["model"] == "trans_train"]  # the paper's Table 17 has no translate-train row
     assert tt["paper"].isna().all() and len(tt) == 2 * 10
-    assert "zero_shot_squad" not in set(t17["model"]) and X.ZERO_SHOT_TYDIQA not in set(t17["why"])
+    assert "zero_shot_squad" not in set(t17["model"]) and T.ZERO_SHOT_TYDIQA not in set(t17["why"])
     assert "TyDiQA's English train" in md17 and "qa.tydiqa_translate_train" in md17 and "never selected on" in md17
 
 
@@ -280,8 +282,8 @@ def test_table17_with_the_squad_models_keeps_their_zero_shot_row_and_says_why_fo
     own = t17[(t17["model"] == "zero_shot_squad") & (t17["metric"] == "f1")].set_index("lang")["ours_mean"]
     assert own["sw"] == 52.0 and own["avg"] == pytest.approx(52.0 + 7 / 9) and t17[t17["model"] == "zero_shot_squad"]["paper"].isna().all()
     mbert = t17[t17["model"] == "mbert"]  # XTREME's TyDiQA zero-shot trains on TyDiQA's English: not ours' setting
-    assert mbert["ours_mean"].isna().all() and (mbert["why"] == X.ZERO_SHOT_TYDIQA).all()
-    assert (t17[t17["model"] == "xmixup"]["why"] == X.NOT_RUN_TYDIQA).all()
+    assert mbert["ours_mean"].isna().all() and (mbert["why"] == T.ZERO_SHOT_TYDIQA).all()
+    assert (t17[t17["model"] == "xmixup"]["why"] == T.NOT_RUN_TYDIQA).all()
     assert "zero-shot (SQuAD v1.1)" in md17 and "qa_tests.tydiqa.train does not name those sets" in md17
 
 
@@ -405,7 +407,7 @@ def test_each_ablation_row_is_an_xmixup_variant_or_the_model_on_the_target_side_
     assert files["wo_mixup"].endswith("/ar+de+en+hi+ru+zh.xmixup-xmixup1-nomix/seed1/on-xnli.translate_test/test.xmixup_xnli.json")
     assert files["wo_mixup_inference"].endswith("/ar+de+en+hi+ru+zh.xmixup-xmixup1/seed1/on-xnli/test.xmixup_xnli.json")
     assert files["wo_both"] == files["wo_consistency_loss"]  # one model
-    assert {row: X._ablation_row(f) for row, f in files.items() if row != "wo_both"} == {
+    assert {row: T._ablation_row(f) for row, f in files.items() if row != "wo_both"} == {
         row: row for row in files if row != "wo_both"}
     for row, f in files.items():  # every variant's recipe is a valid path with its extra
         recipe = f.split("/")[-4]
@@ -548,8 +550,8 @@ def test_table4_is_ours_only_on_xlmr_base_and_says_why_for_every_other_cell(in_t
     assert unexplained(table).empty
     # the other tables put XLM-R base beside the paper's XLM-R large rows, and say so
     size = "xlmr_base is not the rows' XLM-R large: Δ compares encoders of different sizes"
-    assert size in X._notes(spec, [])[0] and spec["encoder_label"] == "xlmr_large"
-    assert size not in X._notes(X.table_spec(in_tmp[0]), [])[0]  # the tiny stand-in for mBERT
+    assert size in T._notes(spec, [])[0] and spec["encoder_label"] == "xlmr_large"
+    assert size not in T._notes(X.table_spec(in_tmp[0]), [])[0]  # the tiny stand-in for mBERT
 
 
 @pytest.mark.parametrize("config,mutate,message", [
@@ -565,10 +567,10 @@ def test_table4_is_ours_only_on_xlmr_base_and_says_why_for_every_other_cell(in_t
 def test_a_mixup_layer_beyond_the_encoder_is_refused_when_the_config_loads(config, mutate, message):
     cfg = load_configs([config])
     p = copy.deepcopy(cfg["papers"]["xmixup"])
-    X.check(cfg, p)  # the shipped config passes
+    check(cfg, p)  # the shipped config passes
     mutate(p)
     with pytest.raises(XltError, match=message):
-        X.check(cfg, p)
+        check(cfg, p)
 
 
 def test_an_encoder_of_unknown_depth_is_left_to_the_engine():
@@ -577,15 +579,15 @@ def test_an_encoder_of_unknown_depth_is_left_to_the_engine():
     p = copy.deepcopy(cfg["papers"]["xmixup"])
     p["encoder"] = "other"
     p["mixup_layer"]["xnli"] = 40
-    X.check(cfg, p)  # no shape known here: the engine's own check refuses it when training starts
+    check(cfg, p)  # no shape known here: the engine's own check refuses it when training starts
 
 
 def test_the_notes_name_each_task_s_own_profile():
     cfg = load_configs(["config.yaml"])
-    note = X._notes(X.table_spec(cfg), [])[0]
+    note = T._notes(X.table_spec(cfg), [])[0]
     assert "profile xmixup, qa: xmixup_qa" in note  # QA trains 2 epochs on its own profile (config.yaml)
     tiny = load_configs(["presets/tiny.yaml"])
-    assert "qa:" not in X._notes(X.table_spec(tiny), [])[0]  # no QA on the tiny preset
+    assert "qa:" not in T._notes(X.table_spec(tiny), [])[0]  # no QA on the tiny preset
 
 
 def test_an_xmixup_models_cka_reads_the_translate_test_set_the_others_their_tasks(tiny_cfg):
@@ -598,12 +600,12 @@ def test_an_xmixup_models_cka_reads_the_translate_test_set_the_others_their_task
 
 def test_the_note_says_where_the_zero_shot_models_settings_differ(tiny_cfg):
     cfg = copy.deepcopy(tiny_cfg)
-    note = X._notes(X.table_spec(cfg), [])[0]
+    note = T._notes(X.table_spec(cfg), [])[0]
     hp = cfg["hparams"]
     differs = [k for k in X.SETTINGS if hp["underspec"].get(k) != hp["xmixup"].get(k)]
     assert differs and all(f"{k} {hp['underspec'].get(k)} vs {hp['xmixup'].get(k)}" in note for k in differs)
     cfg["hparams"]["underspec"] = {**hp["underspec"], **{k: hp["xmixup"].get(k) for k in X.SETTINGS}}
-    assert "another paper's, the same settings" in X._notes(X.table_spec(cfg), [])[0]
+    assert "another paper's, the same settings" in T._notes(X.table_spec(cfg), [])[0]
 
 
 def test_a_collapsed_xmixup_model_gets_the_measured_cause_in_the_notes(in_tmp, tmp_path):
@@ -616,4 +618,4 @@ def test_a_collapsed_xmixup_model_gets_the_measured_cause_in_the_notes(in_tmp, t
             path.write_text(json.dumps({**report, "collapsed": collapsed and model == "xmixup" and seed == 2}))
         _, md3, _ = get_table("xmixup", "table3").build(spec, table_inputs(cfg, "xmixup", "table3"))
         _, md8, _ = get_table("xmixup", "table8").build(spec, table_inputs(cfg, "xmixup", "table8"))
-        assert (X.MIXUP_COLLAPSE in md3) is collapsed and (X.MIXUP_COLLAPSE in md8) is collapsed
+        assert (T.MIXUP_COLLAPSE in md3) is collapsed and (T.MIXUP_COLLAPSE in md8) is collapsed

@@ -95,6 +95,8 @@ class PaperBill:
     # an extra's name (hparams `extras`) -> a fine-tune's training work with it, as a multiple of
     # the same recipe's without it (e.g. 2: the extra trains on both sides of every pair)
     train_multiples: dict[str, float] = field(default_factory=dict)
+    # the paper's rules that run no encoder -> why (the bill lists them as costing no device time)
+    no_device_time: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -52,4 +52,4 @@ def paper_bill(slug: str, probe_jobs: Callable[[dict], dict], analysed_models: C
         BillRule(f"{slug}_probe_model", re.compile(rf"{probe}/(?P<dataset>[^/]+)/[^/]+/seed\d+\.csv$"), probes),
         BillRule(f"{slug}_probe_vanilla", re.compile(rf"{probe}/vanilla\.csv$"), probes),
         BillRule(f"{slug}_pppl", re.compile(rf"{pppl_dir}/(?P<dataset>[^/]+)\.csv$"), pppl),
-    ))  # fmt: skip
+    ), no_device_time={f"{slug}_head_updates": "CPU: compares weight matrices, no forward pass"})  # fmt: skip

@@ -61,7 +61,7 @@ def run_head_updates_job(pretrained: str, revision: str | None, models: list[str
     import pandas as pd
 
     from xlt.io import write_json
-    from xlt.papers.crossmulti import model_setting
+    from xlt.papers.crossmulti.plan import model_setting
     from xlt.provenance import provenance
 
     pre, layers, heads = encoder_state(pretrained, revision)

@@ -30,13 +30,37 @@ import pandas as pd
 
 from xlt.errors import XltError
 from xlt.io import read_json
-from xlt.papers.underspec import PAPER, TASK_FIGURES, TASK_NAMES
-from xlt.papers.underspec.aggregate import COLLAPSED, normalise_by_bilingual, plot_1d, plot_2d, plot_geometry
+from xlt.papers.base import Figure
+from xlt.papers.underspec.plan import TASK_FIGURES, TASK_NAMES
 
-__all__ = ["FIGURES", "load_grids", "make_figures"]
+__all__ = ["FIGURES", "FIGURE_IDS", "draw", "load_grids", "make_figures"]
 
 PATHS = {"src": "Eq. 1: θ_src ↔ θ_bi", "tgt": "Eq. 2: θ_tgt ↔ θ_bi"}
-FIGURES = tuple(f.id for f in PAPER.figures)
+_NORMALISED = "every score divided by the matching bilingual model's mean score"
+
+
+def _task_figure(fig: str, task: str) -> Figure:
+    return Figure(fig, f"Figure 2 for {TASK_NAMES[task]} alone: 1D interpolation, normalised mean over the pairs "
+                  "with a 95% CI.", when=lambda p: task in p["tasks"])  # fmt: skip
+
+
+FIGURES = (
+    Figure("fig2", "1D interpolation of all parameters along Eq. 1 (θ_src ↔ θ_bi) and Eq. 2 (θ_tgt ↔ θ_bi), "
+           f"scored on the source and the target dev set ({_NORMALISED}); mean over tasks and pairs with a "
+           "95% CI; one panel per source language and path, one line per encoder and dev set."),
+    Figure("fig3", "2D interpolation θ_bi + α1·δ_src + α2·δ_tgt (Eq. 3), normalised score on the source and "
+           "the target dev set, for the settings of papers.underspec.figures.fig3, per encoder."),
+    Figure("fig4", "Geometry of the two updates: ‖δ_src‖ / ‖δ_tgt‖ against the angle between δ_src and "
+           "δ_tgt, one point per encoder, task, pair and seed."),
+    Figure("fig5", f"Figure 2 with the variance over seeds ({_NORMALISED}, squared) instead of the mean; "
+           "its 95% band (a t interval of the mean over tasks and pairs) is clipped at 0: a variance is not "
+           "negative, and the CSV's ci_low holds the clipped value."),
+    *(_task_figure(fig, task) for fig, task in TASK_FIGURES.items()),
+    Figure("fig10", "Figure 3 for the settings of papers.underspec.figures.fig10."),
+    Figure("fig2_encoder", "Figure 2 with only the encoder interpolated, the head held at θ_bi's (the "
+           "paper's footnote 2; the paper shows no figure).", when=lambda p: "encoder" in p["variants"]),
+)
+FIGURE_IDS = tuple(f.id for f in FIGURES)
 
 
 SETTING = ("encoder", "variant", "task", "source", "target")
@@ -59,6 +83,8 @@ def load_grids(csv_paths: list[str | Path]) -> tuple[pd.DataFrame, pd.DataFrame,
     from the JSON beside each grid CSV, with the collapsed runs among its models
     (`aggregate.COLLAPSED`); and per setting (`SETTING`) the collapsed model paths of each of
     bi, src and tgt over the seeds."""
+    from xlt.papers.underspec.aggregate import COLLAPSED  # matplotlib, scipy: only in the figure job
+
     if not csv_paths:
         raise XltError("underspec figures: no grid CSV given")
     frames, geo, collapsed = [], {}, {}
@@ -82,6 +108,8 @@ def load_grids(csv_paths: list[str | Path]) -> tuple[pd.DataFrame, pd.DataFrame,
 def _with_collapsed(norm: pd.DataFrame, collapsed: dict) -> pd.DataFrame:
     """Each normalised row with the collapsed runs behind it: of its setting, over the seeds,
     the models its direction is made of."""
+    from xlt.papers.underspec.aggregate import COLLAPSED  # matplotlib, scipy: only in the figure job
+
     def runs(row) -> tuple[str, ...]:
         by_model = collapsed.get(tuple(row[k] for k in SETTING), {})
         return tuple(sorted(set().union(*(by_model.get(w, set()) for w in MODELS_OF[row["direction"]]))))
@@ -97,6 +125,8 @@ def _with_labels(norm: pd.DataFrame) -> pd.DataFrame:
 
 
 def _fig_1d(norm: pd.DataFrame, stem: Path, value: str, title: str) -> dict:
+    from xlt.papers.underspec.aggregate import plot_1d  # matplotlib, scipy: only in the figure job
+
     if norm.empty:
         raise XltError(f"{stem.name}: no 1D rows to plot")
     ylabel = "normalised performance" if value == "norm_mean" else "normalised variance"
@@ -105,6 +135,8 @@ def _fig_1d(norm: pd.DataFrame, stem: Path, value: str, title: str) -> dict:
 
 
 def _fig_2d(norm: pd.DataFrame, settings: list[dict], stem: Path, title: str) -> dict:
+    from xlt.papers.underspec.aggregate import plot_2d  # matplotlib, scipy: only in the figure job
+
     rows, order = [], []
     for st in settings:
         for enc in sorted(norm["encoder"].unique()):
@@ -122,15 +154,17 @@ def _fig_2d(norm: pd.DataFrame, settings: list[dict], stem: Path, title: str) ->
 
 def make_figures(spec: dict, grid_csvs: list[str | Path], out_dir: str | Path, figures: list[str] | None = None) -> dict:
     """Write the figures (default: every one the data allows); return {figure: {ext: path}}."""
+    from xlt.papers.underspec.aggregate import normalise_by_bilingual, plot_geometry  # matplotlib, scipy: only in the figure job
+
     out_dir = Path(out_dir)
     grid, geom, collapsed = load_grids(grid_csvs)
     norm = _with_collapsed(normalise_by_bilingual(grid), collapsed)
     one_d = norm[norm["direction"].isin(["src", "tgt"])]
     all_params = one_d[one_d["variant"] == "all"]
-    figures = list(figures or FIGURES)
-    unknown = sorted(set(figures) - set(FIGURES))
+    figures = list(figures or FIGURE_IDS)
+    unknown = sorted(set(figures) - set(FIGURE_IDS))
     if unknown:
-        raise XltError(f"unknown underspec figure(s) {unknown}; known: {', '.join(FIGURES)}")
+        raise XltError(f"unknown underspec figure(s) {unknown}; known: {', '.join(FIGURE_IDS)}")
     made = {}
     note = "normalised by the bilingual model; mean over tasks and pairs, 95% CI"
     for fig in figures:
@@ -157,3 +191,7 @@ def make_figures(spec: dict, grid_csvs: list[str | Path], out_dir: str | Path, f
             made[fig] = plot_geometry(g.sort_values(["encoder", "task", "source", "target", "seed"]), stem,
                                       hue=("encoder", "task", "pair"), title="Figure 4: ‖δ_src‖/‖δ_tgt‖ vs angle")
     return made
+
+
+def draw(spec: dict, inputs: list[str], out_dir: str, figure: str) -> None:
+    make_figures(spec, inputs, out_dir, [figure])

@@ -28,10 +28,11 @@ import re
 
 import pandas as pd
 
-import xlt.papers.xmixup as X  # the plugin's paths and readers, looked up when called (a circular import)
 from xlt.errors import XltError
 from xlt.papers.base import Figure
 from xlt.papers.xmixup.cka import PCA_ROWS
+from xlt.papers.xmixup.plan import LABELS, MODELS, SLUG, _langs, _setting, cka_file, model_of, scores_file, table_spec
+from xlt.papers.xmixup.tables import _cka_rows
 
 FIG1_LANGS = ("en", "es", "ar", "sw")  # the paper's Figure 1
 FIG13_TASK = "xnli"  # Figures 1 and 3: XNLI (the paper's Figure 3 adds PAWS-X)
@@ -40,7 +41,7 @@ LAYER = re.compile(r"-xmixup(\d+)$")
 
 
 def _p(cfg: dict) -> dict:
-    return cfg["papers"][X.SLUG]
+    return cfg["papers"][SLUG]
 
 
 def _has_fig13(p: dict) -> bool:
@@ -49,13 +50,13 @@ def _has_fig13(p: dict) -> bool:
 
 def pca_file(cfg: dict, task: str, model: str, seed: int) -> str:
     """The 2-D PCA coordinates the rule `xmixup_cka` writes beside a model's CKA file."""
-    return X.cka_file(cfg, task, model, seed).removesuffix(".json") + ".pca.json"
+    return cka_file(cfg, task, model, seed).removesuffix(".json") + ".pca.json"
 
 
 def with_layer(cfg: dict, task: str, layer: int) -> dict:
     """The config whose X-Mixup model of `task` mixes at `layer` (Figure 5's models)."""
     p = _p(cfg)
-    return {**cfg, "papers": {**cfg["papers"], X.SLUG: {**p, "mixup_layer": {**p["mixup_layer"], task: int(layer)}}}}
+    return {**cfg, "papers": {**cfg["papers"], SLUG: {**p, "mixup_layer": {**p["mixup_layer"], task: int(layer)}}}}
 
 
 def figure5_files(cfg: dict) -> list[str]:
@@ -64,8 +65,8 @@ def figure5_files(cfg: dict) -> list[str]:
     if not fig5:
         return []
     task, seeds = fig5["task"], fig5.get("seeds") or _p(cfg)["seeds"]
-    return ([X.scores_file(with_layer(cfg, task, layer), task, "xmixup", seed) for layer in fig5["layers"] for seed in seeds]
-            + [X.scores_file(cfg, task, "trans_train", seed) for seed in seeds])
+    return ([scores_file(with_layer(cfg, task, layer), task, "xmixup", seed) for layer in fig5["layers"] for seed in seeds]
+            + [scores_file(cfg, task, "trans_train", seed) for seed in seeds])
 
 
 def centroids_file(cfg: dict, model: str, seed: int) -> str:
@@ -73,7 +74,7 @@ def centroids_file(cfg: dict, model: str, seed: int) -> str:
     on the test split of `figure4.dataset`, the languages of `figure4.languages`."""
     p = _p(cfg)
     fig4 = p["figure4"]
-    dataset, recipe = X.model_of(cfg, fig4["task"], model)
+    dataset, recipe = model_of(cfg, fig4["task"], model)
     return (f"{cfg['results']}/xmixup/centroids/{p['encoder']}/pretrained/{dataset}/{recipe}/seed{seed}/"
             f"on-{fig4['dataset']}/test.{fig4['languages']}.json")
 
@@ -89,7 +90,7 @@ def figure4_files(cfg: dict) -> list[str]:
     p = _p(cfg)
     if not p.get("figure4"):
         return []
-    return [centroids_file(cfg, m, p["seeds"][0]) for m in X.MODELS]
+    return [centroids_file(cfg, m, p["seeds"][0]) for m in MODELS]
 
 
 def figure_inputs(cfg: dict) -> list[str]:
@@ -98,17 +99,17 @@ def figure_inputs(cfg: dict) -> list[str]:
     if _has_fig13(p):
         seed = p["seeds"][0]
         out += [pca_file(cfg, FIG13_TASK, m, seed) for m in ("trans_train", "xmixup")]
-        out += [f for s in p["seeds"] for m in X.MODELS
-                for f in (X.cka_file(cfg, FIG13_TASK, m, s), X.scores_file(cfg, FIG13_TASK, m, s))]
+        out += [f for s in p["seeds"] for m in MODELS
+                for f in (cka_file(cfg, FIG13_TASK, m, s), scores_file(cfg, FIG13_TASK, m, s))]
     return list(dict.fromkeys(out + figure5_files(cfg)))
 
 
 def figure_spec(cfg: dict) -> dict:
     p = _p(cfg)
-    langs = X._langs(cfg, FIG13_TASK) if _has_fig13(p) else []
-    return {**X.table_spec(cfg), "fig1_langs": [x for x in FIG1_LANGS if x in langs], "fig1_seed": p["seeds"][0],
+    langs = _langs(cfg, FIG13_TASK) if _has_fig13(p) else []
+    return {**table_spec(cfg), "fig1_langs": [x for x in FIG1_LANGS if x in langs], "fig1_seed": p["seeds"][0],
             "fig13_task": FIG13_TASK,
-            "fig5_langs": X._langs(cfg, p["figure5"]["task"]) if p.get("figure5") else [],
+            "fig5_langs": _langs(cfg, p["figure5"]["task"]) if p.get("figure5") else [],
             "fig4_langs": list(cfg["language_sets"][p["figure4"]["languages"]]) if p.get("figure4") else []}
 
 
@@ -121,17 +122,17 @@ def check(cfg: dict, p: dict) -> None:
     for fig in ("figure4", "figure5"):
         spec = p.get(fig)
         if spec and spec["task"] not in p["tasks"]:
-            raise XltError(f"config key papers.{X.SLUG}.{fig}.task: {spec['task']!r} is not one of papers.{X.SLUG}.tasks "
+            raise XltError(f"config key papers.{SLUG}.{fig}.task: {spec['task']!r} is not one of papers.{SLUG}.tasks "
                            f"({', '.join(p['tasks'])})")
     fig5 = p.get("figure5") or {}
     extra = [s for s in fig5.get("seeds") or [] if s not in p["seeds"]]
     if extra:
-        raise XltError(f"config key papers.{X.SLUG}.figure5.seeds: {', '.join(map(str, extra))} not among "
-                       f"papers.{X.SLUG}.seeds ({', '.join(map(str, p['seeds']))})")
+        raise XltError(f"config key papers.{SLUG}.figure5.seeds: {', '.join(map(str, extra))} not among "
+                       f"papers.{SLUG}.seeds ({', '.join(map(str, p['seeds']))})")
     fig4 = p.get("figure4")
     if not fig4:
         return
-    key, sets = f"papers.{X.SLUG}.figure4", cfg.get("language_sets") or {}
+    key, sets = f"papers.{SLUG}.figure4", cfg.get("language_sets") or {}
     if fig4["languages"] not in sets:
         raise XltError(f"config key {key}.languages: unknown language set {fig4['languages']!r}; "
                        f"allowed: {', '.join(sorted(sets))}")
@@ -172,7 +173,7 @@ def _layer_setting(recipe) -> str:
         if not m:
             raise XltError(f"recipe {recipe.name}: an X-Mixup variant; the figures read plain X-Mixup models")
         return f"xmixup{m[1]}"
-    return X._setting(recipe)
+    return _setting(recipe)
 
 
 def _scores(spec: dict, inputs: list[str]) -> pd.DataFrame:
@@ -199,7 +200,7 @@ def fig3_points(spec: dict, inputs: list[str]) -> pd.DataFrame:
     from scipy.stats import spearmanr
 
     task = spec["fig13_task"]
-    cka = _need(X._cka_rows([f for f in inputs if _kind(f) == "cka"]), "CKA files", "fig3")
+    cka = _need(_cka_rows([f for f in inputs if _kind(f) == "cka"]), "CKA files", "fig3")
     cka = cka[cka["task"] == task]
     acc = _scores(spec, inputs)
     main = f"xmixup{spec['mixup_layer'][task]}"
@@ -208,7 +209,7 @@ def fig3_points(spec: dict, inputs: list[str]) -> pd.DataFrame:
     both = _need(both[both["lang"].isin(spec["langs"][task]) & (both["lang"] != spec["source"])], "CKA with scores", "fig3")
     points = (both.groupby(["model", "lang"], as_index=False)
               .agg(cka=("value_cka", "mean"), accuracy=("value_acc", "mean"), n_seeds=("seed", "nunique")))
-    order = {m: i for i, m in enumerate(X.MODELS)}
+    order = {m: i for i, m in enumerate(MODELS)}
     langs = {x: i for i, x in enumerate(spec["langs"][task])}
     points = points.sort_values(["model", "lang"], key=lambda s: s.map(order if s.name == "model" else langs))
     rho = {}
@@ -249,10 +250,10 @@ def _draw_fig3(spec: dict, inputs: list[str], stem: str) -> None:
     fig, ax = _one_panel((6, 4.5))
     for model, g in points.groupby("model", sort=False):
         rho = g["spearman_rho"].iloc[0]
-        label = f"{X.LABELS[model]} (ρ = {rho:.2f})" if rho == rho else f"{X.LABELS[model]} (ρ undefined)"
+        label = f"{LABELS[model]} (ρ = {rho:.2f})" if rho == rho else f"{LABELS[model]} (ρ undefined)"
         ax.scatter(g["cka"], g["accuracy"], color=COLORS[model], label=label)
     ax.margins(0.12)  # room for the labels of the outermost points inside the frame
-    task = X.LABELS[spec["fig13_task"]]
+    task = LABELS[spec["fig13_task"]]
     _finish(fig, ax, ("CKA with English", f"{task} test accuracy"),
             f"Performance vs CKA ({task}, mean over {_seeds(points['n_seeds'].max())})", stem, points,
             list(zip(points["cka"], points["accuracy"], points["lang"])))
@@ -271,7 +272,7 @@ def fig1_points(spec: dict, inputs: list[str]) -> pd.DataFrame:
         if _kind(path) != "pca":
             continue
         parts = path.split("/")  # …/cka/<encoder>/<init>/<dataset>/<recipe>/seed<s>/<split>.<langset>.pca.json
-        model = X._setting(Recipe.parse(parts[-3]))
+        model = _setting(Recipe.parse(parts[-3]))
         pca = read_json(path)
         for lang in spec["fig1_langs"]:
             if lang not in pca["coords"]:
@@ -306,9 +307,9 @@ def _draw_fig1(spec: dict, inputs: list[str], stem: str) -> None:
         ev = g[["explained_variance_ratio_pc1", "explained_variance_ratio_pc2"]].iloc[0]
         ax.set_xlabel(f"PC1 ({100 * ev.iloc[0]:.0f}% of variance)")
         ax.set_ylabel(f"PC2 ({100 * ev.iloc[1]:.0f}%)")
-        ax.set_title(f"({panel}) {X.LABELS[g['model'].iloc[0]]}")
+        ax.set_title(f"({panel}) {LABELS[g['model'].iloc[0]]}")
         ax.legend(fontsize=8, markerscale=2)
-    fig.suptitle(f"Sentence representations, {X.LABELS[spec['fig13_task']]} test (seed {spec['fig1_seed']}, "
+    fig.suptitle(f"Sentence representations, {LABELS[spec['fig13_task']]} test (seed {spec['fig1_seed']}, "
                  f"the first {_rows(points)} per language, the PCA's fit and the points plotted)", fontsize=10)
     fig.tight_layout()
     save_figure(fig, stem, points)
@@ -331,7 +332,7 @@ def fig4_points(spec: dict, inputs: list[str]) -> pd.DataFrame:
         if _kind(path) != "centroids":
             continue
         parts = path.split("/")  # …/centroids/<encoder>/<init>/<dataset>/<recipe>/seed<s>/on-<set>/<split>.<langset>.json
-        model, seed = X._setting(Recipe.parse(parts[-4])), int(parts[-3].removeprefix("seed"))
+        model, seed = _setting(Recipe.parse(parts[-4])), int(parts[-3].removeprefix("seed"))
         job = read_json(path)
         missing = [x for x in langs if x not in job["centroids"]]
         if missing:
@@ -347,9 +348,9 @@ def fig4_points(spec: dict, inputs: list[str]) -> pd.DataFrame:
                          "explained_variance_ratio_pc1": pca["explained_variance_ratio"][0],
                          "explained_variance_ratio_pc2": pca["explained_variance_ratio"][1]})
     frame = _need(pd.DataFrame(rows), "centroid files", "fig4")
-    if sorted(set(frame["model"])) != sorted(X.MODELS):
-        raise XltError(f"xmixup fig4: centroid files of {', '.join(X.MODELS)} expected, got {sorted(set(frame['model']))}")
-    order = {m: i for i, m in enumerate(X.MODELS)}
+    if sorted(set(frame["model"])) != sorted(MODELS):
+        raise XltError(f"xmixup fig4: centroid files of {', '.join(MODELS)} expected, got {sorted(set(frame['model']))}")
+    order = {m: i for i, m in enumerate(MODELS)}
     return frame.sort_values("model", key=lambda s: s.map(order), kind="stable").reset_index(drop=True)
 
 
@@ -363,7 +364,7 @@ def _draw_fig4(spec: dict, inputs: list[str], stem: str) -> None:
     fig = MplFigure(figsize=(13, 4.5))
     panels = []
     for i, (model, g) in enumerate(points.groupby("model", sort=False)):
-        ax = fig.add_subplot(1, len(X.MODELS), i + 1)
+        ax = fig.add_subplot(1, len(MODELS), i + 1)
         for _, r in g.iterrows():
             is_source = r["lang"] == spec["source"]
             ax.scatter([r["pc1"]], [r["pc2"]], s=60 if is_source else 30, marker="*" if is_source else "o",
@@ -373,11 +374,11 @@ def _draw_fig4(spec: dict, inputs: list[str], stem: str) -> None:
         ax.set_aspect("equal", adjustable="datalim")  # a panel's distances as they are in its PCA plane
         ax.set_xlabel(f"PC1 ({100 * g['explained_variance_ratio_pc1'].iloc[0]:.0f}% of the centroids' variance)")
         ax.set_ylabel(f"PC2 ({100 * g['explained_variance_ratio_pc2'].iloc[0]:.0f}%)")
-        ax.set_title(f"{X.LABELS[model]}: mean distance to {spec['source']} {g['mean_distance_to_source'].iloc[0]:.2f}\n"
+        ax.set_title(f"{LABELS[model]}: mean distance to {spec['source']} {g['mean_distance_to_source'].iloc[0]:.2f}\n"
                      f"(mean radius {g['radius'].mean():.2f})", fontsize=10)
     fig4 = spec["figure4"]
-    models_of = X.LABELS.get(fig4["task"], fig4["task"])
-    task = X.LABELS.get(task_of(fig4["dataset"]), fig4["dataset"])
+    models_of = LABELS.get(fig4["task"], fig4["task"])
+    task = LABELS.get(task_of(fig4["dataset"]), fig4["dataset"])
     fig.suptitle(f"Language centroids of the {task} test set ({fig4['dataset']}), encoded by the {models_of} models' encoders "
                  f"(the paper: its POS models), seed {int(points['seed'].iloc[0])}", fontsize=10)
     fig.tight_layout()
@@ -408,12 +409,12 @@ def fig5_points(spec: dict, inputs: list[str]) -> pd.DataFrame:
 
 def _draw_fig5(spec: dict, inputs: list[str], stem: str) -> None:
     points = fig5_points(spec, inputs)
-    task = X.LABELS.get(spec["figure5"]["task"], spec["figure5"]["task"])
+    task = LABELS.get(spec["figure5"]["task"], spec["figure5"]["task"])
     fig, ax = _one_panel((6, 4))
     xm = points[points["model"] == "xmixup"]
-    ax.plot(xm["layer"].astype(int), xm["accuracy"], "o-", color=COLORS["xmixup"], label=X.LABELS["xmixup"])
+    ax.plot(xm["layer"].astype(int), xm["accuracy"], "o-", color=COLORS["xmixup"], label=LABELS["xmixup"])
     tt = points[points["model"] == "trans_train"]["accuracy"].iloc[0]
-    ax.axhline(tt, linestyle="--", color=COLORS["trans_train"], label=X.LABELS["trans_train"])
+    ax.axhline(tt, linestyle="--", color=COLORS["trans_train"], label=LABELS["trans_train"])
     ax.set_xticks(xm["layer"].astype(int).tolist())
     _finish(fig, ax, ("mixup layer", f"{task} accuracy (average over languages)"),
             f"X-Mixup at different layers ({task}, mean over {_seeds(points['n_seeds'].max())})", stem, points)

@@ -1,4 +1,6 @@
-"""crossmulti's analysis tables (3–5) and figures (1, A1–A4), from the CSVs its analysis rules write."""
+"""crossmulti's tables: 1 (data sizes), 2 (cross vs multi), 6 (+FA, +DA, +combined), and the analyses
+of Table 2's models, 3 (model probing), 4 (head probing) and 5 (PPPL), from the CSVs its analysis
+rules write."""
 
 from __future__ import annotations
 
@@ -7,12 +9,120 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from scipy.stats import spearmanr
 
 from xlt.errors import XltError
-from xlt.papers.crossmulti import SLUG
+from xlt.papers import datasize
+from xlt.papers.crossmulti.plan import SLUG
 from xlt.papers.published import load_published
-from xlt.tables import TASK_LABELS, account_tasks, add_marks, paper_vs_ours, render_grid
+from xlt.tables import (COLLAPSE_NOTE, ORACLE_LEGEND, ORACLE_NOTE, SEEDS_LEGEND, TASK_LABELS, account, account_tasks, add_marks, add_oracle,
+                        cell_text, eval_rows, oracle_cell, oracle_off_note, oracle_rows, paper_vs_ours, render_grid)
+from xlt.targets import Recipe
+
+
+def table2(spec: dict, inputs: list[str]) -> tuple[pd.DataFrame, str, str]:
+    source = spec["source"]
+    setting_of = lambda r: "cross" if r.train_langs == (source,) else "multi"  # noqa: E731
+    evals = [f for f in inputs if f.endswith(".json")]
+    ours = eval_rows(evals, spec["metric"], setting_of)
+    keys = ["task", "setting", "lang"]
+    table = paper_vs_ours(ours, load_published(SLUG, "table2"), keys)
+    table = account_tasks(table, spec["tasks"], f"papers.{SLUG}.tasks")
+    if spec.get("oracle"):  # the inputs beside the evaluation files: the models, with their oracle.json
+        table = add_oracle(table, oracle_rows([f for f in inputs if f not in evals], spec["metric"], setting_of), keys)
+    seeds = sorted(ours["seed"].unique().tolist())
+    notes = [
+        "Metric (×100): " + ", ".join(f"{t} {m}" for t, m in spec["metric"].items() if t in spec["tasks"])
+        + f". Encoder: {spec['encoder']}. Seeds: {seeds}.",
+        "cross = fine-tuned on the source language only; multi = on all four languages.",
+        select_note(spec),
+        (ORACLE_NOTE if spec.get("oracle") else oracle_off_note(SLUG)),
+        COLLAPSE_NOTE,
+    ]
+    md, tex = render_grid(table, ["task", "setting"], "lang", "crossmulti Table 2: cross- vs multi-lingual fine-tuning", notes,
+                          cell=oracle_cell if spec.get("oracle") else cell_text,
+                          legend=ORACLE_LEGEND if spec.get("oracle") else SEEDS_LEGEND)
+    return table, md, tex
+
+
+def select_note(spec: dict) -> str:
+    """Which epoch is kept: the paper is silent (5 epochs, lr 1e-5, batch 32 only)."""
+    select = spec.get("select", "best")
+    which = ("the epoch with the best dev score, averaged over the training languages' dev sets (cross: EN "
+             "dev only; multi: the four)" if select == "best" else "the last epoch")
+    return (f"Checkpoint: {which} (hparams profile {spec.get('hparams', '?')}, select: {select}). The paper does not say; "
+            "our choice (Hugging Face's Trainer, whose implementation it names, keeps the last epoch unless told otherwise).")
+
+
+def table1(spec: dict, inputs: list[str]) -> tuple[pd.DataFrame, str, str]:
+    ours, published = datasize.counts(SLUG, spec, inputs)
+    ours = ours[ours["split"].isin(published["split"].unique())]  # the paper prints train and test
+    table = datasize.counts_vs_paper(ours, published, ["task", "split", "lang"], spec)
+    notes = [
+        "UD ES: the paper's 14,035 training sentences beside AnCora's test size (1,721) read as "
+        "AnCora's 14,305 with two digits swapped (docs/papers.md).",
+        "MARC: the mteb/amazon_reviews_multi mirror (the original was withdrawn).",
+    ]
+    md, tex = datasize.render(table, ["task", "split"], "lang", "crossmulti Table 1: training and test set sizes", spec, notes)
+    return table, md, tex
+
+
+def table6_setting(eval_path: str) -> str:
+    """cross / fa / da / combined from an evaluation file's path (…/{init}/{task}/{recipe}/seed{s}/…)."""
+    parts = Path(eval_path).parts
+    adapted, aux = parts[-5] != "pretrained", Recipe.parse(parts[-3]).aux is not None
+    return {(False, False): "cross", (False, True): "fa", (True, False): "da", (True, True): "combined"}[(adapted, aux)]
+
+
+def table6(spec: dict, inputs: list[str]) -> tuple[pd.DataFrame, str, str]:
+    ours = pd.concat([eval_rows([path], spec["metric"], lambda r, s=table6_setting(path): s) for path in inputs],
+                     ignore_index=True)
+    published = load_published(SLUG, "table6")
+    table = paper_vs_ours(ours, published, ["task", "setting", "lang"])
+    table = account(table, lambda r: None if r["task"] in spec["table6"]["tasks"] else (
+        f"{', '.join(TASK_LABELS[t] for t in dict.fromkeys(published['task']) if t not in spec['table6']['tasks'])}: "
+        f"not run (papers.{SLUG}.table6.tasks: {', '.join(spec['table6']['tasks'])}); the paper's values only."))
+    notes = [
+        f"Seeds: {spec['table6']['seeds']}. cross = Table 2's cross models; fa = + auxiliary task streams on EN data "
+        f"(aux set {spec['table6']['fa']}: one batch of each auxiliary task per step, loss weight from the aux set); "
+        "da = MLM on the task's training text in the four languages (adapt.mlm), then EN fine-tuning; "
+        "combined = da then fa. POS has no auxiliary tasks (no fa / combined).",
+        *([da_note(spec["mlm"])] if "mlm" in spec else []),
+        COLLAPSE_NOTE,
+    ]
+    md, tex = render_grid(table, ["task", "setting"], "lang", "crossmulti Table 6: +FA, +DA, +combined", notes)
+    return table, md, tex
+
+
+def da_note(mlm: dict) -> str:
+    return (f"+DA's MLM: {mlm['steps']:,} steps of {mlm['batch_size']} sequences, lr {mlm['lr']:g}, 15% masking "
+            "(adapt.mlm). The paper gives no DA settings; our choice (config.yaml's full-scale values follow BERT's "
+            "continued-pretraining defaults).")
+
+
+def analysis_table(name: str):
+    """An analysis table's builder (3, 4 or 5), with the notes and reasons the config adds."""
+
+    def build(spec: dict, inputs: list[str]):
+        table, md, tex = {"table3": table3, "table4": table4, "table5": table5}[name](spec, inputs)
+        if name in ("table3", "table4") and "probe" in spec.get("analysis", {}):
+            md += f"- {probe_note(spec['analysis']['probe'])}\n"
+        if name == "table4":  # ρ over fewer than 3 shared heads is undefined (the table's notes say so)
+            table = account(table, lambda r: RHO_UNDEFINED if r["metric"] == "spearman" else None)
+        return table, md, tex
+
+    return build
+
+
+RHO_UNDEFINED = "ρ undefined: fewer than 3 shared heads in the cell (see the notes)."
+
+
+def probe_note(probe: dict) -> str:
+    cap = probe.get("max_train_examples")
+    return (f"Probes train on at most {cap:,} EN training examples ({probe.get('epochs', '?')} epochs, "
+            f"analysis.probe.max_train_examples) and test on {probe.get('max_test_examples') or 'all'} per language. The "
+            "paper gives no probe training size; our choice (20,000 in config.yaml: WikiANN's training size in its "
+            "Table 1, so NER probes see all of it and PAWS-X / MARC a sample).") if cap else (
+            "Probes train on every EN training example (analysis.probe.max_train_examples unset).")
 
 VANILLA = "vanilla"  # the pretrained encoder; the paper's "mBERT" rows
 
@@ -100,6 +210,8 @@ def topk_compare(model: np.ndarray, base: np.ndarray, k: int) -> tuple[int, floa
     shared = np.intersect1d(top_heads(model, k), top_heads(base, k))
     if len(shared) < 3:
         return len(shared), math.nan, math.nan
+    from scipy.stats import spearmanr  # scipy: only in the table job, not when the plan is read
+
     rho, p = spearmanr(model[shared], base[shared])
     return len(shared), float(rho), float(p)
 
@@ -216,138 +328,3 @@ def table5(spec: dict, inputs: list[str]):
              f"Seeds: {sorted(int(s) for s in ours.loc[ours['setting'] != VANILLA, 'seed'].unique())}."]
     md, tex = render_grid(table, ["task", "setting"], "lang", "crossmulti Table 5: pseudo-perplexity", notes)
     return table, md, tex
-
-
-# ---- figures -------------------------------------------------------------------------------------
-
-
-def head_update_maps(updates: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, tuple[float, float, float]]]:
-    """Seed-mean maps (task, layer, head: cross, multi, diff) and, per task, Spearman ρ between the
-    cross and multi maps: its mean and std over seeds, and the largest of the seeds' two-sided
-    p (scipy.stats.spearmanr): every seed's ρ has a p at most that."""
-    mean = updates.groupby(["task", "setting", "layer", "head"])["update"].mean().unstack("setting").reset_index()
-    mean["diff"] = mean["multi"] - mean["cross"]
-    rhos = {}
-    for task, g in updates.groupby("task"):
-        per_seed, ps = [], []
-        for _, s in g.groupby("seed"):
-            w = s.pivot_table(index=["layer", "head"], columns="setting", values="update")
-            rho, p = spearmanr(w["cross"], w["multi"])
-            per_seed.append(rho)
-            ps.append(p)
-        rhos[task] = (float(np.mean(per_seed)), float(np.std(per_seed, ddof=1)) if len(per_seed) > 1 else math.nan,
-                      float(np.max(ps)))
-    return mean, rhos
-
-
-def p_text(p: float) -> str:
-    """A p-value as a figure prints it: p=0.034, p=2.1e-05."""
-    return "p=–" if math.isnan(p) else f"p={p:.2g}"
-
-
-def _save(fig, out_dir: str, figure: str, data: pd.DataFrame) -> None:
-    """<out_dir>/<figure>.{png,pdf,csv}, the layout checked (xlt.figures.save_figure)."""
-    from xlt.figures import save_figure
-
-    Path(out_dir).mkdir(parents=True, exist_ok=True)
-    save_figure(fig, Path(out_dir) / figure, data)
-
-
-def _grid(values: pd.DataFrame, col: str) -> np.ndarray:
-    return values.pivot(index="layer", columns="head", values=col).to_numpy()
-
-
-def _head_map(ax, values: pd.DataFrame) -> None:
-    """A layer × head map's axes: a tick at every layer and head, numbered as in the data
-    (imshow's own locator ticks cell edges, −0.5 … 3.5)."""
-    layers, heads = sorted(values["layer"].unique()), sorted(values["head"].unique())
-    ax.set_yticks(range(len(layers)), [str(int(x)) for x in layers])
-    ax.set_xticks(range(len(heads)), [str(int(x)) for x in heads])
-    ax.set_xlabel("head")
-    ax.set_ylabel("layer")
-
-
-def figure1(spec: dict, updates: pd.DataFrame, out_dir: str) -> None:
-    from matplotlib.figure import Figure
-
-    from xlt.figures import fit_suptitle
-
-    maps, rhos = head_update_maps(updates)
-    tasks = [t for t in spec["tasks"] if t in set(maps["task"].str.partition(".")[0])]
-    maps["task"] = maps["task"].str.partition(".")[0]
-    fig = Figure(figsize=(12, 3.2 * len(tasks)), layout="constrained")
-    fig.get_layout_engine().set(wspace=0.08)  # room between a colorbar's ticks and the next panel's axis label
-    axes = fig.subplots(len(tasks), 3, squeeze=False)
-    for r, task in enumerate(tasks):
-        m = maps[maps["task"] == task]
-        rho = next(v for k, v in rhos.items() if k.partition(".")[0] == task)
-        for c, (col, cmap) in enumerate((("cross", "viridis"), ("multi", "viridis"), ("diff", "coolwarm_r"))):
-            grid = _grid(m, col)
-            ax = axes[r, c]
-            if col == "diff":
-                lim = float(np.abs(grid).max()) or 1.0
-                im = ax.imshow(grid, cmap=cmap, vmin=-lim, vmax=lim)
-            else:
-                im = ax.imshow(grid, cmap=cmap)
-            name = TASK_LABELS.get(task, task)
-            ax.set_title(f"{name}-{col}" + (f" (ρ={rho[0]:.2f}, {p_text(rho[2])})" if col == "diff" else ""), fontsize=9)
-            _head_map(ax, m)
-            fig.colorbar(im, ax=ax, fraction=0.046, format="%.2g")  # no offset text ("1e−5") over the colorbar
-    fit_suptitle(fig, "Relative attention-head updates; diff = multi − cross (blue: multi updates more); "
-                 "ρ: Spearman, cross vs multi, seed mean; p: the largest over seeds")
-    short = {k.partition(".")[0]: v for k, v in rhos.items()}
-    maps["rho_cross_multi"] = maps["task"].map({k: v[0] for k, v in short.items()})
-    maps["p_cross_multi"] = maps["task"].map({k: v[2] for k, v in short.items()})
-    _save(fig, out_dir, "fig1", maps)
-
-
-def figure_a(spec: dict, probes: pd.DataFrame, out_dir: str, figure: str, probe_task: str) -> None:
-    from matplotlib.figure import Figure
-    from matplotlib.patches import Rectangle
-
-    from xlt.figures import fit_suptitle
-
-    heads = over_vanilla(probes)
-    heads = heads[heads["probe_task"] == probe_task].copy()
-    heads["task"] = heads["task"].str.partition(".")[0]
-    mean = heads.groupby(["task", "setting", "layer", "head"], sort=False)["value"].mean().reset_index()
-    n_heads = int(mean.groupby(["task", "setting"]).size().iloc[0])
-    a = spec["analysis"]
-    k = scaled_k(min(a["topk"]), n_heads, a["topk_of_heads"])
-    models = [(t, s) for t in spec["tasks"] for s in ("cross", "multi")]
-    fig = Figure(figsize=(7, 3.2 * len(spec["tasks"])), layout="constrained")
-    fig.get_layout_engine().set(wspace=0.08)  # room between a colorbar's label and the next panel's axis label
-    axes = fig.subplots(len(spec["tasks"]), 2, squeeze=False)
-    marked = []
-    for i, (task, setting) in enumerate(models):
-        m = mean[(mean["task"] == task) & (mean["setting"] == setting)].sort_values(["layer", "head"]).copy()
-        values = m["value"].to_numpy()
-        mark = np.array([""] * len(m), dtype=object)
-        mark[top_heads(values, k)], mark[top_heads(-values, k)] = "top", "bottom"
-        m["mark"] = mark
-        marked.append(m)
-        ax = axes[i // 2, i % 2]
-        grid = _grid(m, "value")
-        fig.colorbar(ax.imshow(grid, cmap="Blues"), ax=ax, fraction=0.046, label=f"{spec['metric'][probe_task]} − vanilla")
-        for (layer, head), mk in zip(m[["layer", "head"]].itertuples(index=False), m["mark"]):
-            if mk:
-                ax.add_patch(Rectangle((head - 0.5, layer - 0.5), 1, 1, fill=False, lw=2,
-                                           edgecolor="green" if mk == "top" else "red"))
-        ax.set_title(f"{TASK_LABELS.get(task, task)}-{setting}", fontsize=9)
-        _head_map(ax, m)
-    fit_suptitle(fig, f"Per-head probing on {TASK_LABELS.get(probe_task, probe_task)} "
-                 f"(green: top {k}, red: bottom {k}; heads tied at the cut-off unmarked)")
-    _save(fig, out_dir, figure, pd.concat(marked).assign(probe_task=probe_task))
-
-
-FIGURE_A = {"figa1": "pos", "figa2": "ner", "figa3": "pawsx", "figa4": "marc"}
-
-
-def draw_figure(spec: dict, inputs: list[str], out_dir: str, figure: str) -> None:
-    updates = [p for p in inputs if "/head_updates/" in p]
-    if figure == "fig1":
-        figure1(spec, read_csvs(updates), out_dir)
-    elif figure in FIGURE_A:
-        figure_a(spec, read_csvs([p for p in inputs if p not in updates]), out_dir, figure, FIGURE_A[figure])
-    else:
-        raise XltError(f"unknown crossmulti figure {figure!r}; allowed: fig1, {', '.join(FIGURE_A)}")

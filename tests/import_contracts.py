@@ -1,0 +1,98 @@
+"""An import-linter contract type of the project's (.importlinter's `contract_types`): no import
+circle between any modules of a package, at any depth, a package and its own modules included.
+
+The pinned import-linter's `acyclic_siblings` compares sibling packages (each squashed with its
+descendants), so it does not see a package's `__init__` importing its own module that imports the
+package back (xlt.papers.x <-> xlt.papers.x.figures). This contract reads the module graph itself
+(grimp's, every import, those inside functions too) and reports one circle per group of modules
+that reach each other, with the line of each import.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+import grimp
+from importlinter import Contract, ContractCheck, fields, output
+
+
+def circles(graph: grimp.ImportGraph, package: str) -> list[list[str]]:
+    """One circle (modules in import order, the first repeated at the end) per strongly connected
+    group of `package`'s modules, the groups found by Tarjan's algorithm (iterative)."""
+    modules = sorted(m for m in graph.modules if m == package or m.startswith(package + "."))
+    inside = set(modules)
+    edges = {m: sorted(graph.find_modules_directly_imported_by(m) & inside) for m in modules}
+    index, low, on_stack, stack, groups = {}, {}, set(), [], []
+    for root in modules:
+        if root in index:
+            continue
+        work = [(root, 0)]
+        while work:
+            node, i = work.pop()
+            if i == 0:
+                index[node] = low[node] = len(index)
+                stack.append(node)
+                on_stack.add(node)
+            if i < len(edges[node]):
+                work.append((node, i + 1))
+                nxt = edges[node][i]
+                if nxt not in index:
+                    work.append((nxt, 0))
+                elif nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+                continue
+            for nxt in edges[node]:  # children done: their low links
+                if nxt in on_stack:
+                    low[node] = min(low[node], low[nxt])
+            if low[node] == index[node]:
+                group = set()
+                while True:
+                    m = stack.pop()
+                    on_stack.discard(m)
+                    group.add(m)
+                    if m == node:
+                        break
+                if len(group) > 1:
+                    groups.append(group)
+    return sorted(_circle_through(min(g), g, edges) for g in groups)
+
+
+def _circle_through(start: str, group: set[str], edges: dict[str, list[str]]) -> list[str]:
+    """The shortest circle from `start` back to it inside its group (breadth first)."""
+    came_from: dict[str, str] = {}
+    queue = deque([start])
+    while queue:
+        node = queue.popleft()
+        for nxt in edges[node]:
+            if nxt == start:
+                path = [node]
+                while path[-1] != start:
+                    path.append(came_from[path[-1]])
+                return [*reversed(path), start]
+            if nxt in group and nxt not in came_from:
+                came_from[nxt] = node
+                queue.append(nxt)
+    raise AssertionError(f"{start}: no circle in its strongly connected group")
+
+
+class AcyclicModulesContract(Contract):
+    """Contract options: `packages`, the packages whose modules (all, at every depth) import
+    each other in no circle."""
+
+    type_name = "acyclic_modules"
+
+    packages = fields.ListField(subfield=fields.StringField())
+
+    def check(self, graph: grimp.ImportGraph, verbose: bool) -> ContractCheck:
+        found = [c for package in self.packages for c in circles(graph, package)]  # type: ignore[attr-defined]
+        details = {(a, b): [d["line_number"] for d in graph.get_import_details(importer=a, imported=b)]
+                   for c in found for a, b in zip(c, c[1:])}
+        return ContractCheck(kept=not found, warnings=[], metadata={"circles": found, "lines": details})
+
+    def render_broken_contract(self, check: ContractCheck) -> None:
+        for circle in check.metadata["circles"]:
+            output.print_error(f"Import circle: {' -> '.join(circle)}")
+            for a, b in zip(circle, circle[1:]):
+                lines = ", ".join(f"l.{n}" for n in check.metadata["lines"][(a, b)])
+                output.print_error(f"- {a} -> {b} ({lines})", bold=False)
+            output.new_line()
