@@ -628,6 +628,7 @@ def check(cfg: dict, p: dict) -> None:
 
 PAPER = Paper(
     SLUG,
+    jobs=f"{__name__}.jobs",  # its jobs (jobs.py), run by workflow_scripts/paper_job.py
     tables=(
         datasize.table(SLUG, table1),
         Table("table2", inputs=table2_inputs, build=table2),

@@ -193,6 +193,7 @@ def _task_figure(fig: str, task: str) -> Figure:
 
 PAPER = Paper(
     SLUG,
+    jobs=f"{__name__}.jobs",  # its jobs (jobs.py), run by workflow_scripts/paper_job.py
     tables=(datasize.table(SLUG, table1),),
     figures=(
         Figure("fig2", "1D interpolation of all parameters along Eq. 1 (θ_src ↔ θ_bi) and Eq. 2 (θ_tgt ↔ θ_bi), "

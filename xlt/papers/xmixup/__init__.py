@@ -1095,6 +1095,7 @@ def _check_qa_tests(cfg: dict, p: dict) -> None:
 
 PAPER = Paper(
     slug=SLUG,
+    jobs=f"{__name__}.jobs",  # its jobs (jobs.py), run by workflow_scripts/paper_job.py
     tables=(
         Table("table2", table2_inputs, table2, spec=table_spec),
         Table("table3", table3_inputs, table3, spec=table_spec),
