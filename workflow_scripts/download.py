@@ -27,7 +27,7 @@ from xlt.errors import XltError
 def _config_block(path: str) -> dict:
     """The download: block of a config file (read as a workflow config file is), or the whole
     mapping when it has none."""
-    ((_, data),) = config_sources([path], default=False)
+    data = config_sources([path], default=False)[-1][1]  # the file's own (after any layers it brings)
     block = data.get("download", data)
     if not isinstance(block, dict):
         raise XltError(f"{path}: download: expected a mapping")
