@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 import pytest
 
@@ -17,8 +17,8 @@ from xlt.papers.job_cli import job_parser, paper_jobs, parse_job_args, run_paper
 REPO = Path(__file__).resolve().parents[1]
 
 
-def toy(model: str, seeds: list[int], grid: dict, kind: Literal["1d", "2d"], out: str | Path, ratio: float,
-        langs: list[str] = ["en"], max_length: int | None = None, revision: str | None = None,  # noqa: B006
+def toy(model: str, seeds: list[int], grid: dict, kind: Literal["1d", "2d"], out: Annotated[str | Path, "the CSV"],
+        ratio: float, langs: list[str] = ["en"], max_length: int | None = None, revision: str | None = None,  # noqa: B006
         data: Path = Path("data"), pca: bool = False) -> dict:
     """A toy job: it returns what it was given."""
     return dict(locals())
@@ -61,6 +61,7 @@ def test_help_shows_each_option_with_its_type(capsys):
     assert re.search(r"--kind \{1d,2d\}\s+one of 1d, 2d", out)
     assert re.search(r"--max-length MAX_LENGTH\s+int; default None", out)
     assert re.search(r"--grid JSON\s+a JSON object", out)
+    assert re.search(r"--out OUT\s+the CSV; str", out)
 
 
 @pytest.mark.parametrize("argv, expect", [

@@ -13,6 +13,7 @@ has a default or its type admits None. Types read:
     list[T]                           one or more values (none or more with a default)
     dict, dict[K, V]                  a JSON object (NaN and infinities refused)
     T | None, str | Path              T; the str where both are allowed
+    Annotated[T, "what it is"]        T, with that text in --help
 
 A signature with another type is the job author's error (TypeError, found by the tests before
 any rule runs); a user's wrong paper, job or option is one line naming the allowed values.
@@ -66,6 +67,7 @@ def _option(param: inspect.Parameter, hint, where: str) -> tuple[str, dict]:
     if hint is inspect.Parameter.empty:
         raise TypeError(f"{where}: no type hint; a job's option is read from it")
     kind, optional = _unwrap(hint, where)
+    said = [m for m in getattr(hint, "__metadata__", ()) if isinstance(m, str)]  # Annotated's text
     has_default = param.default is not param.empty
     kw: dict = {"dest": param.name, "required": not (has_default or optional)}
     if has_default or optional:
@@ -96,7 +98,7 @@ def _option(param: inspect.Parameter, hint, where: str) -> tuple[str, dict]:
                         "list[...], dict, and these or None")
     if not kw["required"]:
         what += f"; default {kw['default']}"
-    kw["help"] = what
+    kw["help"] = "; ".join([*said, what])
     return "--" + param.name.replace("_", "-"), kw
 
 
@@ -130,13 +132,17 @@ def paper_jobs(paper) -> dict[str, Callable]:
     return dict(import_module(paper.jobs).JOBS) if paper.jobs else {}
 
 
-def _choose(ap: ArgumentParser, what: str, name: str | None, allowed: list[str]) -> str:
+def _choose(ap: ArgumentParser, what: str, name: str, allowed: list[str]) -> str:
     if name in allowed:
         return name
-    close = difflib.get_close_matches(name or "", allowed, n=1)
+    close = difflib.get_close_matches(name, allowed, n=1)
     hint = f"; did you mean {close[0]!r}?" if close else ""
-    said = f"unknown {what} {name!r}" if name else f"no {what} given"
-    ap.error(f"{said}; allowed: {', '.join(allowed) or '(none)'}{hint}")
+    ap.error(f"unknown {what} {name!r}; allowed: {', '.join(allowed) or '(none)'}{hint}")
+
+
+def _summary(fn: Callable) -> str:
+    """The first sentence of a job's docstring."""
+    return " ".join((inspect.getdoc(fn) or "").split("\n\n")[0].split()).split(". ")[0]
 
 
 def run_paper_job(argv: list[str], prog: str = "paper_job.py"):
@@ -153,9 +159,9 @@ def run_paper_job(argv: list[str], prog: str = "paper_job.py"):
     if len(argv) < 2 or argv[1] in ("-h", "--help"):
         print(f"jobs of paper {slug} ({PAPERS[slug].jobs}):")
         for name, fn in jobs.items():
-            print(f"  {name:<14} {(inspect.getdoc(fn) or '').partition(chr(10))[0]}")
+            print(f"  {name:<14} {_summary(fn)}")
         return None
-    name = _choose(ap, f"job of paper {slug}", argv[1] if len(argv) > 1 else None, list(jobs))
+    name = _choose(ap, f"job of paper {slug}", argv[1], list(jobs))
     kwargs, threads = parse_job_args(jobs[name], argv[2:], f"{prog} {slug} {name}")
     set_threads(threads)
     return jobs[name](**kwargs)
