@@ -187,8 +187,8 @@ def test_each_rule_passes_its_job_exactly_its_options():
     jobs, calls = declared(), rule_calls()
     # probe twice (vanilla, model), head-updates, pppl, similarity, the adjusted encoder, grid, cka, centroids
     assert sorted((c[1], c[2]) for c in calls) == sorted([
-        ("adjust", "encoder"), ("crossmulti", "probe"), ("crossmulti", "probe"), ("crossmulti", "head-updates"), ("crossmulti", "pppl"),
-        ("dlfa", "similarity"), ("underspec", "grid"), ("xmixup", "cka"), ("xmixup", "centroids")])
+        ("adjust", "encoder"), ("crossmulti", "probe"), ("crossmulti", "probe"), ("crossmulti", "head-updates"),
+        ("crossmulti", "pppl"), ("dlfa", "similarity"), ("underspec", "grid"), ("xmixup", "cka"), ("xmixup", "centroids")])
     for smk, slug, name, given in calls:
         assert smk == f"{slug}.smk", f"{smk} runs a job of {slug}"
         ap = job_parser(jobs[slug][name], name)
