@@ -1,5 +1,33 @@
-# adjust's own rule: the L2 distances of Figures 1-2 for every model row but the original
-# (whose are the alignment stage's, rules/align.smk). Paths and rows: xlt/papers/adjust.
+# adjust's own rules: the adjusted encoders (Cao et al. 2020), and the L2 distances of Figures
+# 1-2 for every model row but the original (whose are the alignment stage's, rules/align.smk).
+# Paths and rows: xlt/papers/adjust.
+
+
+# Cross-lingual adjustment of an encoder, one of the adapted encoders of rules/encoder.smk's
+# path grammar: {init} = adjust-<xx>-n<size>-seed<seed>[-<variant>], on the alignment stage's
+# sample of aligned pairs, settings from config `adapt.adjust`.
+rule adjust_encoder:
+    input:
+        unpack(lambda w: T.adjust_inputs(config, w.encoder, w.init)),
+    output:
+        directory(f"{RESULTS}/encoders/{{encoder}}/{{init}}"),
+    log:
+        "logs/encoders/{encoder}/{init}.log",
+    wildcard_constraints:
+        init=r"adjust-[^/]+",
+    conda:
+        ENV
+    threads: R.job_threads(config, "adapt_encoder")
+    resources:
+        **R.job_resources(config, "adapt_encoder"),
+    params:
+        encoder=lambda w: T.encoder_source(config, w.encoder),
+        adjust=lambda w: as_json(T.adjust_config(config, w.init)),
+        checkpoints=f"{RESULTS}/checkpoints/encoders/{{encoder}}/{{init}}",
+    shell:
+        "paper_job.py adjust encoder --encoder {params.encoder} --pairs {input.pairs}"
+        " --adjust {params.adjust:q} --out {output} --checkpoint-dir {params.checkpoints}"
+        " --threads {threads} 2> {log}"
 
 
 rule adjust_l2:

@@ -24,9 +24,9 @@ rule crossmulti_probe_vanilla:
         probes=lambda w: as_json(CM.probe_jobs(config)),
         probe=lambda w: as_json(config["papers"]["crossmulti"]["analysis"]["probe"]),
     shell:
-        "crossmulti_analysis.py probe --pretrained {params.pretrained}"
+        "paper_job.py crossmulti probe --pretrained {params.pretrained}"
         " --probes {params.probes:q} --probe {params.probe:q} --out {output.csv}"
-        " --provenance {output.json} --threads {threads} 2> {log}"
+        " --provenance-out {output.json} --threads {threads} 2> {log}"
 
 
 rule crossmulti_probe_model:
@@ -49,9 +49,9 @@ rule crossmulti_probe_model:
         probes=lambda w: as_json(CM.probe_jobs(config)),
         probe=lambda w: as_json(config["papers"]["crossmulti"]["analysis"]["probe"]),
     shell:
-        "crossmulti_analysis.py probe --model {input.model} --pretrained {params.pretrained}"
+        "paper_job.py crossmulti probe --model {input.model} --pretrained {params.pretrained}"
         " --probes {params.probes:q} --probe {params.probe:q} --out {output.csv}"
-        " --provenance {output.json} --threads {threads} 2> {log}"
+        " --provenance-out {output.json} --threads {threads} 2> {log}"
 
 
 rule crossmulti_head_updates:
@@ -71,8 +71,8 @@ rule crossmulti_head_updates:
     params:
         pretrained=lambda w: T.encoder_source(config, w.encoder),
     shell:
-        "crossmulti_analysis.py head-updates --pretrained {params.pretrained}"
-        " --models {input.models} --out {output.csv} --provenance {output.json}"
+        "paper_job.py crossmulti head-updates --pretrained {params.pretrained}"
+        " --models {input.models} --out {output.csv} --provenance-out {output.json}"
         " --threads {threads} 2> {log}"
 
 
@@ -99,7 +99,7 @@ rule crossmulti_pppl:
         ),
         pppl=lambda w: as_json(config["papers"]["crossmulti"]["analysis"]["pppl"]),
     shell:
-        "crossmulti_analysis.py pppl --task {params.task} --data {input.data}"
+        "paper_job.py crossmulti pppl --task {params.task} --data-dir {input.data}"
         " --langs {params.langs} --pretrained {params.pretrained}"
         " --models {input.models} --pppl {params.pppl:q} --out {output.csv}"
-        " --provenance {output.json} --threads {threads} 2> {log}"
+        " --provenance-out {output.json} --threads {threads} 2> {log}"

@@ -30,8 +30,8 @@ rule dlfa_similarity:
         sample_seed=lambda w: config["papers"]["dlfa"]["similarity"]["seed"],
         max_length=lambda w: config["papers"]["dlfa"]["similarity"]["max_length"],
     shell:
-        "dlfa_similarity.py --models {params.models:q} --data {input.data}"
+        "paper_job.py dlfa similarity --models {params.models:q} --data {input.data}"
         " --langs {params.langs} --source {params.source} --sentences {params.sentences}"
-        " --sample-seed {params.sample_seed} --seed {wildcards.seed}"
-        " --max-length {params.max_length} --out {output.csv} --provenance {output.json}"
+        " --sample-seed {params.sample_seed} --model-seed {wildcards.seed}"
+        " --max-length {params.max_length} --out-csv {output.csv} --out-json {output.json}"
         " --threads {threads} 2> {log}"

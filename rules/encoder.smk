@@ -2,7 +2,8 @@
 # `pretrained` of a built encoder (tiny preset): corpus -> WordPiece + MLM-pretrained BERT.
 # Hub encoders (config.yaml) are snapshots fetched by download_encoder (rules/data.smk) into
 # {raw_root}/encoders/{encoder}/; jobs load them from there, never from the Hub.
-# Adapted encoders (any {init} but `pretrained`, xlt.targets.Init) start from either.
+# Adapted encoders (any {init} but `pretrained`, xlt.targets.Init) start from either; the adjusted
+# ones (adjust-…) are made by the adjust paper's rule adjust_encoder (rules/adjust.smk).
 
 
 localrules:
@@ -79,29 +80,3 @@ rule adapt_mlm:
         "adapt_mlm.py --encoder {params.encoder} --data {input.data}"
         " --task {params.task} --langs {params.langs} --mlm {params.mlm:q}"
         " --out {output} --checkpoint-dir {params.checkpoints} --threads {threads} 2> {log}"
-
-
-# Cross-lingual adjustment (adjust paper): {init} = adjust-<xx>-n<size>-seed<seed>[-<variant>],
-# on the alignment stage's sample of aligned pairs, settings from config `adapt.adjust`.
-rule adjust_encoder:
-    input:
-        unpack(lambda w: T.adjust_inputs(config, w.encoder, w.init)),
-    output:
-        directory(f"{RESULTS}/encoders/{{encoder}}/{{init}}"),
-    log:
-        "logs/encoders/{encoder}/{init}.log",
-    wildcard_constraints:
-        init=r"adjust-[^/]+",
-    conda:
-        ENV
-    threads: R.job_threads(config, "adapt_encoder")
-    resources:
-        **R.job_resources(config, "adapt_encoder"),
-    params:
-        encoder=lambda w: T.encoder_source(config, w.encoder),
-        adjust=lambda w: as_json(T.adjust_config(config, w.init)),
-        checkpoints=f"{RESULTS}/checkpoints/encoders/{{encoder}}/{{init}}",
-    shell:
-        "adjust_encoder.py --encoder {params.encoder} --pairs {input.pairs}"
-        " --adjust {params.adjust:q} --out {output} --checkpoint-dir {params.checkpoints}"
-        " --threads {threads} 2> {log}"

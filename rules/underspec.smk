@@ -24,8 +24,8 @@ rule underspec_grid:
         grid=lambda w: as_json(config["papers"]["underspec"]["grid"]),
         metric=lambda w: config["papers"]["underspec"]["metric"][w.task],
     shell:
-        "underspec_grid.py --bi {input.bi} --src {input.src} --tgt {input.tgt}"
-        " --data {input.data} --encoder {wildcards.encoder} --source {wildcards.source}"
+        "paper_job.py underspec grid --bi {input.bi} --src {input.src} --tgt {input.tgt}"
+        " --data-dir {input.data} --encoder {wildcards.encoder} --source {wildcards.source}"
         " --target {wildcards.target} --kind {wildcards.kind} --variant {wildcards.variant}"
-        " --grid {params.grid:q} --metric {params.metric} --out {output.csv}"
-        " --provenance {output.json} --threads {threads} 2> {log}"
+        " --grid {params.grid:q} --metric {params.metric} --out-csv {output.csv}"
+        " --out-json {output.json} --threads {threads} 2> {log}"

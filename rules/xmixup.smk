@@ -22,7 +22,7 @@ rule xmixup_cka:
     params:
         langs=lambda w: " ".join(T.langset_languages(config, w.langset)),
     shell:
-        "xmixup_cka.py --model {input.model} --data {input.data} --langs {params.langs}"
+        "paper_job.py xmixup cka --model-dir {input.model} --data-dir {input.data} --langs {params.langs}"
         " --split {wildcards.split} --source en --out {output.cka} --pca-out {output.pca}"
         " --threads {threads} 2> {log}"
 
@@ -47,5 +47,5 @@ rule xmixup_centroids:
         langs=lambda w: " ".join(T.langset_languages(config, w.langset)),
         max_sentences=lambda w: P.xmixup.figures.max_sentences_arg(config),
     shell:
-        "xmixup_centroids.py --model {input.model} --data {input.data} --langs {params.langs}"
+        "paper_job.py xmixup centroids --model-dir {input.model} --data-dir {input.data} --langs {params.langs}"
         " --split {wildcards.split} --source en {params.max_sentences} --out {output} --threads {threads} 2> {log}"

@@ -110,8 +110,8 @@ def test_the_script_writes_cka_per_language(tiny_xnli_model, tmp_path):
     out = tmp_path / "cka.json"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     env.pop("XLT_ZYGOTE", None)
-    cmd = [sys.executable, str(REPO / "workflow_scripts" / "xmixup_cka.py"), "--model", str(tiny_xnli_model),
-           "--data", str(data_dir), "--split", "test", "--out", str(out), "--threads", "1", "--langs"]
+    cmd = [sys.executable, str(REPO / "workflow_scripts" / "paper_job.py"), "xmixup", "cka", "--model-dir",
+           str(tiny_xnli_model), "--data-dir", str(data_dir), "--split", "test", "--out", str(out), "--threads", "1", "--langs"]
     run = subprocess.run([*cmd, "de", "en", "fr"], capture_output=True, text=True, env=env, timeout=120)
     assert run.returncode == 0, run.stderr[-2000:]
     res = json.loads(out.read_text())

@@ -9,33 +9,29 @@
 
 `--config` is a YAML/JSON file; its `download:` block (or the whole mapping when it has
 none) is the fetch configuration (pins, require_pins, lock, mirrors, manual_dir, ...). The
-workflow passes that block inline instead, as `--download '<JSON>'`. Flags given here
-override both. On failure: one line `error: ...` on stderr, exit status 1.
+workflow passes that block inline instead, as `--download '<JSON>'`. The file's block, the
+inline one and the flags given here are merged in that order, as config files are (xlt.config:
+nested mappings merge, other values replace). On failure: one line `error: ...` on stderr,
+exit status 1.
 """
 
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from xlt.cli import ArgumentParser, json_arg  # noqa: E402
-from xlt.errors import XltError  # noqa: E402
+from xlt.cli import ArgumentParser, json_arg
+from xlt.config import config_sources, merged
+from xlt.errors import XltError
 
 
-def _load_config(path: str | None) -> dict:
-    if not path:
-        return {}
-    from xlt.io import read_yaml
-
-    data = read_yaml(path) or {}
-    if not isinstance(data, dict):
-        raise XltError(f"{path}: expected a mapping")
-    block = data["download"] if "download" in data else data
+def _config_block(path: str) -> dict:
+    """The download: block of a config file (read as a workflow config file is), or the whole
+    mapping when it has none."""
+    data = config_sources([path], default=False)[-1][1]  # the file's own (after any layers it brings)
+    block = data.get("download", data)
     if not isinstance(block, dict):
         raise XltError(f"{path}: download: expected a mapping")
-    return dict(block)
+    return block
 
 
 def _json_block(text: str) -> dict:
@@ -73,17 +69,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         from xlt.sources.fetch import fetch_source
 
-        cfg = _load_config(args.config)
-        if args.download:
-            cfg.update(_json_block(args.download))
-        if args.require_pins:
-            cfg["require_pins"] = True
-        if args.lock:
-            cfg["lock"] = args.lock
-        if args.manual_dir:
-            cfg["manual_dir"] = args.manual_dir
-        if args.hf_endpoint:
-            cfg["hf_endpoint"] = args.hf_endpoint
+        flags = {"require_pins": args.require_pins, "lock": args.lock, "manual_dir": args.manual_dir,
+                 "hf_endpoint": args.hf_endpoint}
+        # the file's block, then --download, then the flags given, merged as config files are
+        cfg = merged([("--config", _config_block(args.config) if args.config else {}),
+                      ("--download", _json_block(args.download) if args.download else {}),
+                      ("flags", {k: v for k, v in flags.items() if v})])
         if args.encoder:
             from xlt.sources.encoders import fetch_encoder
 

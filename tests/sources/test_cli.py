@@ -51,6 +51,24 @@ def test_cli_fetches_with_config_file(server, tmp_path):
     ]
 
 
+def test_cli_merges_the_file_the_inline_block_and_the_flags_as_config_files(server, tmp_path):
+    """--config's block, then --download, then the flags, nested mappings merged (xlt.config):
+    each language's pin comes from another layer and --require-pins refuses any file without one."""
+    gz = {lang: make_wikimatrix_gz(lang) for lang in ("es", "ru")}
+    for lang, data in gz.items():
+        server.put(f"laser/WikiMatrix/v1/WikiMatrix.en-{lang}.tsv.gz", data)
+    pin = {lang: {"wikimatrix": {"sha256": {lang: sha256_bytes(gz[lang])}}} for lang in gz}
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump({"download": {"mirrors": {"https://dl.fbaipublicfiles.com/": f"{server.url}/"},
+                                                   "pins": pin["es"]}}))
+    man = tmp_path / "out" / "wikimatrix.json"
+    r = run("--source", "wikimatrix", "--raw-root", tmp_path / "raw", "--langs", "es,ru", "--manifest", man,
+            "--config", config, "--download", json.dumps({"pins": pin["ru"]}), "--require-pins",
+            "--lock", tmp_path / "lock.yaml")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert len(json.loads(man.read_text())["files"]) == 2
+
+
 def test_cli_error_is_one_line(tmp_path):
     r = run("--source", "wikimatrix", "--raw-root", tmp_path / "raw", "--langs", "es",
             "--require-pins", "--lock", tmp_path / "lock.yaml")  # fmt: skip

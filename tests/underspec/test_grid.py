@@ -122,11 +122,11 @@ def test_grid_job_killed_with_sigkill_leaves_nothing_and_reruns_identically(mode
 
     def cli(out, *extra):
         return subprocess.run(
-            [sys.executable, str(REPO / "workflow_scripts" / "underspec_grid.py"), "--bi", str(models["bi"]),
-             "--src", str(models["src"]), "--tgt", str(models["tgt"]), "--data", str(toy_data / "pos"),
+            [sys.executable, str(REPO / "workflow_scripts" / "paper_job.py"), "underspec", "grid", "--bi", str(models["bi"]),
+             "--src", str(models["src"]), "--tgt", str(models["tgt"]), "--data-dir", str(toy_data / "pos"),
              "--encoder", "tiny", "--source", "en", "--target", "de", "--kind", "1d", "--variant", "all",
-             "--grid", json.dumps(GRID), "--metric", "accuracy", "--out", str(out / "g.csv"),
-             "--provenance", str(out / "g.json"), "--threads", "1", *extra],
+             "--grid", json.dumps(GRID), "--metric", "accuracy", "--out-csv", str(out / "g.csv"),
+             "--out-json", str(out / "g.json"), "--threads", "1", *extra],
             capture_output=True, text=True, timeout=300)
 
     clean = cli(tmp_path / "clean")

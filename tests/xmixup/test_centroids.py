@@ -98,8 +98,8 @@ def test_the_script_names_a_missing_language_file(tiny_model, tmp_path):
         write_jsonl(data / lang / "test.jsonl", tagged(lang, 6))
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     env.pop("XLT_ZYGOTE", None)
-    cmd = [sys.executable, str(REPO / "workflow_scripts" / "xmixup_centroids.py"), "--model", str(tiny_model),
-           "--data", str(data), "--out", str(tmp_path / "c.json"), "--max-sentences", "4", "--threads", "1", "--langs"]
+    cmd = [sys.executable, str(REPO / "workflow_scripts" / "paper_job.py"), "xmixup", "centroids", "--model-dir",
+           str(tiny_model), "--data-dir", str(data), "--split", "test", "--out", str(tmp_path / "c.json"), "--max-sentences", "4", "--threads", "1", "--langs"]
     ok = subprocess.run([*cmd, "en", "de", "fr"], capture_output=True, text=True, env=env, timeout=120)
     assert ok.returncode == 0, ok.stderr[-2000:]
     assert json.loads((tmp_path / "c.json").read_text())["n"] == {"en": 4, "de": 4, "fr": 4}

@@ -134,3 +134,7 @@ class Paper:
     # the file of its findings beside the plugin (xlt/papers/<slug>/claims.yaml): each claim of its
     # abstract and conclusion, the cells it compares and the test that decides it (xlt.claims)
     claims: str | None = None
+    # the module declaring its jobs, `JOBS = {name: function}` (xlt/papers/<slug>/jobs.py): what
+    # its rules run as `paper_job.py <slug> <job> --option …`, each option read from the function's
+    # signature (xlt.papers.job_cli). A module name: imported by that script alone (jobs load torch)
+    jobs: str | None = None

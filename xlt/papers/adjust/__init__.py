@@ -26,6 +26,7 @@ from xlt.papers.base import Figure, Paper, Table
 
 PAPER = Paper(
     SLUG,
+    jobs=f"{__name__}.jobs",  # its jobs (jobs.py), run by workflow_scripts/paper_job.py
     tables=(
         Table("table2", inputs=table2_inputs, build=table2, spec=table_spec),
         Table("table3", inputs=table3_inputs, build=table3, spec=table_spec),

@@ -28,6 +28,7 @@ from xlt.papers.crossmulti.tables import analysis_table, table1, table2, table6
 
 PAPER = Paper(
     SLUG,
+    jobs=f"{__name__}.jobs",  # its jobs (jobs.py), run by workflow_scripts/paper_job.py
     tables=(
         datasize.table(SLUG, table1),
         Table("table2", inputs=table2_inputs, build=table2, spec=with_profile),

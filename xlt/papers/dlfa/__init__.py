@@ -23,6 +23,7 @@ from xlt.papers.dlfa.tables import table1, table2, table3, table4, table5, table
 
 PAPER = Paper(
     SLUG,
+    jobs=f"{__name__}.jobs",  # its jobs (jobs.py), run by workflow_scripts/paper_job.py
     tables=(
         datasize.table(SLUG, table1),
         Table("table2", inputs=table2_inputs, build=table2),

@@ -23,6 +23,7 @@ from xlt.papers.underspec.tables import table1
 
 PAPER = Paper(
     SLUG,
+    jobs=f"{__name__}.jobs",  # its jobs (jobs.py), run by workflow_scripts/paper_job.py
     tables=(datasize.table(SLUG, table1),),
     figures=FIGURES,
     figure_inputs=grids,

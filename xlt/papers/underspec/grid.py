@@ -21,6 +21,7 @@ import time
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
+from typing import Literal
 
 import torch
 
@@ -162,9 +163,9 @@ def _check_same_origin(paths: dict, metas: dict) -> None:
                 )
 
 
-def run_grid_job(bi: str, src: str, tgt: str, data_dir: str, encoder: str, source: str, target: str, kind: str,
-                 variant: str, grid: dict, metric: str, out_csv: str, out_json: str, device: str = "auto",
-                 kill_after_points: int | None = None) -> dict:
+def run_grid_job(bi: str, src: str, tgt: str, data_dir: str, encoder: str, source: str, target: str,
+                 kind: Literal["1d", "2d"], variant: Literal["all", "encoder"], grid: dict, metric: str, out_csv: str,
+                 out_json: str, device: str = "auto", kill_after_points: int | None = None) -> dict:
     """One grid job end to end: load, encode the two dev sets, score every point, write
     the long-form CSV and a JSON with the provenance, the δ geometry and the timing.
 

@@ -36,6 +36,7 @@ from xlt.papers.xmixup.tables import (_qa_test_table, _zero_shot_tagging_table, 
 
 PAPER = Paper(
     slug=SLUG,
+    jobs=f"{__name__}.jobs",  # its jobs (jobs.py), run by workflow_scripts/paper_job.py
     tables=(
         Table("table2", table2_inputs, table2, spec=table_spec),
         Table("table3", table3_inputs, table3, spec=table_spec),
