@@ -16,7 +16,7 @@ def main():
     ap.add_argument("--threads", type=int, default=None)
     a = ap.parse_args()
     set_threads(a.threads)
-    from xlt.engine.recipes.adjust import AdjustConfig, adjust_encoder
+    from xlt.papers.adjust.recipe import AdjustConfig, adjust_encoder
 
     cfg = AdjustConfig.from_dict({**a.adjust, "progress": True}, where="--adjust")
     adjust_encoder(cfg, a.encoder, a.pairs, a.out, a.checkpoint_dir, revision=a.revision,
