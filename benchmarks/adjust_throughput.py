@@ -169,7 +169,7 @@ def heldout_loss(adjusted: Path, original: Path, pairs: list[dict]) -> float:
 def main():
     import argparse
 
-    from xlt.engine.recipes.adjust import AdjustConfig, adjust_encoder
+    from xlt.papers.adjust.recipe import AdjustConfig, adjust_encoder
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--pairs", type=int, default=1024, help="aligned pairs trained on (one epoch, batch 32)")

@@ -51,6 +51,7 @@ def paired_records(n: int, seed: int) -> list[dict]:
 def run(enc: Path, data: Path, args, out: Path, extras: tuple = ()) -> dict:
     from xlt.engine.config import TrainConfig
     from xlt.engine.recipes.finetune import train
+    from xlt.papers.xmixup import recipe  # noqa: F401  (registers the xmixup extra's fine-tune extension)
 
     cfg = TrainConfig(task="pawsx", encoder=str(enc), seed=args.seed, lr=args.lr, epochs=args.epochs,
                       batch_size=args.batch_size, warmup_ratio=0.0, weight_decay=0.0, max_length=128, select="last",

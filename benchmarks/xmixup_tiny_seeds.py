@@ -59,6 +59,9 @@ def run(results: Path, seeds: list[int], out: Path | None) -> dict:
     from xlt.config import load_configs
     from xlt.finetune import evaluate_model, finetune
     from xlt.papers import hparams
+    from xlt.papers.recipes import load_recipes
+
+    load_recipes()  # X-Mixup's fine-tune extension, as the workflow's job loads it
 
     torch.set_num_threads(1)
     cfg = load_configs([str(REPO / "presets" / "tiny.yaml")])

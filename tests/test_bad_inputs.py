@@ -371,6 +371,10 @@ SCRIPTS_CASES = [
         {**POS_DATA}, fixture="model", outputs=["out", "ckpt"]),
     Bad("finetune-encoder-missing", finetune({}, encoder="{tmp}/no-encoder"), r"cannot load encoder '.*no-encoder'",
         {**POS_DATA}, outputs=["out", "ckpt"]),
+    # the job loads the papers' fine-tune extensions: X-Mixup's own check speaks, before any loading
+    Bad("finetune-xmixup-tagging-alone", finetune({"extras": [{"name": "xmixup", "layer": 1}]}, encoder="{tmp}/no-encoder"),
+        r"xmixup tagging: the target side's labels are a source model's soft labels; none given",
+        {**POS_DATA}, outputs=["out", "ckpt"]),
     Bad("finetune-encoder-pickle-only", finetune({}, encoder="{tmp}/model/encoder"),
         r"cannot load encoder .*no file named model\.safetensors",
         {**POS_DATA, "model/.cut": lambda p: (p.parent / "encoder/model.safetensors").rename(p.parent / "encoder/pytorch_model.bin")},

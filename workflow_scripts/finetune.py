@@ -33,7 +33,9 @@ def main():
     a = ap.parse_args()
     set_threads(a.threads)
     from xlt.finetune import finetune
+    from xlt.papers.recipes import load_recipes
 
+    load_recipes()  # the papers' fine-tune extensions (X-Mixup, continual learning), before training
     if len(a.seed) > 1:
         from xlt.finetune import finetune_pack
 

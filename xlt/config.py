@@ -261,15 +261,40 @@ def check_finite(obj, path: tuple = ()) -> None:
 
 def workflow_schema(schema_path: str | Path = SCHEMA) -> dict:
     """The shared schema with each registered paper's own (xlt/papers/<slug>/schema.yaml)
-    composed in as `papers.<slug>`; a paper's `$defs` join the shared ones."""
+    composed in as `papers.<slug>`; a paper's `$defs` join the shared ones, and its `extends`
+    add to the shared blocks (`extend_schema`)."""
     schema = yaml.safe_load(Path(schema_path).read_text())
     for slug, fragment in P.schema_fragments().items():
         for name, definition in fragment.pop("$defs", {}).items():
             if name in schema["$defs"]:
                 raise XltError(f"xlt/papers/{slug}/schema.yaml: $defs.{name} is already defined in {schema_path}")
             schema["$defs"][name] = definition
+        for pointer, addition in fragment.pop("extends", {}).items():
+            extend_schema(schema, pointer, addition, f"xlt/papers/{slug}/schema.yaml: extends {pointer}")
         schema["properties"]["papers"]["properties"][slug] = fragment
     return schema
+
+
+def extend_schema(schema: dict, pointer: str, addition, where: str) -> None:
+    """Add a paper's `addition` at the JSON pointer `pointer` of the shared schema: to a
+    mapping (e.g. a block's `properties`) its keys, none already there; to a list (a `oneOf`)
+    its items, in order. So a block of the shared config that only a paper reads (an
+    adaptation stage, an auxiliary stream kind) is declared by that paper, as strictly."""
+    target = schema
+    for part in pointer.removeprefix("/").split("/"):
+        key = part.replace("~1", "/").replace("~0", "~")
+        if not isinstance(target, dict) or key not in target:
+            raise XltError(f"{where}: {key!r} is not in the shared schema ({SCHEMA.relative_to(REPO)})")
+        target = target[key]
+    if isinstance(target, dict) and isinstance(addition, dict):
+        if taken := sorted(set(target) & set(addition)):
+            raise XltError(f"{where}: {taken} already defined in the shared schema or by another paper")
+        target.update(addition)
+    elif isinstance(target, list) and isinstance(addition, list):
+        target.extend(addition)
+    else:
+        raise XltError(f"{where}: adds a {type(addition).__name__} to a {type(target).__name__}; "
+                       "allowed: keys to a mapping, items to a list")
 
 
 def validate(config: dict, schema_path: str | Path = SCHEMA) -> dict:

@@ -46,7 +46,7 @@ def test_an_adjustment_reads_its_seeds_sample_with_the_configured_settings(tiny_
     assert inputs["encoder"] == [f"{cfg['results']}/encoders/tiny/pretrained"]
     job = adjust_config(cfg, "adjust-ru-n100-seed2-start-words")
     assert (job["seed"], job["word_vectors"], job["tokens"], job["lr"]) == (2, "start", "words", cfg["adapt"]["adjust"]["lr"])
-    from xlt.engine.recipes.adjust import AdjustConfig
+    from xlt.papers.adjust.recipe import AdjustConfig
 
     AdjustConfig.from_dict(job)  # every key is an AdjustConfig field
     with pytest.raises(XltError, match="not made by cross-lingual adjustment"):

@@ -14,7 +14,7 @@ from safetensors.torch import load_file
 from tests.conftest import REPO, WORDS, _sentence
 from xlt.engine.features import encode_aligned_pairs
 from xlt.engine.model import load_encoder
-from xlt.engine.recipes.adjust import AdjustConfig, adjust_encoder, read_aligned_pairs
+from xlt.papers.adjust.recipe import AdjustConfig, adjust_encoder, read_aligned_pairs
 from xlt.engine.reference import FrozenReference
 from xlt.engine.streams import PairedStream
 from xlt.errors import XltError
@@ -97,7 +97,7 @@ def test_the_frozen_reference_has_no_gradient_and_does_not_move(tiny_encoder):
 
 ADJUST = """
 import json, sys
-from xlt.engine.recipes.adjust import AdjustConfig, adjust_encoder
+from xlt.papers.adjust.recipe import AdjustConfig, adjust_encoder
 a = json.loads(sys.argv[1])
 cfg = AdjustConfig.from_dict({"lr": 1e-3, "epochs": 2, "batch_size": 8, "checkpoint_every": 3, "progress": False,
                               "seed": 4, "max_length": 32})
@@ -188,7 +188,7 @@ def test_eq1_terms_are_the_authors_mean_squared_errors():
     """Eq. 1 by hand: the align term is the mean squared difference of the linked word vectors
     (subwords averaged), the anchor term that of the English word vectors against f₀."""
     from xlt.engine.objectives import REPRESENTATIONS
-    from xlt.engine.recipes.adjust import alignment_terms
+    from xlt.papers.adjust.recipe import alignment_terms
 
     src_h, tgt_h, batch = _hand_batch()
     batch[REPRESENTATIONS] = (src_h, tgt_h)
@@ -211,7 +211,7 @@ def test_subword_mode_moves_exactly_the_linked_subword_vectors(tiny_encoder):
     own vector; a step's align term reads the linked subwords' states and no other."""
     from xlt.engine.model import load_tokenizer
     from xlt.engine.objectives import REPRESENTATIONS
-    from xlt.engine.recipes.adjust import alignment_terms
+    from xlt.papers.adjust.recipe import alignment_terms
 
     tok = load_tokenizer(str(tiny_encoder))
 
@@ -270,6 +270,7 @@ CONTINUAL = """
 import json, sys
 from xlt.engine.config import TrainConfig
 from xlt.engine.recipes.finetune import train
+import xlt.papers.adjust.recipe  # registers continual learning's fine-tune extension (aligned_pairs)
 a = json.loads(sys.argv[1])
 cfg = TrainConfig.from_dict({"lr": 1e-3, "epochs": 2, "batch_size": 8, "max_length": 32, "stride": 8, "checkpoint_every": 3,
                              "progress": False, "task": "pos", "encoder": a["encoder"], "seed": 3, "select": "last"})

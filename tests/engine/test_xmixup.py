@@ -1,4 +1,4 @@
-"""X-Mixup (xlt.engine.extras.XMixup, xlt.engine.recipes.xmixup): Eq. 2-4 computed by hand
+"""X-Mixup (xlt.engine.extras.XMixup, xlt.papers.xmixup.recipe): Eq. 2-4 computed by hand
 inside the first layer match the engine's; λ = 0 leaves the target as it was (at identity
 LayerNorms) and the source without effect; the attention entropy ignores padding; scheduled sampling follows its formula and is
 seeded by the step; both forwards give one loss and gradient; a trained model reloads and
@@ -22,7 +22,7 @@ from xlt.engine.extras import XMixup, build_extra
 from xlt.engine.hooks import LayerView
 from xlt.engine.model import ModelSpec, build_model, load_model, load_encoder, save_model
 from xlt.engine.objectives import Objective
-from xlt.engine.recipes import xmixup
+from xlt.papers.xmixup import recipe as xmixup
 from xlt.errors import XltError
 from xlt.io import read_json, write_jsonl
 
@@ -251,6 +251,7 @@ import json, sys, torch
 torch.set_num_threads(1)
 from xlt.engine.config import TrainConfig
 from xlt.engine.recipes.finetune import train
+import xlt.papers.xmixup.recipe  # registers the xmixup extra's fine-tune extension
 a = json.loads(sys.argv[1])
 train(TrainConfig.from_dict(a["cfg"]), [a["train"]], [a["dev"]], a["out"], a["ckpt"], kill_after_steps=a.get("kill"))
 """

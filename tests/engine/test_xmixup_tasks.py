@@ -1,4 +1,4 @@
-"""X-Mixup for tagging and span QA (xlt.engine.recipes.xmixup): a step runs on each; tagging's
+"""X-Mixup for tagging and span QA (xlt.papers.xmixup.recipe): a step runs on each; tagging's
 target side learns a source model's soft labels (another source model, another target loss;
 the source's own loss unchanged); QA's target learns its own span; inference reads the target
 alone; a tagging X-Mixup model saved and reloaded predicts identically."""
@@ -14,7 +14,7 @@ from xlt.engine.config import TrainConfig
 from xlt.engine.evalset import EvalSet, load_records, max_positions
 from xlt.engine.model import load_encoder, load_model, save_model
 from xlt.engine.objectives import Objective
-from xlt.engine.recipes import xmixup
+from xlt.papers.xmixup import recipe as xmixup
 from xlt.errors import XltError
 from xlt.io import write_jsonl
 

@@ -25,6 +25,9 @@ from xlt.errors import XltError
 
 class Extra(nn.Module):
     reads: tuple[int, ...] = ()  # hidden states it reads (0 = embeddings … L = the last layer's output)
+    # trains only through a fine-tune extension registered under its name (its own stream and
+    # terms: xlt.engine.recipes.extensions); fine-tuning without one fails before it starts
+    needs_extension: bool = False
 
     def hooks(self, batch: dict) -> LayerHooks:
         """Layer hooks that act inside the encoder for this batch (none by default)."""
@@ -178,7 +181,7 @@ class XMixup(Extra):
 
     The extra only acts when a batch carries its source (`MIXUP_SOURCE`, set by
     TaskModel's paired forward); `mixup` false (the "w/o mixup" ablation) never mixes. The
-    other parameters are the objective's (xlt.engine.recipes.xmixup): `alpha` weighs the
+    other parameters are the objective's (the xmixup paper's recipe, xlt/papers/xmixup/recipe.py): `alpha` weighs the
     source's task loss (1 − alpha the target's), `schedule_k` the scheduled sampling's k,
     `mse` and `kl` switch the consistency terms (KL acts on classification only: §4.2, a
     translation changes a tagging's or an answer's labels). Kinds: classification, tagging
@@ -186,6 +189,7 @@ class XMixup(Extra):
 
     RATIOS = ("learned", "fixed")
     KINDS = ("classification", "tagging", "span_qa")
+    needs_extension = True  # paired records and stream, its four terms: the xmixup paper's recipe
 
     def __init__(self, config, layer: int, lambda0: float = 0.5, alpha: float = 0.4, schedule_k: float = 1000,
                  mixup: bool = True, ratio: str = "learned", mse: bool = True, kl: bool = True):

@@ -6,7 +6,7 @@ CE for tagging/classification/QA, the parser's arc + relation CE), MLM masking (
 and domain adaptation), and over a paired stream of aligned sentences the alignment and
 anchor terms of cross-lingual adjustment (Cao et al. 2020), the anchor against a frozen
 reference encoder (xlt.engine.reference). X-Mixup's four terms (two sides' CE, MSE of pooled
-representations, KL) are built on these in xlt.engine.recipes.xmixup.
+representations, KL) are built on these in the xmixup paper's recipe (xlt/papers/xmixup/recipe.py).
 """
 
 from __future__ import annotations

@@ -1,6 +1,8 @@
 """Fine-tuning: the task's stream (plus optional auxiliary task streams), its loss terms,
 dev evaluation after every epoch with model selection, the selected model saved with its
-spec and provenance."""
+spec and provenance. What a paper adds (a paired task stream, streams of its own, their
+terms) comes in through the extensions a run's configuration names
+(xlt.engine.recipes.extensions)."""
 
 from __future__ import annotations
 
@@ -15,11 +17,9 @@ from xlt.engine.evalset import EvalSet, load_records, max_positions
 from xlt.engine.heads import PooledClassificationHead
 from xlt.engine.kinds import Kind, resolve
 from xlt.engine.loop import Loop
-from xlt.engine.model import ModelSpec, build_model, load_encoder, load_model, save_model
+from xlt.engine.model import ModelSpec, build_model, load_encoder, save_model
 from xlt.engine.objectives import Objective, task_term
-from xlt.engine.recipes.adjust import aligned_pairs_stream, alignment_terms
-from xlt.engine.recipes import xmixup
-from xlt.engine.reference import FrozenReference
+from xlt.engine.recipes.extensions import FinetuneRun, compose
 from xlt.engine.runtime import Checkpointer, Dist, build_optimizer, build_scheduler, resolve_precision, seed_everything, set_tf32
 from xlt.engine.streams import Stream
 from xlt.engine.tensorboard import scalar_writer
@@ -27,10 +27,6 @@ from xlt.errors import XltError
 from xlt.io import write_json
 from xlt.provenance import provenance
 from xlt.registry import Task
-
-
-ALIGNED_PAIRS = "aligned_pairs"  # the kind (and stream name) of continual learning's auxiliary stream
-SOFT_LABELS = "soft_labels"  # X-Mixup tagging: {"kind", "model"}, the source model whose tags the target side learns
 
 
 def _seed_of(seed: int, name: str) -> int:
@@ -86,6 +82,14 @@ def adopt_pooler(head: torch.nn.Module, encoder) -> None:
     head.adopt_pooler(encoder.pooler, encoder.config.initializer_range)
 
 
+def _task_stream_owner(extensions: list, task: Task, files: list, cap: int | None) -> tuple | None:
+    """(the extension that reads the task's records itself, those records), or None: the engine reads them."""
+    owners = [(ext, records) for ext in extensions if (records := ext.train_records(task, files, cap)) is not None]
+    if len(owners) > 1:
+        raise XltError(f"fine-tune extensions {[ext.name for ext, _ in owners]} each give the task's own stream; at most one may")
+    return owners[0] if owners else None
+
+
 def oracle_step(state: dict, epoch: int, dev: dict[str, dict], test_of, metric: str) -> None:
     """One epoch of oracle selection: record each language's dev `metric`; where it beats the
     language's best so far (ties keep the earlier epoch), score its test set (`test_of(lang)`)
@@ -122,33 +126,20 @@ def train(
 
     `aux`: auxiliary streams; a batch of each is drawn every step and its loss added with its
     weight. A task stream {"task", "files", "weight", "batch_size"?} adds that task's loss
-    (multi-task learning); an aligned-pairs stream {"kind": "aligned_pairs", "files",
-    "weight", "anchor_weight", "reference", "batch_size"?, "max_length"?, "word_vectors"?,
-    "tokens"?} adds the adjustment's two terms (xlt.engine.recipes.adjust) with `weight` and
-    `anchor_weight`, against the frozen encoder `reference` (continual learning, the adjust
-    paper's Eq. 2). {"kind": "soft_labels", "model": <dir>} is no stream: X-Mixup tagging's
-    source model (a saved English-trained tagger), whose tag distributions on the target
-    side are that side's labels (xlt.engine.recipes.xmixup.soft_labels).
-    With the xmixup extra in `cfg.extras`, the training records are paired (each with its
-    English "source"; xlt.engine.recipes.xmixup) and so is the task's stream; dev records
-    that carry a "source" are predicted from both sides, those without from their own.
+    (multi-task learning). An entry of another kind {"kind", …} goes to the extension
+    registered for that kind (xlt.engine.recipes.extensions), as does an extra of `cfg.extras`
+    that trains through one: it may read the task's records and give its stream and terms
+    (e.g. paired with their English sources), add streams and terms of its own, have dev
+    records with a "source" predicted from both sides, and add to the model's metadata; an
+    entry's "files" count in the model's provenance.
     Testing aids: `stop_after_steps` stops like a grace signal would (checkpoint, then
     Preempted); `kill_after_steps` SIGKILLs this process after that many steps.
     """
     task, kind = resolve(cfg.task)  # the one lookup: the task and its kind travel from here
-    aux = aux or []
-    if bad := sorted({a.get("kind") for a in aux} - {None, "task", ALIGNED_PAIRS, SOFT_LABELS}):
-        raise XltError(f"auxiliary stream kind(s) {bad}; allowed: task, {ALIGNED_PAIRS}, {SOFT_LABELS}")
-    teachers = [a["model"] for a in aux if a.get("kind") == SOFT_LABELS]
-    if len(teachers) > 1 or (teachers and not any(e.get("name") == "xmixup" for e in cfg.extras)):
-        raise XltError(f"an auxiliary {SOFT_LABELS!r} entry is X-Mixup's source model: at most one, "
-                       f"with the xmixup extra; got {len(teachers)}")
-    pair_aux = [a for a in aux if a.get("kind") == ALIGNED_PAIRS]
-    if len(pair_aux) > 1:
-        raise XltError(f"at most one auxiliary stream of kind {ALIGNED_PAIRS!r}; got {len(pair_aux)}")
-    aux = [a for a in aux if a.get("kind", "task") == "task"]
+    aux, extensions = compose(cfg, aux or [])
+    for ext in extensions:
+        ext.check(cfg, kind)
     aux_tasks = [resolve(a["task"]) for a in aux]
-    xmixup.check_config(cfg.extras, kind, bool(teachers))
     dist = Dist()
     device = dist.device(cfg.device)
     metric = cfg.select_metric or task.metrics[0]
@@ -166,25 +157,18 @@ def train(
     if dist.world > 1:
         torch.manual_seed(cfg.seed + 1000 * dist.rank)  # same init everywhere, own dropout per rank
 
-    mixup = model.xmixup
-    if mixup is not None:
-        train_records, back_translated = xmixup.read_paired_records(task, train_files, cfg.max_train_examples)
-    else:
-        train_records = load_records(train_files, cfg.max_train_examples)
+    run = FinetuneRun(cfg=cfg, task=task, kind=kind, model=model, tokenizer=tokenizer, device=device)
+    # the task's records and stream: the extension's that gives them (at most one), else the engine's
+    owner = _task_stream_owner(extensions, task, train_files, cfg.max_train_examples)
+    train_records = owner[1] if owner else load_records(train_files, cfg.max_train_examples)
+    with_source = any(ext.paired_eval for ext in extensions)
     positions = max_positions(model, tokenizer)
     dev_sets = {str(p): EvalSet.build(task, load_records([p]), tokenizer, cfg, positions, name=str(p), kind=kind,
-                                      with_source=mixup is not None)
+                                      with_source=with_source)
                 for p in dev_files}
-    if mixup is not None:
-        streams = {task.name: xmixup.paired_stream(task.name, task, kind, train_records, tokenizer, cfg)}
-        soft = None
-        if kind.name == "tagging" and teachers:
-            with torch.random.fork_rng(devices=[]):  # loading it leaves the training RNG as it was
-                teacher, teacher_tok, _ = load_model(teachers[0], device)
-            xmixup.check_teacher(teacher, task, tokenizer, teacher_tok, teachers[0])
-            soft = xmixup.soft_labels(teacher, streams[task.name], cfg.eval_batch_size, device)
-            del teacher
-        terms = xmixup.xmixup_terms(mixup, task.name, cfg.seed, tokenizer.pad_token_id, kind, soft)
+    if owner:
+        stream, terms = owner[0].task_stream(run, train_records)
+        streams, terms = {task.name: stream}, list(terms)
     else:
         enc = kind.encode(task, train_records, tokenizer, cfg, train=True)
         streams = {task.name: Stream(task.name, enc.features, cfg.batch_size, cfg.seed, tokenizer.pad_token_id,
@@ -197,14 +181,12 @@ def train(
         streams[at.name] = Stream(at.name, aenc.features, a.get("batch_size", cfg.batch_size), cfg.seed,
                                   tokenizer.pad_token_id, akind.pad_values, akind.scalars)
         terms.append(task_term(at, akind, weight=float(a["weight"])))
-    for a in pair_aux:
-        with torch.random.fork_rng(devices=[]):  # loading f₀ leaves the training RNG as it was
-            original, _ = load_encoder(a["reference"])
-        streams[ALIGNED_PAIRS] = aligned_pairs_stream(
-            ALIGNED_PAIRS, a["files"], tokenizer, int(a.get("batch_size", cfg.batch_size)), cfg.seed,
-            int(a.get("max_length", cfg.max_length)), a.get("word_vectors", "avg"), a.get("tokens", "all"))
-        terms += alignment_terms(FrozenReference(original.to(device), model.fast_path), ALIGNED_PAIRS, float(a["weight"]),
-                                 float(a.get("anchor_weight", 1.0)))
+    for ext in extensions:
+        more, more_terms = ext.streams(run)
+        if taken := sorted(set(more) & set(streams)):
+            raise XltError(f"fine-tune extension {ext.name}: stream(s) {taken} are already streams of this job")
+        streams.update(more)
+        terms += more_terms
     total = cfg.epochs * streams[task.name].per_epoch()
     ddp_model = dist.wrap(model, device)
     optimizer = build_optimizer(ddp_model, cfg.lr, cfg.weight_decay, cfg.adam_betas, cfg.adam_eps, device)
@@ -217,7 +199,7 @@ def train(
     baseline = None if None in baselines else float(np.mean([b[metric] for b in baselines]))
     dev_golds = [g for ev in dev_sets.values() for g in ev.golds]
     oracle_sets = {lang: {split: dev_sets.get(str(f)) or EvalSet.build(task, load_records([f]), tokenizer, cfg, positions,
-                                                                       name=str(f), kind=kind, with_source=mixup is not None)
+                                                                       name=str(f), kind=kind, with_source=with_source)
                           for split, f in files.items()} for lang, files in (oracle or {}).items()}
 
     def select(state: dict, epoch: int) -> None:
@@ -270,20 +252,15 @@ def train(
         "world_size": dist.world,
         "precision": precision,
     }
-    aux_files = [f for a in [*aux, *pair_aux] for f in a["files"]]
+    aux_files = [f for a in [*aux, *(e for ext in extensions for e in ext.entries)] for f in a.get("files", [])]
     meta = {
         "labels": list(task.labels) if task.labels else None,
         "train": summary,
         "provenance": provenance(resolved_config or cfg.to_dict(), cfg.seed, [*train_files, *dev_files, *aux_files]),
         "train_config": cfg.to_dict(),
     }
-    if mixup is not None:
-        meta["xmixup"] = {
-            "back_translated": back_translated,
-            "scheduled_sampling": ("gold source or back-translation, p = k / (k + exp(step / k))" if back_translated
-                                   else "gold source always: no back-translations in the training data"),
-            **({"soft_labels": {"model": str(teachers[0]), "words": int(soft.shape[0])}} if soft is not None else {}),
-        }
+    for ext in extensions:
+        meta.update(ext.meta())
     if dist.main:
         save_model(model, tokenizer, out_dir, meta)
         if oracle:

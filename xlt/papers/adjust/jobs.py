@@ -3,7 +3,7 @@ from its signature); imported only there: they load torch."""
 
 from __future__ import annotations
 
-from xlt.engine.recipes.adjust import AdjustConfig, adjust_encoder
+from xlt.papers.adjust.recipe import AdjustConfig, adjust_encoder
 
 
 def adjust_encoder_job(encoder: str, pairs: list[str], adjust: dict, out: str, checkpoint_dir: str,

@@ -1,5 +1,7 @@
 """X-Mixup (Yang et al. 2022, "Enhancing Cross-lingual Transfer by Manifold Mixup") on the
-fine-tuning loop: the paired training stream, scheduled sampling and the loss terms.
+fine-tuning loop: the paired training stream, scheduled sampling and the loss terms, plugged
+into the engine's fine-tuning as the xmixup extra's extension (`XMixupFinetune`, registered on
+import; xlt.engine.recipes.extensions).
 
 Training records are the task's records in the target language (machine translations,
 translate-train) with "source": the English original (xlt.engine.evalset.source_side:
@@ -33,12 +35,14 @@ from xlt.engine.batching import collate, sequential_batches
 from xlt.engine.evalset import load_records, source_side
 from xlt.engine.extras import XMixup, xmixup_not_built
 from xlt.engine.kinds import Kind
-from xlt.engine.model import SOURCE
+from xlt.engine.model import SOURCE, load_model
 from xlt.engine.objectives import Term
+from xlt.engine.recipes.extensions import FinetuneExtension, FinetuneRun, register
 from xlt.engine.streams import PairedStream
 from xlt.errors import XltError
 from xlt.registry import Task
 
+SOFT_LABELS = "soft_labels"  # tagging's auxiliary entry {"kind", "model"}: the source model whose tags the target side learns
 SOURCE_BT = "source_bt"  # a training record's back-translation of its target side into English
 HAS_BT = "has_bt"  # per pair: 1 where the record has its own back-translation
 OUTPUTS = "xmixup_outputs"  # a step's batch caches the one paired forward here
@@ -235,3 +239,52 @@ def xmixup_terms(extra: XMixup, stream: str, seed: int, pad_id: int, kind: Kind,
     use_kl = extra.kl and kind.name == "classification"
     return [Term("src", stream, extra.alpha, src), Term("tgt", stream, 1.0 - extra.alpha, tgt),
             Term("mse", stream, 1.0 if extra.mse else 0.0, mse), Term("kl", stream, 1.0 if use_kl else 0.0, kl)]
+
+
+@register
+class XMixupFinetune(FinetuneExtension):
+    """Fine-tuning with the xmixup extra: the training records are paired (each with its
+    English "source"), and so is the task's stream; its terms are `xmixup_terms`; dev records
+    that carry a "source" are predicted from both sides, those without from their own.
+    Tagging reads one auxiliary entry {"kind": "soft_labels", "model": <dir>}: the source model
+    (a saved English-trained tagger) whose tag distributions on the target side are that
+    side's labels (`soft_labels`). The model's metadata gets an "xmixup" block."""
+
+    name = "xmixup"
+    extra = "xmixup"
+    aux_kinds = (SOFT_LABELS,)
+    paired_eval = True
+    soft: torch.Tensor | None = None  # tagging: the soft labels' table (`soft_labels`)
+    back_translated = 0  # training records with a back-translation
+
+    def check(self, cfg, kind: Kind) -> None:
+        teachers = [a["model"] for a in self.entries]
+        if len(teachers) > 1 or (teachers and not any(e.get("name") == "xmixup" for e in cfg.extras)):
+            raise XltError(f"an auxiliary {SOFT_LABELS!r} entry is X-Mixup's source model: at most one, "
+                           f"with the xmixup extra; got {len(teachers)}")
+        check_config(cfg.extras, kind, bool(teachers))
+
+    def train_records(self, task: Task, files, cap: int | None) -> list[dict]:
+        records, self.back_translated = read_paired_records(task, files, cap)
+        return records
+
+    def task_stream(self, run: FinetuneRun, records: list[dict]) -> tuple[PairedStream, list[Term]]:
+        task, kind, cfg, tokenizer = run.task, run.kind, run.cfg, run.tokenizer
+        stream = paired_stream(task.name, task, kind, records, tokenizer, cfg)
+        if kind.name == "tagging" and self.entries:
+            where = self.entries[0]["model"]
+            with torch.random.fork_rng(devices=[]):  # loading it leaves the training RNG as it was
+                teacher, teacher_tok, _ = load_model(where, run.device)
+            check_teacher(teacher, task, tokenizer, teacher_tok, where)
+            self.soft = soft_labels(teacher, stream, cfg.eval_batch_size, run.device)
+            del teacher
+        return stream, xmixup_terms(run.model.xmixup, task.name, cfg.seed, tokenizer.pad_token_id, kind, self.soft)
+
+    def meta(self) -> dict:
+        soft = self.soft
+        return {"xmixup": {
+            "back_translated": self.back_translated,
+            "scheduled_sampling": ("gold source or back-translation, p = k / (k + exp(step / k))" if self.back_translated
+                                   else "gold source always: no back-translations in the training data"),
+            **({"soft_labels": {"model": str(self.entries[0]["model"]), "words": int(soft.shape[0])}} if soft is not None else {}),
+        }}

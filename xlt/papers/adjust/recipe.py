@@ -9,6 +9,10 @@ the links) and `anchor` (‖f(e) − f₀(e)‖² over the English words, f₀ t
 Settings the paper leaves out are the authors' (../shared/PAPERS.md): Adam(0.9, 0.98, eps 1e-9)
 without weight decay or clipping, lr 5e-5, 10% linear warmup then constant, one epoch, batch 32,
 the last layer, word vectors averaged over subwords, [CLS] and [SEP] aligned too.
+
+Continual learning (the paper's Eq. 2) is fine-tuning with the two terms beside the task's:
+the auxiliary entry of kind "aligned_pairs" (`ContinualPairs`, registered on import with the
+engine's fine-tuning: xlt.engine.recipes.extensions).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+import torch
 from torch import nn
 
 from xlt.engine.config import FAST_PATH
@@ -26,6 +31,7 @@ from xlt.engine.features import ALIGNED_TOKENS, WORD_VECTORS, encode_aligned_pai
 from xlt.engine.loop import Loop
 from xlt.engine.model import load_encoder
 from xlt.engine.objectives import REPRESENTATIONS, Objective, alignment_term, anchor_term
+from xlt.engine.recipes.extensions import FinetuneExtension, FinetuneRun, register
 from xlt.engine.reference import FrozenReference
 from xlt.engine.runtime import Checkpointer, Dist, build_optimizer, build_scheduler, resolve_precision, seed_everything
 from xlt.engine.streams import PairedStream
@@ -34,6 +40,7 @@ from xlt.io import atomic_dir, write_json
 from xlt.provenance import provenance
 
 ADJUST_META = "xlt_encoder.json"  # beside the weights, as an MLM-built encoder's
+ALIGNED_PAIRS = "aligned_pairs"  # the kind (and stream name) of continual learning's auxiliary stream
 
 
 @dataclass
@@ -122,6 +129,34 @@ def aligned_pairs_stream(name: str, files: list[str | Path], tokenizer, batch_si
 def alignment_terms(reference: FrozenReference, stream: str, align_weight: float, anchor_weight: float) -> list:
     """Eq. 1's two sums on a paired stream: aligned words closer, English words kept near f₀."""
     return [alignment_term(stream, align_weight), anchor_term(reference, stream, "source", anchor_weight)]
+
+
+@register
+class ContinualPairs(FinetuneExtension):
+    """Continual learning (the adjust paper's Eq. 2): an auxiliary entry {"kind":
+    "aligned_pairs", "files", "weight", "anchor_weight", "reference", "batch_size"?,
+    "max_length"?, "word_vectors"?, "tokens"?} adds a paired stream of aligned pairs and
+    Eq. 1's two terms (`alignment_terms`) with `weight` and `anchor_weight`, against the frozen
+    encoder `reference`. At most one per run."""
+
+    name = "adjust_continual"
+    aux_kinds = (ALIGNED_PAIRS,)
+
+    def check(self, cfg, kind) -> None:
+        if len(self.entries) > 1:
+            raise XltError(f"at most one auxiliary stream of kind {ALIGNED_PAIRS!r}; got {len(self.entries)}")
+
+    def streams(self, run: FinetuneRun) -> tuple[dict, list]:
+        (a,) = self.entries
+        cfg = run.cfg
+        with torch.random.fork_rng(devices=[]):  # loading f₀ leaves the training RNG as it was
+            original, _ = load_encoder(a["reference"])
+        stream = aligned_pairs_stream(
+            ALIGNED_PAIRS, a["files"], run.tokenizer, int(a.get("batch_size", cfg.batch_size)), cfg.seed,
+            int(a.get("max_length", cfg.max_length)), a.get("word_vectors", "avg"), a.get("tokens", "all"))
+        terms = alignment_terms(FrozenReference(original.to(run.device), run.model.fast_path), ALIGNED_PAIRS,
+                                float(a["weight"]), float(a.get("anchor_weight", 1.0)))
+        return {ALIGNED_PAIRS: stream}, terms
 
 
 def adjust_encoder(cfg: AdjustConfig, encoder: str, pair_files: list[str | Path], out_dir: str | Path,
