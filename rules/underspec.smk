@@ -23,9 +23,11 @@ rule underspec_grid:
     params:
         grid=lambda w: as_json(config["papers"]["underspec"]["grid"]),
         metric=lambda w: config["papers"]["underspec"]["metric"][w.task],
+        evaluation=as_json(config.get("evaluation", {})),
     shell:
         "underspec_grid.py --bi {input.bi} --src {input.src} --tgt {input.tgt}"
         " --data {input.data} --encoder {wildcards.encoder} --source {wildcards.source}"
         " --target {wildcards.target} --kind {wildcards.kind} --variant {wildcards.variant}"
         " --grid {params.grid:q} --metric {params.metric} --out {output.csv}"
-        " --provenance {output.json} --threads {threads} 2> {log}"
+        " --provenance {output.json} --evaluation {params.evaluation:q}"
+        " --threads {threads} 2> {log}"

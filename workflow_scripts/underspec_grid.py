@@ -19,6 +19,7 @@ def main():
     ap.add_argument("--metric", required=True)
     ap.add_argument("--out", required=True, help="long-form CSV, one row per (point, dev set)")
     ap.add_argument("--provenance", required=True, help="JSON: provenance, δ geometry, timing")
+    ap.add_argument("--evaluation", type=json_arg, default=None, help="the config's evaluation block (JSON)")
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--kill-after-points", type=int, default=None, help="testing aid: SIGKILL itself after N points")
     a = ap.parse_args()
@@ -26,7 +27,7 @@ def main():
     from xlt.papers.underspec.grid import run_grid_job
 
     run_grid_job(a.bi, a.src, a.tgt, a.data, a.encoder, a.source, a.target, a.kind, a.variant, a.grid, a.metric,
-                 a.out, a.provenance, kill_after_points=a.kill_after_points)
+                 a.out, a.provenance, kill_after_points=a.kill_after_points, evaluation=a.evaluation)
 
 
 run(main)
