@@ -18,10 +18,12 @@ rule evaluate:
         **R.job_resources(config, "evaluate"),
     params:
         langs=lambda w: " ".join(T.langset_languages(config, w.langset)),
+        evaluation=as_json(config.get("evaluation", {})),
     shell:
         "evaluate.py --model {input.model} --data {input.data}"
         " --split {wildcards.split} --langs {params.langs} --out {output.metrics}"
-        " --predictions {output.predictions} --threads {threads} 2> {log}"
+        " --predictions {output.predictions} --evaluation {params.evaluation:q}"
+        " --threads {threads} 2> {log}"
 
 
 # The same model scored on another dataset of its task (a named set: qa -> qa.mlqa), under

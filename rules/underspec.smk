@@ -23,9 +23,11 @@ rule underspec_grid:
     params:
         grid=lambda w: as_json(config["papers"]["underspec"]["grid"]),
         metric=lambda w: config["papers"]["underspec"]["metric"][w.task],
+        evaluation=as_json(config.get("evaluation", {})),
     shell:
         "paper_job.py underspec grid --bi {input.bi} --src {input.src} --tgt {input.tgt}"
         " --data-dir {input.data} --encoder {wildcards.encoder} --source {wildcards.source}"
         " --target {wildcards.target} --kind {wildcards.kind} --variant {wildcards.variant}"
         " --grid {params.grid:q} --metric {params.metric} --out-csv {output.csv}"
-        " --out-json {output.json} --threads {threads} 2> {log}"
+        " --out-json {output.json} --evaluation {params.evaluation:q}"
+        " --threads {threads} 2> {log}"

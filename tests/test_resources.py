@@ -52,3 +52,45 @@ def test_cluster_settings_and_runtime_growth_come_through():
     assert (res["slurm_account"], res["slurm_partition"], res["gpu_model"]) == ("acc", "gpu", "h100")
     assert [res["runtime"](W, attempt) for attempt in (1, 2, 3)] == [60, 120, 240]
     assert R.job_resources(c, "prepare", env=env)["slurm_partition"] == "cpu"
+
+
+def shared_cfg(gpus: int = 1, ddp: bool = False) -> dict:
+    c = cfg(gpus, ddp)
+    c["encoders"]["xlmr-large"] = {"hub": "FacebookAI/xlm-roberta-large"}
+    c["compute"]["jobs"]["finetune"].update(runtime=60, jobs_per_gpu={"base": 4, "large": 2})
+    c["compute"]["jobs"]["evaluate"] = {"jobs_per_gpu": 8}
+    return c
+
+
+class Large:
+    encoder = "xlmr-large"
+
+
+def test_gpu_sharing_asks_for_shards_of_one_gpu_per_kind_and_size():
+    env = {"XLT_SLURM_GPU_SHARDS": "8", "XLT_SLURM_GPU_MODEL": "h200"}
+    res = R.job_resources(shared_cfg(), "finetune", env=env)
+    assert "gpu" not in res and "gpu_model" not in res  # --gpus would take a whole GPU besides
+    assert res["gres"](W, 1) == "shard:2" and res["gres"](Large, 1) == "shard:4"  # 4 and 2 jobs to a GPU
+    assert [res["runtime"](W, a) for a in (1, 2)] == [240, 480]  # time-sliced: N times the limit
+    assert R.job_resources(shared_cfg(), "evaluate", env=env)["gres"](W, 1) == "shard:1"
+    grid = R.job_resources(shared_cfg(), "grid", env=env)  # no jobs_per_gpu: a whole GPU
+    assert grid["gpu"] == 1 and "gres" not in grid
+
+
+def test_without_shards_on_the_cluster_or_under_ddp_jobs_take_whole_gpus():
+    plain = R.job_resources(shared_cfg(), "finetune", env={})
+    assert plain["gpu"] == 1 and "gres" not in plain and plain["runtime"](W, 1) == 60
+    ddp = R.job_resources(shared_cfg(4, True), "finetune", env={"XLT_SLURM_GPU_SHARDS": "8"})
+    assert ddp["gpu"] == 4 and "gres" not in ddp
+    assert "gres" not in R.job_resources(shared_cfg(0), "finetune", env={"XLT_SLURM_GPU_SHARDS": "8"})
+
+
+@pytest.mark.parametrize("env, jobs_per_gpu, says", [
+    ({"XLT_SLURM_GPU_SHARDS": "eight"}, 4, "XLT_SLURM_GPU_SHARDS='eight'"),
+    ({"XLT_SLURM_GPU_SHARDS": "2"}, 4, r"compute.jobs.finetune.jobs_per_gpu=4: .* from 1 to XLT_SLURM_GPU_SHARDS=2"),
+])
+def test_bad_sharing_settings_are_refused_by_name(env, jobs_per_gpu, says):
+    c = shared_cfg()
+    c["compute"]["jobs"]["finetune"]["jobs_per_gpu"] = jobs_per_gpu
+    with pytest.raises(XltError, match=says):
+        R.job_resources(c, "finetune", env=env)["gres"](W, 1)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Evaluate a fine-tuned model on one split of several languages; write metrics and predictions."""
 
-from xlt.cli import ArgumentParser, run, set_threads
+from xlt.cli import ArgumentParser, json_arg, run, set_threads
 
 
 def main():
@@ -12,12 +12,13 @@ def main():
     ap.add_argument("--langs", nargs="+", required=True)
     ap.add_argument("--out", required=True, help="metrics JSON")
     ap.add_argument("--predictions", required=True, help="predictions JSON lines")
+    ap.add_argument("--evaluation", type=json_arg, default=None, help="the config's evaluation block (JSON)")
     ap.add_argument("--threads", type=int, default=None)
     a = ap.parse_args()
     set_threads(a.threads)
     from xlt.finetune import evaluate_model
 
-    evaluate_model(a.model, a.data, a.split, a.langs, a.out, a.predictions)
+    evaluate_model(a.model, a.data, a.split, a.langs, a.out, a.predictions, evaluation=a.evaluation)
 
 
 run(main)

@@ -167,20 +167,23 @@ def finetune_pack(task: str, encoder: str, revision: str | None, data_dir: str, 
 
 
 def evaluate_model(model_dir: str, data_dir: str, split: str, langs: list[str], out: str, predictions: str,
-                   device: str = "auto") -> dict:
+                   device: str = "auto", evaluation: dict | None = None) -> dict:
     """Metrics per language (and their average) on one split; predictions beside them.
 
     "collapsed": the model's own verdict (its dev predictions, `finetune`), or these scored
     predictions, all languages together, nearly all one label (the share test of the model's
     recorded rule): a model whose scored path differs from its dev path (X-Mixup's
-    translate-test side) is judged on what the table shows too (`scored_collapse`)."""
+    translate-test side) is judged on what the table shows too (`scored_collapse`).
+    `evaluation`: the config's block (precision, batch_tokens; xlt.engine.evaluation)."""
 
     # torch: only in the job
     from xlt.engine.evalset import evaluate_records, load_records
+    from xlt.engine.evaluation import eval_mode
     from xlt.engine.model import load_model
     from xlt.engine.runtime import pick_device
 
     dev = pick_device(device)
+    mode = eval_mode(evaluation, dev)
     model, tokenizer, meta = load_model(model_dir, dev)
     task = get_task(meta["task"])
     cfg = TrainConfig.from_dict(meta["train_config"])
@@ -190,7 +193,7 @@ def evaluate_model(model_dir: str, data_dir: str, split: str, langs: list[str], 
         path = split_file(data_dir, lang, split)
         files.append(path)
         records = load_records([path])
-        preds, metrics = evaluate_records(model, tokenizer, task, records, cfg, dev)
+        preds, metrics = evaluate_records(model, tokenizer, task, records, cfg, dev, mode)
         results[lang] = {**metrics, "n": len(records)}
         rows.extend({"lang": lang, "id": r.get("id"), "prediction": p} for r, p in zip(records, preds))
         all_preds += preds
@@ -202,6 +205,7 @@ def evaluate_model(model_dir: str, data_dir: str, split: str, langs: list[str], 
         "split": split,
         "model": str(model_dir),
         "seed": meta["provenance"]["seed"],
+        "evaluation": mode.describe(),
         "metrics": results,
         "average": avg,
         "model_provenance": {"code": meta["provenance"]["code"], "data_sha256": meta["provenance"]["data_sha256"]},

@@ -15,7 +15,8 @@ import torch
 from xlt.engine.extras import XMixup, xmixup_not_built
 from xlt.engine.features import Encoded
 from xlt.engine.kinds import Kind, kind_of
-from xlt.engine.predict import eval_batches, run_batches
+from xlt.engine.evaluation import EvalMode
+from xlt.engine.predict import collect_outputs, eval_batches, launch_batches
 from xlt.errors import XltError
 from xlt.io import read_jsonl
 from xlt.registry import Task
@@ -48,25 +49,30 @@ class EvalSet:
     golds: list
     batches: list[tuple[list[int], dict]]
     name: str = ""
+    precision: str = "fp32"  # of its forwards (xlt.engine.evaluation)
     _on: dict = field(default_factory=dict, repr=False)  # device -> batches moved there
 
     @classmethod
     def build(cls, task: Task, records: list[dict], tokenizer, cfg, positions: int | None = None,
-              name: str = "", kind: Kind | None = None, with_source: bool = False) -> "EvalSet":
+              name: str = "", kind: Kind | None = None, with_source: bool = False,
+              mode: EvalMode | None = None) -> "EvalSet":
         """Encode `records` as evaluation features with `cfg`'s max_length / stride / batch size.
 
         `positions`: the encoder's sequence limit (`max_positions`); parsing uses it to parse
         the first `cfg.parse_max_words` words whatever their subword count. `kind`: the task's,
         as the job resolved it (looked up here when not given). `with_source` (a model with
         the xmixup extra): a record's "source" (its English translation, translate-test) is
-        encoded too and runs beside it (xlt.engine.model.TaskModel.with_source).
+        encoded too and runs beside it (xlt.engine.model.TaskModel.with_source). `mode`: the
+        precision and batching of its forwards (`xlt.engine.evaluation.eval_mode`; default
+        fp32, `cfg.eval_batch_size` sentences per batch).
         """
+        mode = mode or EvalMode()
         kind = kind or kind_of(task)
         enc = kind.encode(task, records, tokenizer, cfg, train=False, positions=positions)
         if with_source:
             attach_sources(task, kind, records, enc, tokenizer, cfg)
-        batches = eval_batches(enc, kind, tokenizer.pad_token_id, cfg.eval_batch_size)
-        return cls(task, kind, records, enc, [kind.gold(task, r) for r in records], batches, name)
+        batches = eval_batches(enc, kind, tokenizer.pad_token_id, cfg.eval_batch_size, mode.max_tokens, mode.pad_multiple)
+        return cls(task, kind, records, enc, [kind.gold(task, r) for r in records], batches, name, mode.precision)
 
     def batches_on(self, device: torch.device) -> list[tuple[list[int], dict]]:
         """The collated batches, moved to `device` once (CUDA) or left where they are (CPU)."""
@@ -77,16 +83,27 @@ class EvalSet:
             self._on[key] = [(idx, {k: v.to(device) for k, v in b.items()}) for idx, b in self.batches]
         return self._on[key]
 
-    def predict(self, model, device: torch.device, precision: str = "fp32") -> list:
-        outs = run_batches(model, self.batches_on(device), len(self.enc.features), device, self.kind.decode_keys,
-                           precision)
-        return self.kind.decode(self.task, self.records, self.enc, outs)
+    def launch(self, model, device: torch.device, precision: str | None = None) -> list:
+        """Queue the forward passes (`xlt.engine.predict.launch_batches`; `precision`: the
+        set's own unless given); `finish` scores them."""
+        return launch_batches(model, self.batches_on(device), device, self.kind.decode_keys, precision or self.precision)
 
-    def score(self, model, device: torch.device, precision: str = "fp32") -> tuple[list, dict]:
-        """Predictions per record and every metric of the task (percent); `precision`: see
-        xlt.engine.predict.run_batches."""
-        preds = self.predict(model, device, precision)
+    def decode(self, pending: list, device: torch.device) -> list:
+        """Predictions per record of a `launch`."""
+        return self.kind.decode(self.task, self.records, self.enc, collect_outputs(pending, len(self.enc.features), device))
+
+    def finish(self, pending: list, device: torch.device) -> tuple[list, dict]:
+        """Predictions per record and every metric of the task (percent) of a `launch`."""
+        preds = self.decode(pending, device)
         return preds, self.kind.metrics(self.task, self.golds, preds)
+
+    def predict(self, model, device: torch.device, precision: str | None = None) -> list:
+        return self.decode(self.launch(model, device, precision), device)
+
+    def score(self, model, device: torch.device, precision: str | None = None) -> tuple[list, dict]:
+        """Predictions per record and every metric of the task (percent); `precision`: see
+        xlt.engine.predict.launch_batches (the set's own unless given)."""
+        return self.finish(self.launch(model, device, precision), device)
 
 
 def source_fields(task: Task) -> tuple[str, ...]:
@@ -132,8 +149,8 @@ def attach_sources(task: Task, kind: Kind, records: list[dict], enc: Encoded, to
             f["source"] = by_example[f["example"]]
 
 
-def evaluate_records(model, tokenizer, task, records, cfg, device) -> tuple[list, dict]:
+def evaluate_records(model, tokenizer, task, records, cfg, device, mode: EvalMode | None = None) -> tuple[list, dict]:
     """Encode and score once; to score the same records repeatedly, keep an `EvalSet`."""
     kind = model.kind if getattr(model, "task", None) == task else None  # the model's, resolved when it was built
     return EvalSet.build(task, records, tokenizer, cfg, max_positions(model, tokenizer), kind=kind,
-                         with_source=getattr(model, "xmixup", None) is not None).score(model, device)
+                         with_source=getattr(model, "xmixup", None) is not None, mode=mode).score(model, device)

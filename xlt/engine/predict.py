@@ -1,4 +1,4 @@
-"""Run a model over encoded features (full precision) and decode outputs back to examples."""
+"""Run a model over encoded features (fp32 unless asked for bf16) and decode outputs back to examples."""
 
 from __future__ import annotations
 
@@ -46,29 +46,51 @@ def eval_batches(enc: Encoded, kind, pad_id: int, batch_size: int, max_tokens: i
 
 
 @torch.no_grad()
-def run_batches(model, batches: list[tuple[list[int], dict]], n_features: int, device: torch.device,
-                keys: tuple | None = None, precision: str = "fp32") -> list:
-    """Per-feature outputs (CPU tensors, only `keys`), in feature order.
+def launch_batches(model, batches: list[tuple[list[int], dict]], device: torch.device, keys: tuple | None = None,
+                   precision: str = "fp32") -> list[tuple[list[int], dict]]:
+    """Queue every batch's forward pass and its outputs' copy to the host (only `keys`);
+    `collect_outputs` waits for them. On a GPU no batch waits for the one before (one wait
+    per evaluation, not one per batch), and a caller may queue more work before collecting
+    (the underspec grid writes the next point's weights meanwhile: the device runs them in
+    order). On a CPU each forward runs at once, as before.
 
     Full precision by default: bf16 rounds each weight by ~0.4%, coarser than the steps of an
     interpolation grid near its ends. `precision="bf16"`: the products under bf16 autocast
     (weights stay fp32; what a GPU evaluates fastest), for evaluations whose scores were
-    checked to move by less than 0.1 point (tests/test_packed.py).
+    checked to move by less than 0.1 point (tests/engine/test_eval_precision.py;
+    xlt.engine.evaluation picks it).
     """
     model.eval()
-    outs: list = [None] * n_features
     dtype = torch.bfloat16 if precision == "bf16" else None
+    pending = []
     for idx, batch in batches:
         with torch.autocast(torch.device(device).type, dtype=dtype, enabled=dtype is not None):  # even inside a caller's autocast
             out = model(to_device(batch, device))
-        host = {
-            k: v.float().cpu() if v.is_floating_point() else v.cpu()
+        pending.append((idx, {
+            k: (v.float() if v.is_floating_point() else v).to("cpu", non_blocking=True)
             for k, v in out.items()
             if isinstance(v, torch.Tensor) and v.dim() > 0 and (keys is None or k in keys)
-        }
+        }))
+    return pending
+
+
+def collect_outputs(pending: list[tuple[list[int], dict]], n_features: int, device: torch.device) -> list:
+    """Per-feature outputs (CPU tensors) of `launch_batches`, in feature order (batches are
+    length-sorted: each batch's indices put its rows back)."""
+    if torch.device(device).type == "cuda":
+        torch.cuda.synchronize(device)  # the non-blocking copies have landed
+    outs: list = [None] * n_features
+    for idx, host in pending:
         for j, i in enumerate(idx):
             outs[i] = {k: v[j] for k, v in host.items()}
     return outs
+
+
+def run_batches(model, batches: list[tuple[list[int], dict]], n_features: int, device: torch.device,
+                keys: tuple | None = None, precision: str = "fp32") -> list:
+    """Per-feature outputs (CPU tensors, only `keys`), in feature order; `precision`: see
+    `launch_batches`."""
+    return collect_outputs(launch_batches(model, batches, device, keys, precision), n_features, device)
 
 
 def decode_classification(task, records: list[dict], enc: Encoded, outs: list) -> list[str]:

@@ -202,8 +202,8 @@ def tf32(enabled: bool):
 def autocast(device: torch.device, precision: str = "fp32"):
     """bf16 autocast for training steps when `precision` (resolved) is "bf16": weights, their
     gradients and the optimizer stay fp32 (autocast casts per op). Deterministic on a CPU, so
-    CPU runs stay bit-identical. Evaluations that feed tables and figures never use it (see
-    predict.run_batches)."""
+    CPU runs stay bit-identical. Evaluations choose their own precision (xlt.engine.evaluation,
+    predict.launch_batches)."""
     if precision == "bf16":
         return torch.autocast(device.type, dtype=torch.bfloat16)
     return contextlib.nullcontext()

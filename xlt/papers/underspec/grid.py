@@ -75,7 +75,7 @@ class GridJob:
             raise XltError(f"grid variant must be 'all' or 'encoder', got {variant!r}")
         self.model, self.tokenizer, self.metas, self.variant, self.device = model, tokenizer, metas, variant, device
         self.task = model.task
-        self.precision = "fp32"  # evaluation precision (xlt.engine.predict.run_batches)
+        self.precision: str | None = None  # of every evaluation if set, else each EvalSet's own (its mode's)
         self.interp = Interpolator(model, endpoints["bi"], endpoints["src"], endpoints["tgt"],
                                    param_filter=model.encoder if variant == "encoder" else "all", hold="bi")
 
@@ -99,9 +99,10 @@ class GridJob:
     def seed(self) -> int:
         return int(self.metas["bi"]["provenance"]["seed"])
 
-    def eval_sets(self, data_dir: str | Path, langs: dict[str, str], split: str = "dev") -> dict:
+    def eval_sets(self, data_dir: str | Path, langs: dict[str, str], split: str = "dev", mode=None) -> dict:
         """{eval_lang: EvalSet} for e.g. {"source": "en", "target": "de"}, encoded once with
-        θ_bi's evaluation settings (max_length, stride, batch size, parse limit)."""
+        θ_bi's evaluation settings (max_length, stride, batch size, parse limit); `mode`: the
+        precision and batching of the forwards (xlt.engine.evaluation.eval_mode; default fp32)."""
         from xlt.engine.config import TrainConfig
         from xlt.engine.evalset import EvalSet, load_records, max_positions
         from xlt.finetune import split_file
@@ -111,7 +112,8 @@ class GridJob:
         out = {}
         for role, lang in langs.items():
             path = split_file(data_dir, lang, split)
-            out[role] = EvalSet.build(self.task, load_records([path]), self.tokenizer, cfg, positions, name=str(path))
+            out[role] = EvalSet.build(self.task, load_records([path]), self.tokenizer, cfg, positions, name=str(path),
+                                      mode=mode)
         return out
 
     def set_point(self, direction: str, alpha: float, alpha1: float, alpha2: float) -> None:
@@ -122,26 +124,54 @@ class GridJob:
         else:
             raise XltError(f"grid direction must be src, tgt or 2d, got {direction!r}")
 
-    def score(self, evalsets: dict, metric: str) -> dict[str, float]:
-        """The metric of the live model on each eval set."""
+    def launch(self, evalsets: dict) -> dict:
+        """Queue the live model's forward passes on each eval set (EvalSet.launch)."""
+        return {role: ev.launch(self.model, self.device, self.precision) for role, ev in evalsets.items()}
+
+    def finish(self, evalsets: dict, launched: dict, metric: str) -> dict[str, float]:
+        """The metric on each eval set of a `launch`."""
         out = {}
         for role, ev in evalsets.items():
-            metrics = ev.score(self.model, self.device, self.precision)[1]
+            metrics = ev.finish(launched[role], self.device)[1]
             if metric not in metrics:
                 raise XltError(f"task {self.task.name}: no metric {metric!r}; has {', '.join(metrics)}")
             out[role] = metrics[metric]
         return out
 
+    def score(self, evalsets: dict, metric: str) -> dict[str, float]:
+        """The metric of the live model on each eval set."""
+        return self.finish(evalsets, self.launch(evalsets), metric)
+
     def run(self, points, evalsets: dict, metric: str, setting: dict, progress=None) -> list[dict]:
-        """Score every point on every eval set; one row per (point, eval set)."""
-        rows = []
-        for i, (direction, alpha, a1, a2) in enumerate(points):
-            self.set_point(direction, alpha, a1, a2)
-            for role, score in self.score(evalsets, metric).items():
+        """Score every point on every eval set; one row per (point, eval set).
+
+        Pipelined: the next point's weights (written in place on the device) and forward
+        passes are queued before this point's outputs are decoded and scored on the host, so
+        on a GPU the device never waits for the host between points. The device runs the
+        queue in order, so each point's outputs are those of its own weights; on a CPU the
+        order of work, and every score, is as one point after the other."""
+        rows: list[dict] = []
+        done = 0
+        pending = None
+
+        def score(point, launched) -> None:
+            nonlocal done
+            direction, alpha, a1, a2 = point
+            for role, value in self.finish(evalsets, launched, metric).items():
                 rows.append({**setting, "direction": direction, "alpha": alpha, "alpha1": a1, "alpha2": a2,
-                             "eval_lang": role, "score": score})
+                             "eval_lang": role, "score": value})
+            done += 1
             if progress:
-                progress(i + 1, len(points))
+                progress(done, len(points))
+
+        for point in points:
+            self.set_point(*point)
+            launched = self.launch(evalsets)
+            if pending is not None:
+                score(*pending)
+            pending = (point, launched)
+        if pending is not None:
+            score(*pending)
         self.interp.set_endpoint("bi")
         return rows
 
@@ -165,16 +195,19 @@ def _check_same_origin(paths: dict, metas: dict) -> None:
 
 def run_grid_job(bi: str, src: str, tgt: str, data_dir: str, encoder: str, source: str, target: str,
                  kind: Literal["1d", "2d"], variant: Literal["all", "encoder"], grid: dict, metric: str, out_csv: str,
-                 out_json: str, device: str = "auto", kill_after_points: int | None = None) -> dict:
+                 out_json: str, device: str = "auto", kill_after_points: int | None = None,
+                 evaluation: dict | None = None) -> dict:
     """One grid job end to end: load, encode the two dev sets, score every point, write
     the long-form CSV and a JSON with the provenance, the δ geometry and the timing.
 
     A grid job keeps no state between points: the models on disk are never changed and both
     files are written atomically at the end, so a job killed anywhere leaves nothing behind
-    and its rerun scores every point again, exactly. `kill_after_points` (testing aid)
+    and its rerun scores every point again, exactly. `evaluation`: the config's block
+    (precision, batch_tokens; xlt.engine.evaluation). `kill_after_points` (testing aid)
     SIGKILLs this process after that many points."""
     import pandas as pd
 
+    from xlt.engine.evaluation import eval_mode
     from xlt.engine.runtime import pick_device
     from xlt.finetune import is_collapsed
     from xlt.io import sha256_file, write_json, write_text
@@ -182,9 +215,10 @@ def run_grid_job(bi: str, src: str, tgt: str, data_dir: str, encoder: str, sourc
 
     t0 = time.perf_counter()
     dev = pick_device(device)
+    mode = eval_mode(evaluation, dev)
     job = GridJob.load(bi, src, tgt, variant, dev)
     t_load = time.perf_counter()
-    evalsets = job.eval_sets(data_dir, {"source": source, "target": target})
+    evalsets = job.eval_sets(data_dir, {"source": source, "target": target}, mode=mode)
     t_encode = time.perf_counter()
     spec = GridSpec.from_config(grid)
     points = grid_points(kind, spec)
@@ -210,6 +244,7 @@ def run_grid_job(bi: str, src: str, tgt: str, data_dir: str, encoder: str, sourc
         "seconds": {"load": round(t_load - t0, 3), "encode": round(t_encode - t_load, 3),
                     "grid": round(t_grid - t_encode, 3), "per_point": round((t_grid - t_encode) / len(points), 4)},
         "device": str(dev),
+        "evaluation": mode.describe(),
         "models": {which: {"path": str(p), "seed": job.metas[which]["provenance"]["seed"],
                            "selected_epoch": job.metas[which]["train"]["selected_epoch"],
                            # it collapsed (xlt.finetune.is_collapsed; the figures count it)
