@@ -603,7 +603,9 @@ def test_the_note_says_where_the_zero_shot_models_settings_differ(tiny_cfg):
     note = T._notes(X.table_spec(cfg), [])[0]
     hp = cfg["hparams"]
     differs = [k for k in X.SETTINGS if hp["underspec"].get(k) != hp["xmixup"].get(k)]
-    assert differs and all(f"{k} {hp['underspec'].get(k)} vs {hp['xmixup'].get(k)}" in note for k in differs)
+    assert differs and all(f"{k} {T._shown(hp['underspec'].get(k))} vs {T._shown(hp['xmixup'].get(k))}" in note
+                           for k in differs)
+    assert "classifier linear vs the engine's default" in note  # the authors' head beside the engine's default one
     cfg["hparams"]["underspec"] = {**hp["underspec"], **{k: hp["xmixup"].get(k) for k in X.SETTINGS}}
     assert "another paper's, the same settings" in T._notes(X.table_spec(cfg), [])[0]
 
@@ -619,3 +621,20 @@ def test_a_collapsed_xmixup_model_gets_the_measured_cause_in_the_notes(in_tmp, t
         _, md3, _ = get_table("xmixup", "table3").build(spec, table_inputs(cfg, "xmixup", "table3"))
         _, md8, _ = get_table("xmixup", "table8").build(spec, table_inputs(cfg, "xmixup", "table8"))
         assert (T.MIXUP_COLLAPSE in md3) is collapsed and (T.MIXUP_COLLAPSE in md8) is collapsed
+
+
+def test_a_collapsed_zero_shot_model_with_a_linear_head_gets_the_measured_cause(in_tmp, tmp_path):
+    cfg, spec, langs = in_tmp
+    assert spec["zero_shot_classifier"] == "linear"  # the tiny zero-shot row reads underspec's model
+    for collapsed_model in (None, "zero_shot", "trans_train"):
+        for seed, model, base, model_path in _models(cfg, tmp_path):
+            path = Path(X.scores_file(cfg, "xnli", model, seed))
+            _eval(path, "xnli", model_path, seed, {x: base for x in langs})
+            report = json.loads(path.read_text())
+            path.write_text(json.dumps({**report, "collapsed": model == collapsed_model and seed == 2}))
+        _, md3, _ = get_table("xmixup", "table3").build(spec, table_inputs(cfg, "xmixup", "table3"))
+        assert (T.ZERO_SHOT_LINEAR_HEAD in md3) is (collapsed_model == "zero_shot")
+    _, md3, _ = get_table("xmixup", "table3").build({**spec, "zero_shot_classifier": "dense"},
+                                                    table_inputs(cfg, "xmixup", "table3"))
+    assert T.ZERO_SHOT_LINEAR_HEAD not in md3  # another head: the cause is not this one
+

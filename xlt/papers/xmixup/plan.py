@@ -204,7 +204,9 @@ def _setting(recipe: Recipe) -> str:
     return "trans_train" if len(recipe.train_langs) > 1 else "zero_shot"
 
 
-SETTINGS = ("lr", "epochs", "batch_size", "warmup_ratio", "max_length", "max_train_examples", "select")
+# the settings the notes compare (a head or an optimizer setting left unset: the engine's default)
+SETTINGS = ("lr", "epochs", "batch_size", "warmup_ratio", "max_length", "max_train_examples", "select", "classifier",
+            "head_dropout", "adam_betas")
 
 
 def _zero_shot_differs(cfg: dict, p: dict) -> dict:
@@ -220,6 +222,7 @@ def table_spec(cfg: dict) -> dict:
     p = cfg["papers"][SLUG]
     return {**p, "langs": {t: _langs(cfg, t) for t in _tasks(p)}, "encoder_label": _encoder_label(p["encoder"]),
             "zero_shot_differs": _zero_shot_differs(cfg, p),
+            "zero_shot_classifier": cfg["hparams"][p["zero_shot_hparams"]].get("classifier") if p.get("zero_shot_hparams") else None,
             "qa_test_langs": {name: list(cfg["language_sets"][t["languages"]]) for name, t in (p.get("qa_tests") or {}).items()}}
 
 
