@@ -120,11 +120,11 @@ def test_what_points_into_the_readme_names_a_section_it_has():
     assert cited and set(cited) <= headings
 
 
-def test_the_adding_a_paper_example_adds_a_table_not_built_yet():
+def test_the_adding_a_paper_example_names_a_published_table_and_its_entry():
     doc = (REPO / "docs" / "adding-a-paper.md").read_text()
     slug, table = re.search(r"For example, (\w+)'s Table (\d+)", doc).groups()
-    assert f'+        Table("table{table}"' in doc
-    assert f"table{table}" not in {t.id for t in P.get_paper(slug).tables}
+    assert f'+        Table("table{table}", table{table}_inputs, table{table},' in doc
+    assert f"+def table{table}(spec: dict, inputs: list[str]):" in doc and f"+def table{table}_inputs(cfg: dict)" in doc
     assert (REPO / "xlt" / "papers" / slug / "published" / f"table{table}.csv").is_file()
 
 
