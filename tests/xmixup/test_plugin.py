@@ -638,3 +638,18 @@ def test_a_collapsed_zero_shot_model_with_a_linear_head_gets_the_measured_cause(
                                                     table_inputs(cfg, "xmixup", "table3"))
     assert T.ZERO_SHOT_LINEAR_HEAD not in md3  # another head: the cause is not this one
 
+
+def test_table10_reads_the_alpha_and_p_k_each_xmixup_model_trained_with(in_tmp):
+    cfg, spec, _ = in_tmp
+    paths = table_inputs(cfg, "xmixup", "table10")
+    assert len(paths) == len(cfg["papers"]["xmixup"]["seeds"]) and all("xmixup-xmixup1" in p for p in paths)
+    for i, path in enumerate(paths):
+        Path(path).mkdir(parents=True)
+        extra = {**X.extra_of("xmixup1"), "alpha": 0.4 + 0.1 * i}  # the second seed trained with another α
+        (Path(path) / "xlt_model.json").write_text(json.dumps({"train_config": {"extras": [{"name": "dlfa"}, extra]}}))
+    table, md, _ = get_table("xmixup", "table10").build(spec, paths)
+    cell = table.set_index(["param", "task_type"])
+    assert cell.loc[("alpha", "classification"), "ours_mean"] == pytest.approx(0.45)
+    assert cell.loc[("p_k", "classification"), "ours_mean"] == 1000 and cell.loc[("p_k", "classification"), "delta"] == 0
+    assert cell.loc[("alpha", "qa"), "why"].startswith("qa: no task of this type in papers.xmixup.tasks (xnli)")
+    assert "xmixup Table 10" in md

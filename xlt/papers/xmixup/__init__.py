@@ -30,8 +30,8 @@ from xlt.papers.xmixup.checks import check
 from xlt.papers.xmixup import bill
 from xlt.papers.xmixup.plan import (QA_TESTS, SLUG, TAG_GRAMMAR, TAGGING_TABLES, _qa_test_inputs, _zero_shot_tagging_inputs, data_sizes, extra_of,
                                     main_inputs, table2_inputs, table3_inputs, table4_inputs, table5_inputs, table6_inputs, table7_inputs,
-                                    table9_inputs, table11_inputs, table12_inputs, table15_inputs, table_spec)
-from xlt.papers.xmixup.tables import (_qa_test_table, _zero_shot_tagging_table, table2, table3, table4, table5, table6, table7, table8, table9,
+                                    table9_inputs, table10_inputs, table11_inputs, table12_inputs, table15_inputs, table_spec)
+from xlt.papers.xmixup.tables import (_qa_test_table, _zero_shot_tagging_table, table2, table3, table4, table5, table6, table7, table8, table9, table10,
                                       table11, table12, table15)
 
 PAPER = Paper(
@@ -46,6 +46,7 @@ PAPER = Paper(
         Table("table7", table7_inputs, table7, spec=table_spec),
         Table("table8", main_inputs, table8, spec=table_spec),
         Table("table9", table9_inputs, table9, spec=table_spec),
+        Table("table10", table10_inputs, table10, spec=table_spec),
         Table("table11", table11_inputs, table11, spec=table_spec),
         Table("table12", table12_inputs, table12, spec=table_spec),
         Table("table15", table15_inputs, table15, spec=table_spec),

@@ -9,7 +9,7 @@ import re
 from xlt.errors import XltError
 from xlt.papers.base import DataSize
 from xlt.papers.published import load_published
-from xlt.targets import Recipe, eval_file, paper_language_set, task_languages
+from xlt.targets import Recipe, eval_file, model_dir, paper_language_set, task_languages
 
 SLUG = "xmixup"
 MODELS = ("zero_shot", "trans_train", "xmixup")
@@ -365,6 +365,14 @@ def table4_inputs(cfg: dict) -> list[str]:
     if p["encoder"] != TABLE4_ENCODER or "xnli" not in p["tasks"]:
         return []
     return [scores_file(cfg, "xnli", "xmixup", seed) for seed in p["seeds"]]
+
+
+def table10_inputs(cfg: dict) -> list[str]:
+    """The X-Mixup models of every configured task and seed (Table 10: the α and p_k each one
+    trained with, from its xlt_model.json)."""
+    p = cfg["papers"][SLUG]
+    return [model_dir(cfg, p["encoder"], "pretrained", *model_of(cfg, task, "xmixup"), seed) for task in _tasks(p)
+            for seed in p["seeds"]]
 
 
 # ---- Tables 15-17: QA per language (F1 / EM); Tables 1, 13, 14: tagging (the paper's only) ----
