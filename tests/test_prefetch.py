@@ -28,13 +28,14 @@ def test_prefetch_plans_every_dataset_and_encoder_snapshot_and_a_fine_tune_reads
     out = _dry_run(tmp_path, "prefetch", model)
     counts = job_counts(out)
     assert counts["download"] == len(T.download_plan(cfg)) and counts["download_encoder"] == 3
-    assert set(counts) == {"download", "download_encoder", "prefetch", "prepare_task", "finetune", "total"}
+    # the seed's model comes with its pack's (config.yaml's engine.pack: its seeds trained in one job)
+    assert set(counts) == {"download", "download_encoder", "prefetch", "prepare_task", "finetune_pack_1_2_3", "total"}
     for source in T.download_plan(cfg):
         assert f"resources/raw/manifests/{source}.json" in out
     for encoder in ("mbert", "xlmr_base", "xlmr_large"):
         assert f"output: resources/raw/encoders/{encoder}\n" in out
     # The fine-tune on config.yaml waits for its encoder's snapshot (a job of the DAG).
-    job = out[out.index(f"output: {model}\n"):]
+    job = out[out.index(f"output: {model},"):]
     reason = next(line for line in job.splitlines() if line.strip().startswith("reason:"))
     assert "resources/raw/encoders/mbert" in reason and "xlmr" not in reason
 
