@@ -12,13 +12,13 @@ export HF_DATASETS_OFFLINE ?= 1
 
 .PHONY: help tables report test install install-test lint bench lock pins clean fast_align
 
-# `make help` lists each target with its `##` line, then the workflow's targets (xlt/help.py).
+# `make help` lists each target with its `##` line, then the workflow's targets (xlt/workflow/help.py).
 help:  ## this list: make targets, then the main Snakemake targets
-	@$(if $(wildcard $(PY)),$(PY),PYTHONPATH=. $(PYTHON)) -m xlt.help
+	@$(if $(wildcard $(PY)),$(PY),PYTHONPATH=. $(PYTHON)) -m xlt.workflow.help
 
 # pip byte-compiles every file it installs: ~28 of the ~50 s of a fresh install, mostly torch
 # modules no job imports. Installed without that (--no-compile), the bytecode of what the
-# workflow does import is written by importing it once (`xlt.zygote warm`, whatever
+# workflow does import is written by importing it once (`xlt.process.zygote warm`, whatever
 # PYTHONDONTWRITEBYTECODE says: without .pyc files each later process compiles its imports again,
 # ~+9 s before make tables' first job and ~+20 job-seconds in its jobs); measured: a fresh
 # install 49-51 s -> 33-35 s (docs/developing.md, "The 15-minute budget", Headroom).
@@ -26,7 +26,7 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q --no-compile -c constraints.txt -e .
-	$(PY) -m xlt.zygote warm snakemake.cli snakemake.api snakemake.workflow snakemake.dag
+	$(PY) -m xlt.process.zygote warm snakemake.cli snakemake.api snakemake.workflow snakemake.dag
 	touch $@
 
 $(VENV)/.installed-test: $(VENV)/.installed
@@ -37,15 +37,15 @@ install: $(VENV)/.installed  ## the virtual environment .venv with the pinned pa
 install-test: $(VENV)/.installed-test  ## install plus the test extras
 
 # Snakemake reads config files before the workflow runs: a file that is not YAML would stop it
-# with a message naming neither file nor line. `python -m xlt.config` checks first.
-# Jobs start from a fork server with torch and transformers imported (xlt/zygote.py): ~4 s of
+# with a message naming neither file nor line. `python -m xlt.workflow.config` checks first.
+# Jobs start from a fork server with torch and transformers imported (xlt/process/zygote.py): ~4 s of
 # CPU saved per job. ZYGOTE= (empty) runs every job in its own fresh process instead.
 # PRESET may name several files, layered in order: PRESET="presets/tiny.yaml my.yaml".
-# --keep-going: a failed job stops only what needs it; xlt.runsummary then prints the timing,
+# --keep-going: a failed job stops only what needs it; xlt.workflow.runsummary then prints the timing,
 # each failed job's error line and that rerunning resumes, and writes results/summary.json.
-ZYGOTE ?= $(PY) -m xlt.zygote with --
+ZYGOTE ?= $(PY) -m xlt.process.zygote with --
 tables: install  ## every table and figure on PRESET (default: the tiny preset), then a timing line and results/summary.json
-	@$(PY) -m xlt.config $(PRESET)
+	@$(PY) -m xlt.workflow.config $(PRESET)
 	@start=$$(date +%s); rc=0; \
 	echo "$(ZYGOTE) $(VENV)/bin/snakemake --cores $(CORES) --keep-going all_tables --configfile $(PRESET)"; \
 	XLT_RUN_SUMMARY=1 $(ZYGOTE) $(VENV)/bin/snakemake --cores $(CORES) --keep-going all_tables --configfile $(PRESET) || rc=$$?; \
@@ -56,7 +56,7 @@ tables: install  ## every table and figure on PRESET (default: the tiny preset),
 	  echo "Figures (PNG, PDF and the CSV behind each) are in results/figures/:"; \
 	  find results/figures -name '*.png' 2>/dev/null | sort | sed 's/^/  /'; \
 	fi; \
-	$(PY) -m xlt.runsummary --since $$start --rc $$rc --command "make tables" $(PRESET); exit $$rc
+	$(PY) -m xlt.workflow.runsummary --since $$start --rc $$rc --command "make tables" $(PRESET); exit $$rc
 
 # Snakemake's own report of what `make tables` made (it runs what is missing first).
 report: tables  ## report.html: every table and figure with its caption (runs what is missing first)
@@ -107,17 +107,17 @@ PINS_CONFIG ?= config.yaml
 pins: install  ## what each catalog source is pinned or locked to (PINS_CONFIG)
 	@$(PY) -m xlt.sources.pins --config $(PINS_CONFIG)
 
-# The full-scale bill (xlt/bill.py): device-hours per paper, per rule and in total, written to
+# The full-scale bill (xlt/workflow/bill.py): device-hours per paper, per rule and in total, written to
 # results/bill.{md,json} and into README.md between its bill markers (a test checks they agree).
 .PHONY: bill
 bill: install  ## the full-scale bill in GPU-hours: results/bill.md and README's block
 	$(PY) benchmarks/full_scale_bill.py --out results/bill --readme README.md
 
 # README's status block and docs/papers.md's table of the papers, from the registry and the two
-# configs (xlt/status.py; tests check both are current).
+# configs (xlt/workflow/status.py; tests check both are current).
 .PHONY: status
 status: install  ## README's status block and docs/papers.md's table, regenerated from the paper plugins
-	$(PY) -m xlt.status --write README.md --write docs/papers.md
+	$(PY) -m xlt.workflow.status --write README.md --write docs/papers.md
 
 # What config.yaml's run needs from the network, fetched and locked once where there is network
 # (a login node): every dataset and encoder snapshot (docs/sources.md, "Offline compute nodes").
@@ -125,7 +125,7 @@ status: install  ## README's status block and docs/papers.md's table, regenerate
 prefetch: install  ## fetch and lock every dataset and encoder snapshot (login node, network)
 	HF_HUB_OFFLINE=0 HF_DATASETS_OFFLINE=0 $(VENV)/bin/snakemake --cores 1 --configfile $(PINS_CONFIG) prefetch
 
-# The plan of a full-scale run (xlt/plan.py), one screen, nothing run: jobs and GPU-hours per
+# The plan of a full-scale run (xlt/workflow/plan.py), one screen, nothing run: jobs and GPU-hours per
 # stage (the bill), what is missing first (prefetch, locks, XLT_SLURM_ACCOUNT), the next command.
 # PINS_CONFIG: the config files; TARGET: what to plan.
 TARGET ?= all_tables
@@ -141,5 +141,5 @@ clean:  ## remove results, logs, .snakemake and report.html
 # names, before Snakemake reads the workflow.
 .DEFAULT:
 	@$(MAKE) -s --no-print-directory $(VENV)/.installed
-	@$(PY) -m xlt.help --check $@
+	@$(PY) -m xlt.workflow.help --check $@
 	$(VENV)/bin/snakemake --cores $(CORES) $@ --configfile $(PRESET)

@@ -1,6 +1,6 @@
 # xlt: zero-shot cross-lingual transfer experiments of five papers, end to end.
 # This file is the table of contents; each stage lives in rules/<stage>.smk and every
-# target list is computed in xlt/targets.py and xlt/papers/ (one plugin per paper).
+# target list is computed in xlt/dag/targets.py and xlt/papers/ (one plugin per paper).
 # docs/papers.md maps tables to targets; `make report` renders them into report.html.
 import os
 

@@ -44,7 +44,7 @@ import torch
 
 from sidebyside import alternate, build_world_and_encoder, report, world_texts
 
-from xlt.cli import quiet_libraries
+from xlt.process.cli import quiet_libraries
 
 XLT = "xlt adjust_encoder"
 AUTHORS = "authors' loop (4 pairs / forward)"

@@ -4,9 +4,9 @@ Reads the full-scale DAG (`snakemake -n all_tables --configfile=config.yaml`: ev
 its outputs, nothing is run), the example counts of each dataset (the papers'
 data-size tables; `--prepared` also reads prepared data on disk) and, when one was measured
 on a GPU, the throughput JSON of benchmarks/gpu_throughput.py; work it did not measure is
-priced from FLOPs at a stated utilisation (xlt.bill). Issue 40's levers (packed fine-tunes, bf16
+priced from FLOPs at a stated utilisation (xlt.workflow.bill). Issue 40's levers (packed fine-tunes, bf16
 evaluation, several jobs on one GPU) are priced from the GPU runs in benchmarks/gpu/ that measured
-them, else from FLOPs at the MFU xlt.bill states (an ESTIMATE, said so in the bill). `make bill` writes results/bill.md and
+them, else from FLOPs at the MFU xlt.workflow.bill states (an ESTIMATE, said so in the bill). `make bill` writes results/bill.md and
 results/bill.json and puts the markdown into README.md between its bill markers.
 
     python benchmarks/gpu_throughput.py --json benchmarks/gpu_throughput.json   # on the GPU
@@ -24,9 +24,9 @@ import tempfile
 from pathlib import Path
 
 from xlt import papers as P
-from xlt.bill import Examples, dag_jobs, levers_of, markdown, report
-from xlt.cli import run
-from xlt.config import load_configs
+from xlt.workflow.bill import Examples, dag_jobs, levers_of, markdown, report
+from xlt.process.cli import run
+from xlt.workflow.config import load_configs
 from xlt.errors import XltError
 
 REPO = Path(__file__).resolve().parents[1]

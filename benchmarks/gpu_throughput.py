@@ -4,7 +4,7 @@ Encoders of the papers' shapes, randomly initialised (no Hub offline): mBERT (12
 768 hidden, 119,547 subwords) and XLM-R large (24 layers, 1024 hidden, 250,002 subwords).
 Workloads: token tagging (WikiANN NER-like lengths), sentence-pair classification
 (XNLI-like) and extractive span QA (SQuAD-like question + context windows, registry task
-`qa`), with the length profiles of xlt.throughput.LENGTHS. The synthetic labels are
+`qa`), with the length profiles of xlt.dag.throughput.LENGTHS. The synthetic labels are
 learnable (a function of the tokens; QA's answer span is delimited by two marker tokens in
 the context, and its dev accuracy is the exact match of start and end), so the dev metric
 after a fixed number of steps checks that the three sides trained alike.
@@ -24,7 +24,7 @@ Every side uses SDPA attention (transformers 5's default for BERT / XLM-R).
 
 Columns: samples/s and real (non-pad) tokens/s of training, measured after `--warmup-steps`
 steps (so compilation is not counted); MFU (model FLOPs of the real tokens, see
-xlt.throughput, against the bf16 dense peak looked up from the GPU's name; n/a on CPU);
+xlt.dag.throughput, against the bf16 dense peak looked up from the GPU's name; n/a on CPU);
 peak GPU memory (n/a on CPU); evaluation tokens/s; the dev accuracy after `--steps` steps.
 
 A one-shot GPU run keeps what finished: the JSON is rewritten after every (shape, workload)
@@ -55,7 +55,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # runs without PYTHONPATH or an installed xlt
 
-from xlt.cli import quiet_libraries  # noqa: E402
+from xlt.process.cli import quiet_libraries  # noqa: E402
 from xlt.engine.batching import collate  # noqa: E402
 from xlt.engine.fastpath import compile_status  # noqa: E402
 from xlt.engine.features import Encoded  # noqa: E402
@@ -68,7 +68,7 @@ from xlt.engine.predict import eval_batches, run_batches  # noqa: E402
 from xlt.engine.runtime import Checkpointer, Dist, build_optimizer, build_scheduler, resolve_precision, seed_everything, tf32  # noqa: E402
 from xlt.engine.streams import Stream  # noqa: E402
 from xlt.registry import get_task  # noqa: E402
-from xlt.throughput import SHAPES, EncoderShape, eval_flops, length_profile, mfu, peak_tflops, train_flops  # noqa: E402
+from xlt.dag.throughput import SHAPES, EncoderShape, eval_flops, length_profile, mfu, peak_tflops, train_flops  # noqa: E402
 
 WORKLOADS = {"tagging": "ner", "pair": "xnli", "qa": "qa"}  # workload -> the registry task whose head it trains
 SIDES = ("ours", "hf_default", "hf_best")

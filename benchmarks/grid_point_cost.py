@@ -71,7 +71,7 @@ def make_models(a: argparse.Namespace, root: Path) -> tuple[list[Path], Path]:
     from transformers import BertConfig, BertModel, BertTokenizerFast
 
     from xlt.engine.recipes.mlm import train_wordpiece
-    from xlt.engine.config import TrainConfig
+    from xlt.engine.train_config import TrainConfig
     from xlt.engine.model import ModelSpec, build_model, save_model
     from xlt.io import write_jsonl
     from xlt.registry import get_task
@@ -130,7 +130,7 @@ def main() -> None:
     if a.threads:
         torch.set_num_threads(a.threads)
 
-    from xlt.cli import quiet_libraries
+    from xlt.process.cli import quiet_libraries
     from xlt.engine.evalset import evaluate_records
     from xlt.papers.underspec.grid import GridJob
 
@@ -164,7 +164,7 @@ def main() -> None:
             job.score(evalsets, metric)
 
         def plain_encode() -> None:
-            from xlt.engine.config import TrainConfig
+            from xlt.engine.train_config import TrainConfig
 
             cfg = TrainConfig.from_dict(cfg_dict)
             for ev in evalsets.values():

@@ -24,7 +24,7 @@ import torch
 from sidebyside import (SHAPE, alternate, build_tokenizer, hf_sides, hf_trainer_args, make_parser, per_tensor_adamw, report,
                         without_lean_forward, world_texts)
 
-from xlt.cli import quiet_libraries
+from xlt.process.cli import quiet_libraries
 from xlt.engine.recipes import mlm as mlm_recipe
 
 

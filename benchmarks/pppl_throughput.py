@@ -20,7 +20,7 @@ import torch
 
 from sidebyside import alternate, build_world_and_encoder, world_texts
 
-from xlt.cli import quiet_libraries
+from xlt.process.cli import quiet_libraries
 
 
 def main():

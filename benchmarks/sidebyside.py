@@ -44,7 +44,7 @@ def build_world_and_encoder(root: Path, n_train: int, n_dev: int = 300, mlm_step
     `root` (reused when already there, so repeated benchmark runs can skip building)."""
     from xlt.engine.recipes.mlm import EncoderShape, MLMConfig, train_mlm
     from xlt.io import write_jsonl
-    from xlt.prepare import prepare_split
+    from xlt.stages.prepare import prepare_split
     from xlt.world import generate
 
     enc, data = root / "enc", root / "data"

@@ -23,7 +23,7 @@ import torch
 from sidebyside import (alternate, aten_linears, build_world_and_encoder, hf_sides, hf_trainer_args, make_parser,
                         per_tensor_adamw, report, softmax_as_it_comes, without_lean_forward)
 
-from xlt.cli import quiet_libraries
+from xlt.process.cli import quiet_libraries
 
 def token_accuracy(model_fn, features, batch_size: int, pad_id: int) -> float:
     from xlt.engine.batching import collate
@@ -41,7 +41,7 @@ def token_accuracy(model_fn, features, batch_size: int, pad_id: int) -> float:
 
 
 def run_ours(enc: Path, data: Path, args, out: Path, precision: str = "auto", extras: tuple = ()) -> dict:
-    from xlt.engine.config import TrainConfig
+    from xlt.engine.train_config import TrainConfig
     from xlt.engine.recipes.finetune import train
 
     cfg = TrainConfig(task="pos", encoder=str(enc), seed=args.seed, lr=args.lr, epochs=args.epochs,
@@ -76,7 +76,7 @@ class _ForTrainer(torch.nn.Module):
 def run_hf(enc: Path, data: Path, args, out: Path, sampling: str, bf16: bool) -> dict:
     from transformers import AutoTokenizer, DataCollatorForTokenClassification, Trainer
 
-    from xlt.engine.config import TrainConfig
+    from xlt.engine.train_config import TrainConfig
     from xlt.engine.evalset import load_records
     from xlt.engine.kinds import kind_of
     from xlt.engine.model import ModelSpec, build_model, load_encoder

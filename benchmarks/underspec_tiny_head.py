@@ -12,7 +12,7 @@ one setting changed at a time:
 - `dense_head`: a fresh dense + tanh layer, then the linear one (RoBERTa's head; ours before);
 - `pooler_head`: the encoder's pooler, then the linear one (Hugging Face's BERT classifier).
 Written per (variant, seed): the selected model's English dev accuracy, the share of its most
-predicted class and the collapse verdict (`xlt.finetune`, the config's `collapse:` rule).
+predicted class and the collapse verdict (`xlt.stages.finetune`, the config's `collapse:` rule).
 
     python benchmarks/underspec_tiny_head.py [--results results] [--seeds 1 2 3] [--json benchmarks/underspec_tiny_head.json]
 """
@@ -41,8 +41,8 @@ def run(results: Path, seeds: list[int], variants: list[str], out: Path | None) 
     import torch
 
     from xlt import papers as P
-    from xlt.config import load_configs
-    from xlt.finetune import finetune
+    from xlt.workflow.config import load_configs
+    from xlt.stages.finetune import finetune
 
     cfg = load_configs([REPO / "presets/tiny.yaml"])
     profile = P.hparams(cfg, "en.underspec", "xnli")

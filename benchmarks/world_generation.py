@@ -21,7 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from xlt.world import World, generate  # noqa: E402
-from xlt.world.config import default_config  # noqa: E402
+from xlt.world.schema import default_config  # noqa: E402
 
 SMALL = {"train": 40, "dev": 12, "test": 12, "bitext": {"train": 40}}
 

@@ -29,7 +29,7 @@ import torch
 from adjust_throughput import aligned_pairs
 from sidebyside import alternate, build_world_and_encoder, make_parser
 
-from xlt.cli import quiet_libraries
+from xlt.process.cli import quiet_libraries
 
 PLAIN = "translate-train"
 MIXUP = "X-Mixup"
@@ -49,7 +49,7 @@ def paired_records(n: int, seed: int) -> list[dict]:
 
 
 def run(enc: Path, data: Path, args, out: Path, extras: tuple = ()) -> dict:
-    from xlt.engine.config import TrainConfig
+    from xlt.engine.train_config import TrainConfig
     from xlt.engine.recipes.finetune import train
     from xlt.papers.xmixup import recipe  # noqa: F401  (registers the xmixup extra's fine-tune extension)
 

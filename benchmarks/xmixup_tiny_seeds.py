@@ -10,7 +10,7 @@ and tiny encoder, read in place; nothing there is written):
   (`-nomix`), i.e. Table 5 and 9's variants.
 Each model is scored as the tables score it (X-Mixup on the translate-test set: targets with
 their English side, English with itself; translate-train on the plain test set) and checked
-for a collapse on that path (`xlt.finetune.scored_collapse`). Written: accuracy per language
+for a collapse on that path (`xlt.stages.finetune.scored_collapse`). Written: accuracy per language
 and averaged, the share of the most predicted class, the collapse verdict and, per model, the
 spread of its last layer's [CLS] states across the English dev examples (a collapsed encoder
 gives every input nearly the same state).
@@ -38,7 +38,7 @@ def cls_spread(model_dir: Path, dev_file: Path) -> float:
     on up to 128 English dev pairs (plain forward)."""
     import torch
 
-    from xlt.engine.config import TrainConfig
+    from xlt.engine.train_config import TrainConfig
     from xlt.engine.evalset import EvalSet, load_records
     from xlt.engine.model import load_model
 
@@ -55,9 +55,9 @@ def cls_spread(model_dir: Path, dev_file: Path) -> float:
 def run(results: Path, seeds: list[int], out: Path | None) -> dict:
     import torch
 
-    from xlt import targets as T
-    from xlt.config import load_configs
-    from xlt.finetune import evaluate_model, finetune
+    from xlt.dag import targets as T
+    from xlt.workflow.config import load_configs
+    from xlt.stages.finetune import evaluate_model, finetune
     from xlt.papers import hparams
     from xlt.papers.recipes import load_recipes
 

@@ -1,5 +1,5 @@
 # Validate the config (one line naming the key and the allowed values) and expose the
-# target logic of xlt.targets as `T` and of the paper plugins (xlt.papers) as `P`; on
+# target logic of xlt.dag.targets as `T` and of the paper plugins (xlt.papers) as `P`; on
 # failure, repeat the jobs' own error lines.
 import json
 import os
@@ -12,17 +12,17 @@ from snakemake.io import report as report_flag
 from snakemake.logging import DefaultFormatter
 from snakemake.logging import logger as snakemake_logger
 
-from xlt import packs as PACKS
+from xlt.workflow import packs as PACKS
 from xlt import papers as P
-from xlt import resources as R
-from xlt import targets as T
+from xlt.dag import resources as R
+from xlt.dag import targets as T
 from xlt import zeroshot as Z
-from xlt.cli import RERUN, configfile_slip, failed_job_errors
-from xlt.config import check_workflow_config, located, merged, workflow_sources
+from xlt.process.cli import RERUN, configfile_slip, failed_job_errors
+from xlt.workflow.config import check_workflow_config, located, merged, workflow_sources
 from xlt.errors import XltError
-from xlt.plan import plan_lines
-from xlt.progress import progress_note
-from xlt.report import rst_caption
+from xlt.workflow.plan import plan_lines
+from xlt.workflow.progress import progress_note
+from xlt.workflow.report import rst_caption
 
 # `--configfile=presets/tiny.yaml my.yaml all_tables` reads my.yaml as a target: say so in one line.
 if slip := configfile_slip(sys.argv):
@@ -53,7 +53,7 @@ RESULTS = config["results"]
 
 
 # Snakemake's progress line `N of M steps (P%) done` with the time left at the run's pace so
-# far (xlt.progress), on the console and in .snakemake/log (xlt.runsummary reads its start).
+# far (xlt.workflow.progress), on the console and in .snakemake/log (xlt.workflow.runsummary reads its start).
 class TimeLeftFormatter(DefaultFormatter):
     started = time.monotonic()
 
@@ -76,7 +76,7 @@ onstart:
             )
 
 
-# A cluster run (`--profile slurm`) starts with the plan `make plan` prints (xlt.plan): jobs
+# A cluster run (`--profile slurm`) starts with the plan `make plan` prints (xlt.workflow.plan): jobs
 # and GPU-hours per stage, what is missing. Never in the way of the run: a failure is one line.
 def cluster_plan(workflow, config):
     try:
@@ -92,7 +92,7 @@ def cluster_plan(workflow, config):
 
 
 # A failed job's own one-line error (file and line, or key) is in its log; repeat it last,
-# and say that rerunning resumes (under `make tables`, xlt.runsummary says it after the run).
+# and say that rerunning resumes (under `make tables`, xlt.workflow.runsummary says it after the run).
 onerror:
     if not os.environ.get("XLT_RUN_SUMMARY"):
         for line in failed_job_errors(log):

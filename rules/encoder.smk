@@ -2,7 +2,7 @@
 # `pretrained` of a built encoder (tiny preset): corpus -> WordPiece + MLM-pretrained BERT.
 # Hub encoders (config.yaml) are snapshots fetched by download_encoder (rules/data.smk) into
 # {raw_root}/encoders/{encoder}/; jobs load them from there, never from the Hub.
-# Adapted encoders (any {init} but `pretrained`, xlt.targets.Init) start from either; the adjusted
+# Adapted encoders (any {init} but `pretrained`, xlt.dag.targets.Init) start from either; the adjusted
 # ones (adjust-…) are made by the adjust paper's rule adjust_encoder (rules/adjust.smk).
 
 

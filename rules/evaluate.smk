@@ -27,7 +27,7 @@ rule evaluate:
 
 
 # The same model scored on another dataset of its task (a named set: qa -> qa.mlqa), under
-# on-<testset>/; xlt.targets.check_testset refuses another task, naming both, and a split or
+# on-<testset>/; xlt.dag.targets.check_testset refuses another task, naming both, and a split or
 # language the set lacks.
 use rule evaluate as evaluate_on with:
     input:

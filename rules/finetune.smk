@@ -43,7 +43,7 @@ rule finetune:
         " --oracle-langs {params.oracle} --tensorboard-dir {params.tensorboard} 2> {log}"
 
 
-# The seeds of one model trained in one job (config engine.pack; xlt.packs computes the packs):
+# The seeds of one model trained in one job (config engine.pack; xlt.workflow.packs computes the packs):
 # the pack's outputs are its seeds' model directories, so asking for one seed's model runs the
 # pack, and a seed in no pack is the `finetune` job above.
 for _pack in PACKS.packs(config):

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from xlt.network import OFFLINE_VARIABLES
+from xlt.process.network import OFFLINE_VARIABLES
 
 # The suite sees the offline variables `make test` sets (the Makefile: HF_HUB_OFFLINE=1,
 # HF_DATASETS_OFFLINE=1), whatever the user's shell says: TRANSFORMERS_OFFLINE=1, common on
@@ -21,9 +21,9 @@ from xlt.network import OFFLINE_VARIABLES
 os.environ.pop("TRANSFORMERS_OFFLINE", None)
 os.environ.update(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1")
 
-from xlt.cli import quiet_libraries  # noqa: E402
+from xlt.process.cli import quiet_libraries  # noqa: E402
 from xlt.io import write_jsonl  # noqa: E402
-from xlt.zygote import start_server  # noqa: E402
+from xlt.process.zygote import start_server  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 WORDS = ["lo", "ka", "mi", "ten", "sor", "bal", "ura", "quo", "nen", "pil", "Anna", "Berlin", "42", "."]
@@ -144,7 +144,7 @@ def toy_data(tmp_path_factory) -> Path:
 def tiny_world(tmp_path_factory):
     """The default world (9 languages, all tasks, 600/150/150), written once per session."""
     from xlt.world import World
-    from xlt.world.config import default_config
+    from xlt.world.schema import default_config
 
     world = World(default_config(seed=13))
     raw = tmp_path_factory.mktemp("raw")
@@ -154,7 +154,7 @@ def tiny_world(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def zygote(tmp_path_factory) -> dict:
-    """A fork server (xlt/zygote.py) for this test process's workflow runs: their jobs run as
+    """A fork server (xlt/process/zygote.py) for this test process's workflow runs: their jobs run as
     under `make tables`, forked with torch and transformers already imported, instead of paying
     ~4 s of imports each (~4x less time on a shrunk DAG; outputs identical, tests/test_zygote.py).
     The value is the environment to run Snakemake with: the server's own (a job whose import-time

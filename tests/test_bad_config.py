@@ -1,6 +1,6 @@
 """Issue 30's bad-input classes, each with several variants: a number that is not finite, a
 name that becomes part of a path but is not a safe name, and a config file that is not YAML
-handed straight to `snakemake --configfile` (the check goes first: `python -m xlt.config --`).
+handed straight to `snakemake --configfile` (the check goes first: `python -m xlt.workflow.config --`).
 
 In process where the library decides; as a subprocess (one case per class and entry point)
 where the user sees the line: non-zero exit, one `error:` line naming the config file and the
@@ -17,9 +17,9 @@ import yaml
 
 from tests.conftest import REPO
 from tests.test_bad_inputs import TINY, Bad, assert_refused, config_check, run_case, snakemake_n
-from xlt.config import NAME_PATTERN, check_workflow_config, config_sources, located, merged, snakemake_configfiles
+from xlt.workflow.config import NAME_PATTERN, check_workflow_config, config_sources, located, merged, snakemake_configfiles
 from xlt.errors import XltError
-from xlt.targets import WILDCARDS, Init, Recipe
+from xlt.dag.targets import WILDCARDS, Init, Recipe
 
 
 @pytest.fixture(scope="module")
@@ -167,7 +167,7 @@ CLI = [
         {"bad.yaml": "hparams: {crossmulti: {lrr: 1.0e-5}}\n"}, outputs=["results", "logs", ".snakemake"]),
     # Snakemake reads --configfile files before the workflow runs: the check goes first.
     Bad("snakemake-not-yaml-checked-first",
-        [sys.executable, "-m", "xlt.config", "--", *snakemake_n(str(TINY), "bad.yaml")],
+        [sys.executable, "-m", "xlt.workflow.config", "--", *snakemake_n(str(TINY), "bad.yaml")],
         r"^error: invalid configuration: bad\.yaml:2: invalid YAML \(expected ',' or ']'",
         {"bad.yaml": "hparams:\n  crossmulti: {lr: [1e-5}\n  x: 1\n"}, outputs=["results", "logs", ".snakemake"]),
 ]
@@ -184,7 +184,7 @@ def test_the_check_runs_the_command_when_the_config_is_good(tmp_path):
     from tests.test_bad_inputs import _env
 
     cmd = [sys.executable, "-c", "import sys; print('ran', sys.argv[1:])", "--configfile", str(TINY)]
-    run = subprocess.run([sys.executable, "-m", "xlt.config", "--", *cmd], cwd=tmp_path, capture_output=True, text=True,
+    run = subprocess.run([sys.executable, "-m", "xlt.workflow.config", "--", *cmd], cwd=tmp_path, capture_output=True, text=True,
                          timeout=60, env={**_env(), "PYTHONPATH": str(REPO)})
     assert run.returncode == 0, run.stderr[-2000:]
     assert run.stdout.strip() == f"ran ['--configfile', '{TINY}']"

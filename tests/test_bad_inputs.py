@@ -1,6 +1,6 @@
 """The bad-input corpus: every entry point refuses bad input the same way.
 
-Each case runs one entry point as a user (or a rule) would — `python -m xlt.config`, a
+Each case runs one entry point as a user (or a rule) would — `python -m xlt.workflow.config`, a
 workflow script, `snakemake` — on one bad input and asserts what issue 13 asks of all of
 them: a non-zero exit, exactly one `error:` line naming the file and line (or the config key
 and the allowed values), no traceback, and no partial output.
@@ -124,7 +124,7 @@ def prepare(task: str, source: str, *, lang: str = "en", data: dict | None = Non
 
 
 def config_check(*files: str) -> list[str]:
-    return [sys.executable, "-m", "xlt.config", *files]
+    return [sys.executable, "-m", "xlt.workflow.config", *files]
 
 
 def yaml_file(obj) -> str:
@@ -534,7 +534,7 @@ def test_the_corpus_is_large_and_covers_every_entry_point():
 @pytest.fixture(scope="module")
 def saved_model(tiny_encoder, tmp_path_factory) -> Path:
     """A saved pos model (the session's tiny encoder, an untrained head)."""
-    from xlt.engine.config import TrainConfig
+    from xlt.engine.train_config import TrainConfig
     from xlt.engine.model import ModelSpec, build_model, load_encoder, save_model
 
     encoder, tokenizer = load_encoder(str(tiny_encoder))

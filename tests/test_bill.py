@@ -1,4 +1,4 @@
-"""The full-scale bill (xlt.bill, benchmarks/full_scale_bill.py, `make bill`): every rule priced
+"""The full-scale bill (xlt.workflow.bill, benchmarks/full_scale_bill.py, `make bill`): every rule priced
 or listed with why it costs no device time; one job once whatever its outputs; tokens of
 fine-tuning with its auxiliary and paired streams, evaluation, grids, MLM, adjustment, probes,
 PPPL, similarity, L2, CKA; hours from measured tokens/s where measured, else from FLOPs at
@@ -15,12 +15,12 @@ import yaml
 
 from tests.conftest import REPO
 from xlt import papers as P
-from xlt.bill import (BITEXT, ESTIMATE_MFU, EVAL_MFU, FLOPS, NO_DEVICE_TIME, PACK_MFU, PRICED, SHARE_MFU, SIDES, Cost,
+from xlt.workflow.bill import (BITEXT, ESTIMATE_MFU, EVAL_MFU, FLOPS, NO_DEVICE_TIME, PACK_MFU, PRICED, SHARE_MFU, SIDES, Cost,
                       Examples, Levers, bill, classify, dag_jobs, estimate_rate, flop_rates, job_costs, levers_of,
                       markdown, report, throughputs)  # fmt: skip
-from xlt.config import load_configs
+from xlt.workflow.config import load_configs
 from xlt.errors import XltError
-from xlt.throughput import SHAPES, length_profile
+from xlt.dag.throughput import SHAPES, length_profile
 
 CFG = load_configs([])  # config.yaml with the papers' own files
 MEAN = {t: length_profile(t).mean() for t in ("ner", "pos", "pawsx", "xnli", "marc")}
@@ -53,7 +53,7 @@ def test_every_rule_of_the_workflow_is_priced_or_says_why_it_costs_no_device_tim
         why = classify(rule, aliases)  # raises for a rule that is neither
         assert why == "priced" or len(why) > 10, rule
     assert not PRICED & set(NO_DEVICE_TIME)
-    with pytest.raises(XltError, match=r"rule 'new_rule' is neither priced nor listed .*xlt.bill.NO_DEVICE_TIME"):
+    with pytest.raises(XltError, match=r"rule 'new_rule' is neither priced nor listed .*xlt.workflow.bill.NO_DEVICE_TIME"):
         classify("new_rule", aliases)
     with pytest.raises(XltError, match="neither priced"):
         job_costs(CFG, dag_jobs(dry(("new_rule", ["results/x.json"]))), Examples(CFG, None))
@@ -203,13 +203,13 @@ def test_readme_quotes_the_bill_that_make_bill_writes(tmp_path):
 
 
 def test_the_bill_names_no_paper_each_paper_prices_its_own_rules():
-    """xlt/bill.py reaches the papers through the registry only: each rule outside the shared
+    """xlt/workflow/bill.py reaches the papers through the registry only: each rule outside the shared
     grammar is priced by the paper that declares it (xlt/papers/<slug>/bill.py)."""
-    from xlt.bill import PAPER_RULES, PATTERNS, TRAIN_MULTIPLES
+    from xlt.workflow.bill import PAPER_RULES, PATTERNS, TRAIN_MULTIPLES
 
-    code = "\n".join(line.split("#")[0] for line in (REPO / "xlt" / "bill.py").read_text().splitlines())
+    code = "\n".join(line.split("#")[0] for line in (REPO / "xlt" / "workflow" / "bill.py").read_text().splitlines())
     named = {slug for slug in P.PAPERS if re.search(rf"\b{slug}\b", code)}
-    assert not named, f"xlt/bill.py names papers {named}: price their rules in xlt/papers/<slug>/bill.py"
+    assert not named, f"xlt/workflow/bill.py names papers {named}: price their rules in xlt/papers/<slug>/bill.py"
     assert set(PATTERNS) == {"finetune", "evaluate", "evaluate_on", "build_encoder"}
     assert PAPER_RULES["xmixup_cka"][0] == "xmixup" and PAPER_RULES["align_l2"][0] == "adjust"
     assert {r for r, (slug, _) in PAPER_RULES.items() if slug == "crossmulti"} == {

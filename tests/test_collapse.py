@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from xlt.errors import XltError
-from xlt.finetune import RETRY_SEED_STRIDE, evaluate_model, finetune
+from xlt.stages.finetune import RETRY_SEED_STRIDE, evaluate_model, finetune
 from xlt.io import read_jsonl, write_jsonl
 from xlt.engine.kinds import prediction_collapse, resolve
 from xlt.metrics import COLLAPSE_RULE
@@ -285,7 +285,7 @@ def test_dlfa_table6_similarity_carries_its_models_collapse(tmp_path):
 def test_scored_predictions_nearly_all_one_class_are_a_collapse_whatever_the_dev_verdict():
     """X-Mixup is scored on another path than its dev set (its translate-test side): the
     evaluation judges its own predictions by the share test of the model's recorded rule."""
-    from xlt.finetune import scored_collapse
+    from xlt.stages.finetune import scored_collapse
 
     task, kind = resolve("xnli")
     golds = ["entailment", "neutral", "contradiction"] * 10

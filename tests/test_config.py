@@ -3,7 +3,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from xlt.config import check_workflow_config, load_configs, validate
+from xlt.workflow.config import check_workflow_config, load_configs, validate
 from xlt.errors import XltError
 
 REPO = Path(__file__).resolve().parent.parent
@@ -142,7 +142,7 @@ def test_schema_declares_every_training_option_and_only_those():
     """hparams profiles are TrainConfig fields less what each run sets: the two stay in step."""
     import dataclasses
 
-    from xlt.engine.config import TrainConfig
+    from xlt.engine.train_config import TrainConfig
 
     schema = yaml.safe_load((REPO / "schemas" / "config.schema.yaml").read_text())
     declared = set(schema["properties"]["hparams"]["additionalProperties"]["properties"])

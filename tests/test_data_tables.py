@@ -11,10 +11,10 @@ import pandas as pd
 
 from tests.conftest import REPO
 from tests.test_config import base
-from xlt import targets as T
+from xlt.dag import targets as T
 from xlt.formats.hub_parquet import write_parquet
 from xlt.io import write_json
-from xlt.prepare import prepare_task
+from xlt.stages.prepare import prepare_task
 from xlt.papers import datasize, make_table
 
 LINDAT = "https://lindat.mff.cuni.cz/repository/xmlui/bitstream/handle/11234/"

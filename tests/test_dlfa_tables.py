@@ -11,7 +11,7 @@ import pytest
 
 from tests.test_config import base
 from xlt import papers as P
-from xlt import targets as T
+from xlt.dag import targets as T
 from xlt.errors import XltError
 from xlt.papers.dlfa import plan as D
 from xlt.papers.dlfa.checks import check

@@ -1,13 +1,13 @@
-"""Two-language data sets: mixed-language XNLI and cross-lingual QA pairs (xlt.evalsets), and
-the named sets of config.yaml prepared from the world (xlt.prepare, xlt.targets)."""
+"""Two-language data sets: mixed-language XNLI and cross-lingual QA pairs (xlt.stages.bilingual_sets), and
+the named sets of config.yaml prepared from the world (xlt.stages.prepare, xlt.dag.targets)."""
 
 import pytest
 
 from tests.test_config import base
-from xlt import targets as T
+from xlt.dag import targets as T
 from xlt.errors import XltError
-from xlt.evalsets import cross_qa, mix_pairs
-from xlt.prepare import prepare_split, prepare_task
+from xlt.stages.bilingual_sets import cross_qa, mix_pairs
+from xlt.stages.prepare import prepare_split, prepare_task
 
 
 def pairs(lang, n=40, labels=("entailment", "neutral", "contradiction")):

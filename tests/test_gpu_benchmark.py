@@ -53,7 +53,7 @@ def test_trainer_predictions_come_back_in_dataset_order(tmp_path):
     from xlt.engine.model import ModelSpec, build_model
     from xlt.engine.predict import eval_batches, run_batches
     from xlt.registry import get_task
-    from xlt.throughput import SHAPES
+    from xlt.dag.throughput import SHAPES
 
     args = bench.parse_args(["--small", "--steps", "3", "--dev-examples", "48", "--eval-batch-size", "8"])
     shape, device = SHAPES["small"], torch.device("cpu")

@@ -22,14 +22,14 @@ CONTRACTS = REPO / ".importlinter"
 # one offending line per contract: (module file, line appended, what the report must name)
 OFFENCES = {
     "The engine imports no paper": ("engine/loop.py", "from xlt.papers import base as _paper", "xlt.engine.loop -> xlt.papers.base"),
-    "The library imports no Snakemake": ("targets.py", "import snakemake as _smk", "xlt.targets -> snakemake"),
+    "The library imports no Snakemake": ("dag/targets.py", "import snakemake as _smk", "xlt.dag.targets -> snakemake"),
     "Shared modules import no paper": ("stats.py", "from xlt.papers.crossmulti import plan as _plan",
                                        "xlt.stats -> xlt.papers.crossmulti.plan"),
     "No paper imports another": ("papers/crossmulti/plan.py", "import xlt.papers.underspec.plan as _other",
                                  "xlt.papers.crossmulti.plan -> xlt.papers.underspec.plan"),
     "A paper's plan imports no pandas": ("papers/underspec/plan.py", "import pandas as _pd", "xlt.papers.underspec.plan -> pandas"),
-    "The library imports no Snakemake": ("targets.py", "import snakemake as _smk", "xlt.targets -> snakemake"),
-    "No import circles between sibling modules": ("registry.py", "import xlt.targets as _targets", "No cycles are allowed in xlt."),
+    "The library imports no Snakemake": ("dag/targets.py", "import snakemake as _smk", "xlt.dag.targets -> snakemake"),
+    "No import circles between sibling modules": ("registry.py", "import xlt.dag.targets as _targets", "No cycles are allowed in xlt."),
     # a module importing its own package, which imports it: the circle acyclic_siblings does not see
     "No import circles between any modules": ("papers/xmixup/plan.py", "import xlt.papers.xmixup as _package",
                                               "Import circle: xlt.papers.xmixup -> xlt.papers.xmixup.plan -> xlt.papers.xmixup"),
@@ -75,10 +75,10 @@ def test_the_paper_contracts_name_every_registered_paper():
 
 
 def test_checking_a_config_imports_no_torch():
-    """`make tables` checks the config twice before its first job (`python -m xlt.config`, then
+    """`make tables` checks the config twice before its first job (`python -m xlt.workflow.config`, then
     Snakemake reading the rules): importing torch there cost ~1 s each (underspec's check read
     its α axes from the module that interpolates models)."""
-    code = ("import sys; from xlt.config import check_workflow_config, load_configs\n"
+    code = ("import sys; from xlt.workflow.config import check_workflow_config, load_configs\n"
             "for files in ([], ['presets/tiny.yaml']):\n"
             "    check_workflow_config(load_configs(files))\n"
             "print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))")

@@ -35,7 +35,7 @@ def bench():
 
 
 def setup(task_name: str, classifier: str = "dense"):
-    from xlt.throughput import SHAPES
+    from xlt.dag.throughput import SHAPES
 
     g = bench()
     shape = SHAPES["small"]

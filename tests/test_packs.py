@@ -1,4 +1,4 @@
-"""Which fine-tunes train together (xlt.packs, config engine.pack): the seeds the tables read,
+"""Which fine-tunes train together (xlt.workflow.packs, config engine.pack): the seeds the tables read,
 K at a time, of models that can stack; none on the tiny preset; a bad value names the key."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ import re
 import pytest
 
 from tests.conftest import REPO
-from xlt import packs as K
-from xlt import targets as T
-from xlt.config import check_workflow_config, load_configs
+from xlt.workflow import packs as K
+from xlt.dag import targets as T
+from xlt.workflow.config import check_workflow_config, load_configs
 from xlt.errors import XltError
 
 

@@ -7,8 +7,8 @@ import shutil
 import pytest
 
 from tests.conftest import REPO
-from xlt import config as C
-from xlt import targets as T
+from xlt.workflow import config as C
+from xlt.dag import targets as T
 from xlt.errors import XltError
 from xlt.papers import config_files as F
 
@@ -134,8 +134,8 @@ def test_a_bad_selection_metric_names_the_key(metrics, message):
 
 
 def test_docs_papers_table_is_the_generated_one():
-    from xlt.status import PAPERS_BEGIN, PAPERS_END, current_block, papers_block
+    from xlt.workflow.status import PAPERS_BEGIN, PAPERS_END, current_block, papers_block
 
     text = (REPO / "docs" / "papers.md").read_text(encoding="utf-8")
     assert current_block(text, "docs/papers.md", PAPERS_BEGIN, PAPERS_END) == papers_block(), \
-        "regenerate with: make status (python -m xlt.status --write docs/papers.md)"
+        "regenerate with: make status (python -m xlt.workflow.status --write docs/papers.md)"

@@ -16,7 +16,7 @@ from xlt.papers import datasize
 from xlt.papers.crossmulti import plan as crossmulti
 from xlt.papers.underspec import plan as US
 from xlt.papers.published import list_published
-from xlt.report import index_markdown, rst_escape
+from xlt.workflow.report import index_markdown, rst_escape
 
 EXISTING_TARGETS = ("crossmulti_table1", "crossmulti_table2", "dlfa_table1", "underspec_table1", "crossmulti_all", "underspec_all")
 

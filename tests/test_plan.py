@@ -1,4 +1,4 @@
-"""The plan before a full-scale run (`make plan`, xlt.plan) on config.yaml's real DAG: one screen,
+"""The plan before a full-scale run (`make plan`, xlt.workflow.plan) on config.yaml's real DAG: one screen,
 the bill's total, the missing steps in order and the next command; and `make prefetch` fetches
 every download `all_tables` needs."""
 
@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO
-from xlt import plan as L
-from xlt import targets as T
-from xlt.packs import base_rule
+from xlt.workflow import plan as L
+from xlt.dag import targets as T
+from xlt.workflow.packs import base_rule
 
 
 def _plan_script():

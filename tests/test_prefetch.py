@@ -11,8 +11,8 @@ from tests.conftest import REPO
 from tests.test_config import base
 from tests.test_workflow import SNAKEMAKE, job_counts
 from xlt import papers  # noqa: F401  (registers the alignment stage's downloads)
-from xlt import targets as T
-from xlt.network import OFFLINE_VARIABLES
+from xlt.dag import targets as T
+from xlt.process.network import OFFLINE_VARIABLES
 
 
 def _dry_run(tmp_path, *targets: str) -> str:

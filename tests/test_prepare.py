@@ -6,7 +6,7 @@ import pytest
 
 from xlt.errors import DataFormatError, XltError
 from xlt.io import read_jsonl
-from xlt.prepare import prepare_split, write_normalised
+from xlt.stages.prepare import prepare_split, write_normalised
 
 
 def test_unknown_task_language_split(tiny_world):

@@ -1,8 +1,8 @@
-"""The time left the progress line adds to Snakemake's `N of M steps (P%) done` (xlt.progress)."""
+"""The time left the progress line adds to Snakemake's `N of M steps (P%) done` (xlt.workflow.progress)."""
 
 from __future__ import annotations
 
-from xlt.progress import progress_note, time_left
+from xlt.workflow.progress import progress_note, time_left
 
 
 def test_time_left_is_the_mean_pace_so_far_times_the_steps_left():

@@ -1,4 +1,4 @@
-"""The README stays true: its status block is the one the registry generates (xlt.status),
+"""The README stays true: its status block is the one the registry generates (xlt.workflow.status),
 every repository path and every make / snakemake target it names exists, its layout names every
 rules file, and what points into it (the SLURM profile) names a section it has."""
 
@@ -11,10 +11,10 @@ import pytest
 
 from tests.conftest import REPO
 from xlt import papers as P
-from xlt.cli import LIST_OPTIONS, VALUED_OPTIONS
-from xlt.config import load_configs
-from xlt.help import make_targets, target_rules
-from xlt.status import BEGIN, block, current_block
+from xlt.process.cli import LIST_OPTIONS, VALUED_OPTIONS
+from xlt.workflow.config import load_configs
+from xlt.workflow.help import make_targets, target_rules
+from xlt.workflow.status import BEGIN, block, current_block
 
 README = (REPO / "README.md").read_text(encoding="utf-8")
 GENERATED = ("results", "logs", "resources", ".snakemake", ".venv", "report.html")  # made by a run or an install
@@ -68,13 +68,13 @@ def test_the_cluster_section_goes_prefetch_locks_plan_submit_resume():
 
 
 def test_the_status_block_is_the_generated_one():
-    assert current_block(README, "README.md") == block(), "regenerate with: python -m xlt.status --write README.md"
+    assert current_block(README, "README.md") == block(), "regenerate with: python -m xlt.workflow.status --write README.md"
     assert README.count(BEGIN) == 1
 
 
 def test_every_repository_path_the_readme_names_exists():
     paths = _paths(README)
-    assert {"presets/tiny.yaml", "xlt/runsummary.py", "slurm/profile.yaml", "docs/papers.md"} <= paths
+    assert {"presets/tiny.yaml", "xlt/workflow/runsummary.py", "slurm/profile.yaml", "docs/papers.md"} <= paths
     assert [p for p in sorted(paths) if not _exists(p)] == []
 
 
@@ -129,7 +129,7 @@ def test_the_adding_a_paper_example_names_a_published_table_and_its_entry():
 
 
 def test_make_help_lists_every_make_target_with_a_line_and_the_workflow_targets(capsys):
-    from xlt.help import main
+    from xlt.workflow.help import main
 
     main()
     out = capsys.readouterr().out
@@ -153,7 +153,7 @@ def test_make_help_lists_every_make_target_with_a_line_and_the_workflow_targets(
 
 
 def test_a_misspelled_target_gets_the_nearest_names():
-    from xlt.help import check_targets, known_targets
+    from xlt.workflow.help import check_targets, known_targets
 
     known = known_targets()
     assert {"crossmulti_fig1", "underspec_fig2_encoder", "xmixup_table17", "all_tables", "tables", "evaluate_on"} <= known
@@ -187,7 +187,7 @@ def test_make_checks_a_target_before_snakemake_and_runs_a_figure_target():
     (["snakemake", "--config", "encoder=tiny", "langs=a.yaml", "--profile", "p.yaml", "zero_shot"], None),
 ])
 def test_a_config_file_among_the_targets_is_one_line(argv, slip):
-    from xlt.cli import configfile_slip
+    from xlt.process.cli import configfile_slip
 
     line = configfile_slip(argv)
     if slip is None:
@@ -197,7 +197,7 @@ def test_a_config_file_among_the_targets_is_one_line(argv, slip):
 
 
 def test_a_target_among_the_config_files_is_one_line():
-    from xlt.config import load_configs as load
+    from xlt.workflow.config import load_configs as load
     from xlt.errors import XltError
 
     with pytest.raises(XltError, match=r"^all_tables: no such config file \(a target\?\); --configfile takes every"):
@@ -205,7 +205,7 @@ def test_a_target_among_the_config_files_is_one_line():
 
 
 def test_status_names_tables_and_figures_in_ranges():
-    from xlt.status import describe
+    from xlt.workflow.status import describe
 
     assert describe(["table1", "table2", "table3", "table5", "fig1", "figa1", "figa2", "figa3", "text_d12"]) == \
         "Tables 1–3, 5; Figures 1, A1–A3; text_d12"

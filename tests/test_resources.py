@@ -1,8 +1,8 @@
-"""What jobs ask SLURM for (xlt.resources): GPUs per job kind, DDP processes, the launcher."""
+"""What jobs ask SLURM for (xlt.dag.resources): GPUs per job kind, DDP processes, the launcher."""
 
 import pytest
 
-from xlt import resources as R
+from xlt.dag import resources as R
 from xlt.errors import XltError
 
 

@@ -1,4 +1,4 @@
-"""The end of `make tables` (xlt.runsummary): timing with the machine and precision, each failed
+"""The end of `make tables` (xlt.workflow.runsummary): timing with the machine and precision, each failed
 job's error line (also one written on a progress bar's line), what is missing and why, and the
 rerun hint; results/summary.json and a partial results/tables/index.md even after a failure."""
 
@@ -10,8 +10,8 @@ from pathlib import Path
 
 from tests.conftest import REPO
 from xlt import papers as P
-from xlt.config import load_configs
-from xlt.runsummary import item_of, main
+from xlt.workflow.config import load_configs
+from xlt.workflow.runsummary import item_of, main
 
 TINY = str(REPO / "presets" / "tiny.yaml")
 

@@ -1,5 +1,5 @@
 """A paper's schema declares the shared config blocks only it reads (`extends` in
-xlt/papers/<slug>/schema.yaml, composed by xlt.config.workflow_schema): the adjust paper's
+xlt/papers/<slug>/schema.yaml, composed by xlt.workflow.config.workflow_schema): the adjust paper's
 adaptation stage (`adapt.adjust`) and auxiliary stream kind (`aligned_pairs`) are its own,
 and are checked as strictly as the shared schema checks its blocks."""
 
@@ -12,7 +12,7 @@ import yaml
 
 from tests.conftest import REPO
 from tests.test_bad_config import refused, tiny_sources  # noqa: F401  (a fixture)
-from xlt.config import SCHEMA, extend_schema, workflow_schema
+from xlt.workflow.config import SCHEMA, extend_schema, workflow_schema
 from xlt.errors import XltError
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from tests.conftest import REPO
 from xlt import papers as P
-from xlt import targets as T
+from xlt.dag import targets as T
 
 LIBRARY = sorted((REPO / "xlt").rglob("*.py")) + sorted((REPO / "workflow_scripts").glob("*.py"))
 
@@ -82,7 +82,7 @@ def test_every_wildcard_is_constrained_and_no_constraint_leaves_its_folder():
 
     constraints = {**P.wildcard_constraints(), **A.WILDCARDS}  # the global ones (the papers' too), and the alignment stage's
     unconstrained = sorted(seen - set(constraints))
-    assert not unconstrained, f"wildcards without a constraint in xlt.targets / a paper's / xlt.align.targets WILDCARDS: {unconstrained}"
+    assert not unconstrained, f"wildcards without a constraint in xlt.dag.targets / a paper's / xlt.align.targets WILDCARDS: {unconstrained}"
     for name, pattern in constraints.items():
         for value in ESCAPES:
             assert not re.fullmatch(pattern, value), f"wildcard {name}={value!r} would leave results/"
@@ -103,7 +103,7 @@ def test_rule_level_constraints_stay_inside_their_folder():
 
 def test_every_output_is_under_results_or_the_raw_root_or_logs():
     """A rule writes only under {RESULTS}/, the raw manifests (download) or logs/ (T, P, A, Z: the
-    path functions of xlt.targets, xlt.papers, xlt.align.targets, xlt.zeroshot)."""
+    path functions of xlt.dag.targets, xlt.papers, xlt.align.targets, xlt.zeroshot)."""
     checked = 0
     for path in RULES:
         text = path.read_text(encoding="utf-8")

@@ -2,7 +2,7 @@ import pytest
 
 from tests.test_config import base, shipped_configs
 from xlt import papers  # noqa: F401  (registers the alignment stage's downloads)
-from xlt import targets as T
+from xlt.dag import targets as T
 from xlt.errors import XltError
 
 
@@ -188,7 +188,7 @@ def test_tiny_preset_downloads_nothing():
 
 
 def test_fine_tunes_are_prioritised_by_expected_cost():
-    from xlt.targets import finetune_priority
+    from xlt.dag.targets import finetune_priority
 
     multi = finetune_priority({"epochs": 5}, "de+en+es+fr.crossmulti")
     assert multi == 20 > finetune_priority({"epochs": 4}, "en+ru.underspec") > finetune_priority({"epochs": 5}, "en.crossmulti")
@@ -243,8 +243,8 @@ def test_a_named_set_declares_its_languages_splits_and_sources():
 
 
 def test_one_language_code_stands_for_itself_as_an_evaluations_language_set():
-    from xlt.config import load_configs
-    from xlt.targets import langset_languages
+    from xlt.workflow.config import load_configs
+    from xlt.dag.targets import langset_languages
 
     cfg = load_configs(["presets/tiny.yaml"])
     assert langset_languages(cfg, "xtreme_xnli") == cfg["language_sets"]["xtreme_xnli"]

@@ -1,10 +1,10 @@
-"""FLOP accounting, GPU peaks and length profiles (xlt.throughput)."""
+"""FLOP accounting, GPU peaks and length profiles (xlt.dag.throughput)."""
 
 import pytest
 from transformers import BertConfig, BertModel
 
 from xlt.errors import XltError
-from xlt.throughput import LENGTHS, SHAPES, eval_flops, length_profile, mfu, peak_tflops, train_flops
+from xlt.dag.throughput import LENGTHS, SHAPES, eval_flops, length_profile, mfu, peak_tflops, train_flops
 
 
 def test_non_embedding_params_match_a_real_bert_of_that_shape():

@@ -1,4 +1,4 @@
-"""xmixup's paired sets (xlt.prepare `translated`): translate-train (XTREME's TSV, both sides in
+"""xmixup's paired sets (xlt.stages.prepare `translated`): translate-train (XTREME's TSV, both sides in
 one row) and translate-test (XNLI test joined by row with XNLI-MT's English translation)."""
 
 import json
@@ -7,12 +7,12 @@ import shutil
 import pytest
 
 from tests.test_config import base
-from xlt import targets as T
-from xlt.config import validate
+from xlt.dag import targets as T
+from xlt.workflow.config import validate
 from xlt.errors import XltError
-from xlt.evalsets import attach_source, self_source
+from xlt.stages.bilingual_sets import attach_source, self_source
 from xlt.formats.tsv import read_xtreme_translated, write_tsv
-from xlt.prepare import prepare_split, prepare_task
+from xlt.stages.prepare import prepare_split, prepare_task
 
 WORLD_XNLI = ["en", "ar", "de", "es", "fr", "hi", "ru", "vi", "zh"]
 WORLD_PAWSX = ["en", "de", "es", "fr", "zh"]
@@ -131,7 +131,7 @@ def test_translated_qa_sets_join_by_question_id_and_skip_misplaced_answers(tmp_p
 
 
 def test_the_join_by_question_id_counts_the_unmatched_and_refuses_none_in_common_naming_both_files_unless_self_paired():
-    from xlt.evalsets import attach_source_by_id
+    from xlt.stages.bilingual_sets import attach_source_by_id
 
     en = [{"id": f"english-{k}-0", "question": f"q{k}", "context": f"c{k}", "answers": {"text": ["a"], "answer_start": [0]}}
           for k in range(3)]

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from tests.conftest import REPO
-from xlt.config import load_configs
+from xlt.workflow.config import load_configs
 
 SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile")]
 
@@ -47,13 +47,13 @@ def tiny_run(tmp_path_factory, zygote):
 
 @pytest.mark.slow
 def test_the_progress_line_says_the_time_left(tiny_run):
-    from xlt.runsummary import jobs_run
+    from xlt.workflow.runsummary import jobs_run
 
     log = max((tiny_run / ".snakemake" / "log").glob("*.snakemake.log"), key=lambda p: p.stat().st_mtime).read_text()
     lines = [x for x in log.splitlines() if " steps (" in x]
     assert lines and all(x.endswith("left at this run's pace") for x in lines[:-1]), lines
     assert lines[-1].endswith("steps (100%) done")  # nothing left: no estimate
-    assert jobs_run(log)[0] == jobs_run(log)[1] > 1  # xlt.runsummary still reads the counts
+    assert jobs_run(log)[0] == jobs_run(log)[1] > 1  # xlt.workflow.runsummary still reads the counts
 
 
 @pytest.mark.slow
@@ -232,7 +232,7 @@ def job_counts(output: str) -> dict[str, int]:
 def test_full_scale_data_all_downloads_each_real_source_once(tmp_path):
     """`snakemake -n data_all` with config.yaml: one download job per real source."""
     from tests.test_config import base
-    from xlt import targets as T
+    from xlt.dag import targets as T
 
     run = subprocess.run([*SNAKEMAKE, "-n", "data_all", "--directory", str(tmp_path)], capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-3000:]
@@ -279,7 +279,7 @@ def test_invalid_config_names_key_and_allowed_values(tmp_path):
 def test_a_config_file_that_is_not_yaml_is_read_by_snakemake_before_the_snakefile(tmp_path):
     """Snakemake loads `--configfile` files when it builds its settings, before the Snakefile
     runs, so no check of ours can come first: its message names neither file nor line. This is
-    why `make tables` runs `python -m xlt.config` first (README, "When something is wrong"),
+    why `make tables` runs `python -m xlt.workflow.config` first (README, "When something is wrong"),
     which names both. If Snakemake ever names the file itself, this test says so."""
     bad = tmp_path / "bad.yaml"
     bad.write_text("world:\n  seed: [1,\n")
@@ -289,6 +289,6 @@ def test_a_config_file_that_is_not_yaml_is_read_by_snakemake_before_the_snakefil
     said = run.stdout + run.stderr
     assert "Config file is not valid JSON or YAML" in said and str(bad) not in said
     assert "error: invalid configuration" not in said  # the Snakefile never ran
-    check = subprocess.run([sys.executable, "-m", "xlt.config", str(bad)], capture_output=True, text=True, timeout=120)
+    check = subprocess.run([sys.executable, "-m", "xlt.workflow.config", str(bad)], capture_output=True, text=True, timeout=120)
     assert check.returncode == 1 and check.stderr.startswith(f"error: invalid configuration: {bad}:3: invalid YAML")
     assert "Traceback" not in check.stderr

@@ -66,7 +66,7 @@ def test_a_failed_job_ends_the_run_with_its_own_error_line(tmp_path):
 
 
 def test_failed_job_errors_reads_each_failed_jobs_log(tmp_path):
-    from xlt.cli import failed_job_errors
+    from xlt.process.cli import failed_job_errors
 
     (tmp_path / "a.log").write_text("loading\nerror: x.conllu:3: expected 10 tab-separated columns, got 7\n")
     (tmp_path / "b.log").write_text("a warning only\n")

@@ -12,7 +12,7 @@ import yaml
 from tests.browser import dump_dom, visible_text
 from tests.test_workflow import SHRINK, snakemake
 from xlt import papers as P
-from xlt import targets as T
+from xlt.dag import targets as T
 
 UNDERSPEC_SHRINK = {
     **SHRINK,

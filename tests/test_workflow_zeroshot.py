@@ -20,7 +20,7 @@ import yaml
 from tests.conftest import REPO
 from tests.test_workflow import SHRINK, SNAKEMAKE, job_counts
 from xlt import zeroshot as Z
-from xlt.config import deep_merge, load_configs
+from xlt.workflow.config import deep_merge, load_configs
 
 DOCS = REPO / "docs"
 # one epoch of underspec's profile (zero_shot's on the tiny preset) on the shrunk world

@@ -10,7 +10,7 @@ import pytest
 from tests.test_config import REPO, base
 from xlt import papers as P
 from xlt import zeroshot as Z
-from xlt.config import deep_merge, load_configs, validate
+from xlt.workflow.config import deep_merge, load_configs, validate
 from xlt.errors import XltError
 
 
@@ -106,7 +106,7 @@ def test_the_target_without_its_keys_says_how_to_ask(tiny_cfg):
 
 
 def test_zero_shot_languages_adds_a_language_set_to_a_tasks_data():
-    from xlt import targets as T
+    from xlt.dag import targets as T
 
     cfg = base()
     assert "ja" not in T.task_languages(cfg, "marc")
@@ -173,7 +173,7 @@ def test_an_evaluation_without_a_language_of_the_set_is_refused(tmp_path):
 def test_a_language_set_reference_has_the_one_name_pattern():
     import yaml
 
-    from xlt.config import NAME_PATTERN
+    from xlt.workflow.config import NAME_PATTERN
 
     schema = yaml.safe_load((REPO / "schemas" / "config.schema.yaml").read_text())
     assert schema["$defs"]["langset_name"]["pattern"] == NAME_PATTERN

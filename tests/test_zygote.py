@@ -1,4 +1,4 @@
-"""The fork server (xlt/zygote.py): a served job behaves as the same job in its own process —
+"""The fork server (xlt/process/zygote.py): a served job behaves as the same job in its own process —
 same outputs bit for bit, same streams, exit status, errors and signals — and the server is
 bypassed wherever it could differ."""
 
@@ -17,9 +17,9 @@ JOB = ROOT / "tests" / "zygote" / "job.py"
 
 
 def start_server(path: str) -> subprocess.Popen:
-    """`xlt.zygote serve path`, returned once it has written "ready"."""
+    """`xlt.process.zygote serve path`, returned once it has written "ready"."""
     r, w = os.pipe()
-    proc = subprocess.Popen([sys.executable, "-m", "xlt.zygote", "serve", path, "--ready-fd", str(w)],
+    proc = subprocess.Popen([sys.executable, "-m", "xlt.process.zygote", "serve", path, "--ready-fd", str(w)],
                             pass_fds=(w,), cwd=ROOT)
     os.close(w)
     with os.fdopen(r) as ready:
@@ -93,7 +93,7 @@ def test_changed_code_runs_own_process(tmp_path):
     repository's own files would turn away every other server of a parallel test run."""
     import shutil
 
-    from xlt.zygote import start_server
+    from xlt.process.zygote import start_server
 
     pkg = tmp_path / "pkg"
     shutil.copytree(ROOT / "xlt", pkg / "xlt", ignore=shutil.ignore_patterns("__pycache__"))
@@ -106,7 +106,7 @@ def test_changed_code_runs_own_process(tmp_path):
         copy = SimpleNamespace(path=path)
         served = job(["--out", "a.pt"], tmp_path, copy, {"PYTHONPATH": str(pkg)})
         assert served.returncode == 0 and served.stderr == "stderr line\n", served.stderr
-        src = pkg / "xlt" / "engine" / "loop.py"  # imported by the server (xlt.zygote.PRELOAD)
+        src = pkg / "xlt" / "engine" / "loop.py"  # imported by the server (xlt.process.zygote.PRELOAD)
         st = src.stat()
         os.utime(src, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
         r = job(["--out", "c.pt"], tmp_path, copy, {"PYTHONPATH": str(pkg)})
@@ -163,14 +163,14 @@ def test_a_killed_client_takes_its_job_along(server, tmp_path):
 
 
 def test_with_serves_the_command_and_stops(tmp_path):
-    """`python -m xlt.zygote with -- cmd`: the command's jobs are served, its status returned,
+    """`python -m xlt.process.zygote with -- cmd`: the command's jobs are served, its status returned,
     and no server is left behind."""
     import json
 
     env = {k: v for k, v in os.environ.items() if k != "XLT_ZYGOTE"}
     env["OMP_NUM_THREADS"] = "1"
     script = f"{sys.executable} {JOB} --out a.pt && {sys.executable} {JOB} --out b.pt --exit 5"
-    r = subprocess.run([sys.executable, "-m", "xlt.zygote", "with", "--", "bash", "-c", script], cwd=tmp_path,
+    r = subprocess.run([sys.executable, "-m", "xlt.process.zygote", "with", "--", "bash", "-c", script], cwd=tmp_path,
                        env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 5, r.stderr
     assert json.loads((tmp_path / "a.pt.json").read_text())["served"]
@@ -179,7 +179,7 @@ def test_with_serves_the_command_and_stops(tmp_path):
 
     path = re.search(r"serving jobs from (\S+) ", r.stderr).group(1)
     assert not os.path.exists(path)
-    left = subprocess.run(["pgrep", "-f", f"xlt.zygote serve {path}"], capture_output=True, text=True)
+    left = subprocess.run(["pgrep", "-f", f"xlt.process.zygote serve {path}"], capture_output=True, text=True)
     assert left.stdout == ""
 
 
@@ -195,12 +195,12 @@ def test_a_stopped_server_exits_at_once(tmp_path):
 
 
 def test_warm_writes_the_bytecode_whatever_the_environment_says(tmp_path):
-    """`make install` installs without pip's byte-compilation and runs `xlt.zygote warm`: the
+    """`make install` installs without pip's byte-compilation and runs `xlt.process.zygote warm`: the
     modules it imports get their .pyc files even under PYTHONDONTWRITEBYTECODE=1; a module
     that cannot be imported is a warning, not a failed install."""
     (tmp_path / "warm_probe.py").write_text("VALUE = 1\n")
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
-    r = subprocess.run([sys.executable, "-m", "xlt.zygote", "warm", "warm_probe", "no_such_module_xyz"], cwd=ROOT,
+    r = subprocess.run([sys.executable, "-m", "xlt.process.zygote", "warm", "warm_probe", "no_such_module_xyz"], cwd=ROOT,
                        env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr
     assert "no_such_module_xyz" in r.stderr

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Adapt an encoder by MLM on a task's training text in some languages; save it in HF format."""
 
-from xlt.cli import ArgumentParser, json_arg, run, set_threads
+from xlt.process.cli import ArgumentParser, json_arg, run, set_threads
 
 
 def main():
@@ -17,7 +17,7 @@ def main():
     ap.add_argument("--threads", type=int, default=None)
     a = ap.parse_args()
     set_threads(a.threads)
-    from xlt.adapt import adapt_mlm
+    from xlt.stages.adapt import adapt_mlm
 
     adapt_mlm(a.encoder, a.revision, a.data, a.task, a.langs, a.mlm, a.out, a.checkpoint_dir)
 

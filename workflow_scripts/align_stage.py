@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """The word-alignment stage (xlt.align), one subcommand per rule of rules/align.smk."""
 
-from xlt.cli import ArgumentParser, json_arg, run, set_threads
+from xlt.process.cli import ArgumentParser, json_arg, run, set_threads
 
 
 def main():

@@ -3,7 +3,7 @@
 
 from pathlib import Path
 
-from xlt.cli import ArgumentParser, json_arg, run, set_threads
+from xlt.process.cli import ArgumentParser, json_arg, run, set_threads
 from xlt.io import iter_lines
 
 HEARTBEAT_S = 30.0

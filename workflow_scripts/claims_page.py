@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Write results/claims.md and .csv: every paper's claims (results/claims/<paper>.csv) on one page."""
 
-from xlt.cli import ArgumentParser, run
+from xlt.process.cli import ArgumentParser, run
 
 
 def main():

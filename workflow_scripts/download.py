@@ -10,7 +10,7 @@
 `--config` is a YAML/JSON file; its `download:` block (or the whole mapping when it has
 none) is the fetch configuration (pins, require_pins, lock, mirrors, manual_dir, ...). The
 workflow passes that block inline instead, as `--download '<JSON>'`. The file's block, the
-inline one and the flags given here are merged in that order, as config files are (xlt.config:
+inline one and the flags given here are merged in that order, as config files are (xlt.workflow.config:
 nested mappings merge, other values replace). On failure: one line `error: ...` on stderr,
 exit status 1.
 """
@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import sys
 
-from xlt.cli import ArgumentParser, json_arg
-from xlt.config import config_sources, merged
+from xlt.process.cli import ArgumentParser, json_arg
+from xlt.workflow.config import config_sources, merged
 from xlt.errors import XltError
 
 

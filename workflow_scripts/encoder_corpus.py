@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Write the world's unlabelled multilingual text, one sentence a line, for tokenizer and MLM."""
 
-from xlt.cli import ArgumentParser, json_arg, run
+from xlt.process.cli import ArgumentParser, json_arg, run
 from xlt.io import write_text
 
 

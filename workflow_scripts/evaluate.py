@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Evaluate a fine-tuned model on one split of several languages; write metrics and predictions."""
 
-from xlt.cli import ArgumentParser, json_arg, run, set_threads
+from xlt.process.cli import ArgumentParser, json_arg, run, set_threads
 
 
 def main():
@@ -16,7 +16,7 @@ def main():
     ap.add_argument("--threads", type=int, default=None)
     a = ap.parse_args()
     set_threads(a.threads)
-    from xlt.finetune import evaluate_model
+    from xlt.stages.finetune import evaluate_model
 
     evaluate_model(a.model, a.data, a.split, a.langs, a.out, a.predictions, evaluation=a.evaluation)
 

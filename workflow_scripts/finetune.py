@@ -2,7 +2,7 @@
 """Fine-tune an encoder on one task (training languages from the recipe) and save the model;
 with several seeds (and as many --out and --checkpoint-dir), train them in one job (a pack)."""
 
-from xlt.cli import ArgumentParser, json_arg, run, set_threads
+from xlt.process.cli import ArgumentParser, json_arg, run, set_threads
 from xlt.errors import XltError
 
 
@@ -16,7 +16,7 @@ def main():
     ap.add_argument("--hparams", type=json_arg, required=True)
     ap.add_argument("--aux", type=json_arg, default=[],
                     help='auxiliary task streams: [{"task", "data", "weight", "batch_size"?}] (multi-task learning)')
-    ap.add_argument("--seed", type=int, nargs="+", required=True, help="several: a pack (xlt.finetune.finetune_pack)")
+    ap.add_argument("--seed", type=int, nargs="+", required=True, help="several: a pack (xlt.stages.finetune.finetune_pack)")
     ap.add_argument("--out", nargs="+", required=True, help="one model directory per seed")
     ap.add_argument("--checkpoint-dir", nargs="+", required=True, help="one per seed")
     ap.add_argument("--pack-checkpoint-dir", default=None, help="a pack's loop checkpoint (several seeds)")
@@ -32,12 +32,12 @@ def main():
     ap.add_argument("--kill-after-steps", type=int, default=None, help="testing aid: SIGKILL itself after N steps")
     a = ap.parse_args()
     set_threads(a.threads)
-    from xlt.finetune import finetune
+    from xlt.stages.finetune import finetune
     from xlt.papers.recipes import load_recipes
 
     load_recipes()  # the papers' fine-tune extensions (X-Mixup, continual learning), before training
     if len(a.seed) > 1:
-        from xlt.finetune import finetune_pack
+        from xlt.stages.finetune import finetune_pack
 
         if a.aux or a.pack_checkpoint_dir is None:
             raise XltError("a pack (several --seed) needs --pack-checkpoint-dir and takes no --aux")

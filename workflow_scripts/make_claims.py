@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Decide one paper's claims on its table and figure CSVs: <prefix>.csv and .md (xlt.claims)."""
 
-from xlt.cli import ArgumentParser, run
+from xlt.process.cli import ArgumentParser, run
 
 
 def main():

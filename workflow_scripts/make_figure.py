@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Draw one paper figure: <out-dir>/<figure>.png, .pdf and .csv (the numbers plotted)."""
 
-from xlt.cli import ArgumentParser, json_arg, run
+from xlt.process.cli import ArgumentParser, json_arg, run
 
 
 def main():

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Render one paper table: the published value, ours (mean ± std over seeds), the difference."""
 
-from xlt.cli import ArgumentParser, json_arg, run
+from xlt.process.cli import ArgumentParser, json_arg, run
 
 
 def main():

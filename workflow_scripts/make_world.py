@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Generate the synthetic world's datasets, in their real sources' formats, under a raw root."""
 
-from xlt.cli import ArgumentParser, json_arg, run
+from xlt.process.cli import ArgumentParser, json_arg, run
 from xlt.io import write_json
 
 

@@ -9,11 +9,11 @@ function's signature (xlt.papers.job_cli):
 
 import sys
 
-from xlt.cli import run
+from xlt.process.cli import run
 
 
 def main():
-    # imported here, not above: under the fork server (xlt.cli.run) the job runs there, with the
+    # imported here, not above: under the fork server (xlt.process.cli.run) the job runs there, with the
     # registry and torch already imported
     from xlt.papers.job_cli import run_paper_job
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""`make plan`: the plan of a run (xlt.plan) from Snakemake's DAG, built in this process through
+"""`make plan`: the plan of a run (xlt.workflow.plan) from Snakemake's DAG, built in this process through
 its API (no job printed: a few seconds for config.yaml's ~3,300 jobs), nothing run.
 
     plan.py [--target all_tables] [--configfile config.yaml …] [--directory .]
@@ -11,7 +11,7 @@ import os
 import sys
 from pathlib import Path
 
-from xlt.cli import ArgumentParser, run
+from xlt.process.cli import ArgumentParser, run
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -49,13 +49,13 @@ def main():
     ap.add_argument("--configfile", nargs="*", default=[str(REPO / "config.yaml")])
     ap.add_argument("--directory", default=".", help="the run's working directory (what is done there is not planned)")
     a = ap.parse_args()
-    from xlt.help import check_targets
+    from xlt.workflow.help import check_targets
 
     if line := check_targets([a.target]):
         print(line, file=sys.stderr)
         sys.exit(1)
-    from xlt.config import load_configs
-    from xlt.plan import plan_lines
+    from xlt.workflow.config import load_configs
+    from xlt.workflow.plan import plan_lines
 
     load_configs(a.configfile)  # a config file's own error (file and line) before Snakemake reads it
     cfg, jobs = dag_jobs(a.configfile, a.target, Path(a.directory))

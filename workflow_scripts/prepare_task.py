@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Read one task's raw files (real formats) into the normalised form, every language and split."""
 
-from xlt.cli import ArgumentParser, json_arg, run
+from xlt.process.cli import ArgumentParser, json_arg, run
 
 
 def main():
@@ -12,7 +12,7 @@ def main():
     ap.add_argument("--data", type=json_arg, required=True, help="the config's data block (JSON)")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
-    from xlt.prepare import prepare_task
+    from xlt.stages.prepare import prepare_task
 
     prepare_task(a.task, a.langs, a.raw_root, a.data, a.out)
 

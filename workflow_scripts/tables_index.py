@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Write results/tables/index.md: every table and figure beside its paper's caption."""
 
-from xlt.cli import ArgumentParser, run
+from xlt.process.cli import ArgumentParser, run
 
 
 def main():
@@ -9,7 +9,7 @@ def main():
     ap.add_argument("--items", nargs="+", required=True, help="the table and figure files to list")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
-    from xlt.report import write_index
+    from xlt.workflow.report import write_index
 
     write_index(a.items, a.out)
 

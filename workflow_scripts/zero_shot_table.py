@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Render the zero_shot table: per language of a set, mean ± std over seeds of every metric."""
 
-from xlt.cli import ArgumentParser, json_arg, run
+from xlt.process.cli import ArgumentParser, json_arg, run
 
 
 def main():

@@ -5,6 +5,6 @@ The package knows nothing of Snakemake: the workflow's scripts call into it.
 
 __version__ = "0.1.0"
 
-from xlt import cpu_isa as _cpu_isa
+from xlt.process import cpu_isa as _cpu_isa
 
 _cpu_isa.guard()  # before any bf16 work: a CPU whose AMX traps would kill the process (SIGILL)

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from xlt.engine.config import ORACLE_FILE
+from xlt.engine.train_config import ORACLE_FILE
 from xlt.errors import XltError
 from xlt.io import read_json, write_text
 from xlt.stats import mean_std, significance_mark
-from xlt.targets import Recipe
+from xlt.dag.targets import Recipe
 
 PM_TEX = "$\\pm$"
 TASK_LABELS = {"pos": "POS", "ner": "NER", "pawsx": "PI", "marc": "SA", "xnli": "XNLI", "qa": "QA", "parsing": "DEP"}

@@ -10,7 +10,7 @@ language and metric, and the averages over languages):
     results/tables/zero_shot/{encoder}.{task}.{langset}.{csv,md,tex}
 
 Its models and evaluations are the shared rules' (finetune, evaluate) at the paths of
-xlt.targets, `results/models/{encoder}/pretrained/{task}/<source>.<hparams>/seed{seed}/`:
+xlt.dag.targets, `results/models/{encoder}/pretrained/{task}/<source>.<hparams>/seed{seed}/`:
 where a paper trains the same recipe (tiny preset: underspec's θ_src, adjust's originals,
 dlfa's baseline on PAWS-X), the model is trained once and both read it.
 
@@ -33,7 +33,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from xlt import targets as T
+from xlt.dag import targets as T
 from xlt.errors import XltError, check_config_ref, unknown
 from xlt.io import read_json
 from xlt.registry import TASKS, get_task

@@ -11,13 +11,13 @@ import pandas as pd
 
 import pytest
 
-from xlt.config import load_configs
+from xlt.workflow.config import load_configs
 from xlt.errors import XltError
 from xlt.papers.adjust import plan as A
 from xlt.papers.adjust.checks import check
 from xlt.papers.adjust.tables import table2
 from xlt.papers import get_table, table_inputs
-from xlt.targets import WILDCARDS, Adjusted, Init, adjust_config, adjust_inputs, aux_inputs, aux_streams
+from xlt.dag.targets import WILDCARDS, Adjusted, Init, adjust_config, adjust_inputs, aux_inputs, aux_streams
 
 
 @pytest.fixture(scope="module")

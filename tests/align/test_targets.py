@@ -6,9 +6,9 @@ import pytest
 
 from tests.test_config import base, shipped_configs
 from xlt import papers as P
-from xlt import targets as T
+from xlt.dag import targets as T
 from xlt.align import targets as A
-from xlt.config import validate
+from xlt.workflow.config import validate
 from xlt.errors import XltError
 
 

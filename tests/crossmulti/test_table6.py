@@ -9,7 +9,7 @@ import torch
 from safetensors.torch import load_file
 
 from xlt.errors import XltError
-from xlt.targets import Recipe, aux_streams
+from xlt.dag.targets import Recipe, aux_streams
 
 CFG = {"results": "results", "aux_sets": {"fa": {"weight": 0.5, "tasks": {"ner": ["pos.es_ancora", "pawsx"]}}}}
 
@@ -20,7 +20,7 @@ def test_recipe_names_an_aux_set():
     assert Recipe.parse("de+en.crossmulti").aux is None
     import re
 
-    from xlt.targets import WILDCARDS
+    from xlt.dag.targets import WILDCARDS
 
     assert re.fullmatch(WILDCARDS["recipe"], "en.crossmulti.crossmulti_fa") and re.fullmatch(WILDCARDS["recipe"], "en.crossmulti")
     with pytest.raises(XltError, match="expected"):
@@ -39,8 +39,8 @@ def _weights(model_dir):
 
 
 def test_fa_with_zero_weight_is_plain_finetuning(tiny_encoder, toy_data, tmp_path):
-    """Through xlt.finetune (what the finetune rule runs): a zero-weight auxiliary stream."""
-    from xlt.finetune import finetune
+    """Through xlt.stages.finetune (what the finetune rule runs): a zero-weight auxiliary stream."""
+    from xlt.stages.finetune import finetune
 
     hp = {"lr": 1e-3, "epochs": 2, "batch_size": 8, "max_length": 32, "stride": 8, "progress": False}
     args = ("pos", str(tiny_encoder), None, str(toy_data / "pos"), ["en"], hp, 3)

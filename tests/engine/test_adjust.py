@@ -268,7 +268,7 @@ def test_adjustment_without_the_alignment_term_leaves_the_encoder_unchanged(tiny
 
 CONTINUAL = """
 import json, sys
-from xlt.engine.config import TrainConfig
+from xlt.engine.train_config import TrainConfig
 from xlt.engine.recipes.finetune import train
 import xlt.papers.adjust.recipe  # registers continual learning's fine-tune extension (aligned_pairs)
 a = json.loads(sys.argv[1])

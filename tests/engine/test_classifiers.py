@@ -5,9 +5,9 @@ pooler + a linear layer), or our fresh dense head; each rebuilt from its saved s
 import pytest
 import torch
 
-from xlt.config import config_sources, merged
+from xlt.workflow.config import config_sources, merged
 from xlt.engine import heads
-from xlt.engine.config import TrainConfig
+from xlt.engine.train_config import TrainConfig
 from xlt.engine.model import load_encoder, load_model
 from xlt.errors import XltError
 

@@ -1,4 +1,4 @@
-"""xlt.cpu_isa: a CPU that advertises AMX but traps on its tiles must not kill bf16 training."""
+"""xlt.process.cpu_isa: a CPU that advertises AMX but traps on its tiles must not kill bf16 training."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from xlt import cpu_isa
+from xlt.process import cpu_isa
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from xlt.engine.config import TrainConfig
+from xlt.engine.train_config import TrainConfig
 from xlt.engine.evalset import EvalSet, load_records, max_positions
 from xlt.engine.extras import DLFA, build_extra
 from xlt.engine.model import load_model

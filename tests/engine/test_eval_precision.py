@@ -10,12 +10,12 @@ import pytest
 import torch
 
 from tests.conftest import _sentence, _upos
-from xlt.engine.config import TrainConfig
+from xlt.engine.train_config import TrainConfig
 from xlt.engine.evalset import EvalSet, max_positions
 from xlt.engine.evaluation import CUDA_BATCH_TOKENS, EvalMode, eval_mode
 from xlt.engine.model import load_model
 from xlt.errors import XltError
-from xlt.finetune import finetune
+from xlt.stages.finetune import finetune
 from xlt.registry import get_task
 
 HP = {"lr": 1e-3, "epochs": 2, "batch_size": 8, "warmup_ratio": 0.1, "max_length": 32, "stride": 8, "progress": False}

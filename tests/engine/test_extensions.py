@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from xlt.engine.config import TrainConfig
+from xlt.engine.train_config import TrainConfig
 from xlt.engine.objectives import task_term
 from xlt.engine.recipes import extensions as X
 from xlt.engine.streams import Stream

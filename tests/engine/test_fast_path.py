@@ -8,14 +8,14 @@ import torch.nn.functional as F
 from tests.conftest import encode_with
 from xlt.engine import fastpath
 from xlt.engine.batching import collate
-from xlt.engine.config import TrainConfig
+from xlt.engine.train_config import TrainConfig
 from xlt.engine.kinds import KINDS
 from xlt.engine.model import load_encoder
 from xlt.engine.recipes.finetune import build_task_model
 from xlt.engine.recipes.mlm import MLMModel, masking
 from xlt.engine.evalset import load_records
 from xlt.registry import TASKS
-from xlt.targets import engine_options, hparams
+from xlt.dag.targets import engine_options, hparams
 
 TASK_OF_KIND = {"tagging": "pos", "classification": "marc", "span_qa": "qa", "biaffine": "parsing"}
 

@@ -10,7 +10,7 @@ import torch
 from safetensors.torch import load_file
 
 from tests.conftest import REPO
-from xlt.engine.config import TrainConfig
+from xlt.engine.train_config import TrainConfig
 from xlt.engine.runtime import Checkpointer, warmup_factor
 
 HP = {"lr": 1e-3, "epochs": 2, "batch_size": 8, "warmup_ratio": 0.1, "max_length": 32, "stride": 8,
@@ -19,7 +19,7 @@ HP = {"lr": 1e-3, "epochs": 2, "batch_size": 8, "warmup_ratio": 0.1, "max_length
 # Runs the recipe in a child process, so that kill_after_steps can SIGKILL it for real.
 TWO_STREAMS = """
 import json, sys
-from xlt.engine.config import TrainConfig
+from xlt.engine.train_config import TrainConfig
 from xlt.engine.recipes.finetune import train
 a = json.loads(sys.argv[1])
 cfg = TrainConfig.from_dict({**a["hp"], "task": "pos", "encoder": a["encoder"], "seed": 3})

@@ -6,7 +6,7 @@ import json
 import pytest
 import torch
 
-from xlt.engine.config import TrainConfig
+from xlt.engine.train_config import TrainConfig
 from xlt.engine.evalset import EvalSet, load_records, max_positions
 from xlt.engine.model import load_model
 from xlt.errors import XltError

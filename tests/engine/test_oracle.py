@@ -37,10 +37,10 @@ def test_oracle_keeps_each_languages_best_dev_epoch_and_scores_test_only_then():
 
 
 def test_oracle_leaves_the_model_as_it_was(tiny_encoder, toy_data, tmp_path):
-    """Through xlt.finetune: the same weights and training config with and without the oracle;
+    """Through xlt.stages.finetune: the same weights and training config with and without the oracle;
     oracle.json holds per language the test score of its own best-dev epoch, and for the
     training language, whose dev the model's own selection reads, the selected epoch."""
-    from xlt.finetune import finetune
+    from xlt.stages.finetune import finetune
 
     hp = {"lr": 1e-3, "epochs": 2, "batch_size": 8, "max_length": 32, "stride": 8, "progress": False}
     args = ("pos", str(tiny_encoder), None, str(toy_data / "pos"), ["en"], hp, 3)

@@ -1,4 +1,4 @@
-"""A pack of fine-tunes through the job's own entry points (xlt.finetune.finetune_pack,
+"""A pack of fine-tunes through the job's own entry points (xlt.stages.finetune.finetune_pack,
 workflow_scripts/finetune.py with several seeds): K = 3 seeds in one job, each model equal to
 its own single job within fp32 rounding and with identical dev predictions; a pack killed with
 SIGKILL resumes all three and ends bit-identical to one that ran through."""
@@ -13,7 +13,7 @@ import torch
 from safetensors.torch import load_file
 
 from tests.conftest import REPO
-from xlt.finetune import evaluate_model, finetune, finetune_pack
+from xlt.stages.finetune import evaluate_model, finetune, finetune_pack
 
 SEEDS = [1, 2, 3]
 # fp32 forced: "auto" is bf16 on a CPU with AMX. A batched product sums in another order than

@@ -7,10 +7,10 @@ import torch
 
 from tests.conftest import encode_with as encode
 from xlt.engine.biaffine import BiaffineParser
-from xlt.engine.config import TrainConfig
+from xlt.engine.train_config import TrainConfig
 from xlt.engine.model import load_model
 from xlt.engine.evalset import evaluate_records
-from xlt.finetune import evaluate_model, finetune
+from xlt.stages.finetune import evaluate_model, finetune
 from xlt.io import read_jsonl
 from xlt.registry import UD_DEPRELS, get_task
 

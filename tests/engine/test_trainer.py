@@ -7,11 +7,11 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from xlt.engine.config import TrainConfig
+from xlt.engine.train_config import TrainConfig
 from xlt.engine.recipes.finetune import train
 from xlt.engine.runtime import Preempted
 from xlt.errors import XltError
-from xlt.finetune import evaluate_model, finetune
+from xlt.stages.finetune import evaluate_model, finetune
 from tests.conftest import REPO
 
 HP = {"lr": 1e-3, "epochs": 2, "batch_size": 8, "warmup_ratio": 0.1, "max_length": 32, "stride": 8, "checkpoint_every": 3, "progress": False}

@@ -16,7 +16,7 @@ import torch
 from transformers import BertConfig, BertModel
 
 from tests.conftest import REPO, WORDS, _sentence
-from xlt.engine.config import TrainConfig
+from xlt.engine.train_config import TrainConfig
 from xlt.engine.evalset import EvalSet, load_records, max_positions
 from xlt.engine.extras import XMixup, build_extra
 from xlt.engine.hooks import LayerView
@@ -249,7 +249,7 @@ def paired_data(tmp_path_factory):
 TRAIN = """
 import json, sys, torch
 torch.set_num_threads(1)
-from xlt.engine.config import TrainConfig
+from xlt.engine.train_config import TrainConfig
 from xlt.engine.recipes.finetune import train
 import xlt.papers.xmixup.recipe  # registers the xmixup extra's fine-tune extension
 a = json.loads(sys.argv[1])

@@ -10,7 +10,7 @@ import torch
 
 from tests.conftest import WORDS, _sentence, _upos
 from tests.engine.test_xmixup import HP, MIX, PARTNER
-from xlt.engine.config import TrainConfig
+from xlt.engine.train_config import TrainConfig
 from xlt.engine.evalset import EvalSet, load_records, max_positions
 from xlt.engine.model import load_encoder, load_model, save_model
 from xlt.engine.objectives import Objective

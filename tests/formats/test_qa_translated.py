@@ -7,7 +7,7 @@ import pytest
 from xlt.errors import DataFormatError, XltError
 from xlt.formats import read_squad, read_squad_parquet, read_tydiqa, read_xtreme_translated
 from xlt.formats.hub_parquet import write_squad_parquet
-from xlt.prepare import prepare_task
+from xlt.stages.prepare import prepare_task
 
 
 def _row(qid, ctx="Moskva est la capitale.", text="Moskva", start=0, q="Quelle?"):

@@ -2,7 +2,7 @@
 
 With XLT_SLURM_GPU_SHARDS set (the shards per GPU of the cluster's gres.conf), a job kind
 with `jobs_per_gpu: N` in config.yaml's compute.jobs asks for `--gres=shard:<shards / N>`
-(xlt.resources) instead of `--gpus=1`. The test cluster has 2 fake GPUs of 4 shards each;
+(xlt.dag.resources) instead of `--gpus=1`. The test cluster has 2 fake GPUs of 4 shards each;
 four evaluate jobs at config.yaml's share (4 to a GPU for a base encoder) run at the same
 time, which two whole GPUs could not do, and Slurm points each at its GPU.
 """
@@ -23,7 +23,7 @@ pytestmark = pytest.mark.slurm
 N_JOBS = 4
 
 SNAKEFILE = """
-from xlt import resources as R
+from xlt.dag import resources as R
 
 CFG = @CFG@
 

@@ -1,6 +1,6 @@
 """Several GPUs per job and preemption, through the SLURM plugin against the real test SLURM.
 
-A DDP job asks for `gpu=N` (xlt.resources) and runs one `torchrun --nproc-per-node N`. The
+A DDP job asks for `gpu=N` (xlt.dag.resources) and runs one `torchrun --nproc-per-node N`. The
 plugin (2.8.0) adds `--ntasks-per-gpu` only for a `tasks`/`tasks_per_gpu` resource, and
 its job step runs the shell command once (`srun -n1`), so N processes start, not N×N:
 shown here with the sbatch call and the processes that actually ran (one gloo group).
@@ -49,7 +49,7 @@ dist.destroy_process_group()
 """
 
 DDP_SNAKEFILE = """
-from xlt import resources as R
+from xlt.dag import resources as R
 
 CFG = {"encoders": {}, "compute": {"gpus_per_job": 2, "ddp": True,
        "jobs": {"finetune": {"threads": 1, "mem_mb": 300, "runtime": 5}}}}

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.slurm
 def _pos_dataset() -> str:
     """crossmulti's POS data folder: the task plus its UD treebank set (e.g. pos.es_ancora)."""
     from tests.test_config import base
-    from xlt import targets as T
+    from xlt.dag import targets as T
 
     return T.dataset_name(base(), "crossmulti", "pos")
 
@@ -83,7 +83,7 @@ def test_tiny_target_runs_through_the_slurm_profile(slurm_cluster, tmp_path):
     proc, log = start(slurm_cluster, workdir, ci_profile(tmp_path), "crossmulti_table2")
     out = finish(proc, log, slurm_cluster)
     assert (workdir / "results/tables/crossmulti/table2.md").exists()
-    # The run starts with its plan (xlt.plan, from the profile's onstart), before any submission.
+    # The run starts with its plan (xlt.workflow.plan, from the profile's onstart), before any submission.
     plan = out.index("Plan of `crossmulti_table2` on ")
     assert plan < out.index("sbatch call:") and "jobs to run" in out[plan:plan + 200]
     assert "  finetune " in out[plan:] and "Next:" not in out[plan:out.index("sbatch call:")]

@@ -133,7 +133,7 @@ def test_catalog_errors_name_the_entry(body, message):
 
 
 def test_every_raw_path_has_exactly_one_provider():
-    """`providers` (which xlt.targets uses to plan downloads) maps each file an entry places
+    """`providers` (which xlt.dag.targets uses to plan downloads) maps each file an entry places
     back to that entry alone, with the language to fetch when the entry selects languages."""
     from xlt.sources.catalog import providers
 

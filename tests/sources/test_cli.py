@@ -52,7 +52,7 @@ def test_cli_fetches_with_config_file(server, tmp_path):
 
 
 def test_cli_merges_the_file_the_inline_block_and_the_flags_as_config_files(server, tmp_path):
-    """--config's block, then --download, then the flags, nested mappings merged (xlt.config):
+    """--config's block, then --download, then the flags, nested mappings merged (xlt.workflow.config):
     each language's pin comes from another layer and --require-pins refuses any file without one."""
     gz = {lang: make_wikimatrix_gz(lang) for lang in ("es", "ru")}
     for lang, data in gz.items():

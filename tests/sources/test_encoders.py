@@ -16,7 +16,7 @@ from xlt.errors import XltError
 from xlt.sources.encoders import SNAPSHOT_META, fetch_encoder
 from xlt.sources.fetch import ChecksumError, UnpinnedError
 from xlt.sources.lock import LockConflictError
-from xlt.network import OFFLINE_VARIABLES
+from xlt.process.network import OFFLINE_VARIABLES
 from xlt.sources.pins import main as pins_main
 
 REPO_ID = "org/tiny-bert"

@@ -10,7 +10,7 @@ import torch
 
 from tests.test_config import base
 from xlt.errors import XltError
-from xlt.finetune import evaluate_model, finetune
+from xlt.stages.finetune import evaluate_model, finetune
 from xlt.papers.underspec.grid import COLUMNS, GridJob, GridSpec, grid_points, run_grid_job
 from xlt.papers.underspec.interpolate import alpha_grid_1d
 from xlt.papers.underspec.aggregate import normalise_by_bilingual

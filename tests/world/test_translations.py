@@ -1,12 +1,12 @@
 """Translations, MultiNLI / XNLI-MT, MLQA and TyDiQA files of the world, read back by the
-real readers (xlt.formats through xlt.prepare) and checked against what they must hold."""
+real readers (xlt.formats through xlt.stages.prepare) and checked against what they must hold."""
 
 import random
 
 import pytest
 
 from xlt.formats import read_squad, read_squad_parquet, read_tydiqa, read_xnli_mt, read_xtreme_translated
-from xlt.prepare import prepare_split
+from xlt.stages.prepare import prepare_split
 from xlt.world.translations import gold_path, machine
 
 TT = "xtreme_translations/{task}/translate-train/en-{lang}-translated.tsv"
@@ -131,7 +131,7 @@ def test_tagging_translate_train_keeps_the_english_meaning(tiny_world):
 def test_noise_free_machine_translations_equal_the_gold_ones(tmp_path):
     from xlt.errors import XltError
     from xlt.world import World
-    from xlt.world.config import default_config
+    from xlt.world.schema import default_config
 
     sizes = {"train": 30, "dev": 8, "test": 8}
     exact = World(default_config(seed=3, sizes=sizes, tasks=["xnli"], translations={"drop": 0, "swap": 0}))

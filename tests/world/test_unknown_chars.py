@@ -9,10 +9,10 @@ import unicodedata
 import pytest
 
 from xlt.errors import XltError
-from xlt.prepare import prepare_split
+from xlt.stages.prepare import prepare_split
 from xlt.registry import get_task
 from xlt.world import World, pretraining_text
-from xlt.world.config import SCRIPTS, default_config, resolve
+from xlt.world.schema import SCRIPTS, default_config, resolve
 from xlt.world.datasets import UNKNOWN_LETTERS
 
 SIZES = {"train": 4, "dev": 4, "test": 16, "bitext": {"train": 4}, "qa": {"train": 4}}

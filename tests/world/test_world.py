@@ -10,10 +10,10 @@ import pytest
 from xlt.errors import XltError
 from xlt.formats import read_conllu, read_pharaoh, read_wikimatrix, tokenize
 from xlt.io import sha256_file
-from xlt.prepare import prepare_split
+from xlt.stages.prepare import prepare_split
 from xlt.registry import UD_DEPRELS, UPOS, get_task
 from xlt.world import World, generate, pretraining_text
-from xlt.world.config import default_config
+from xlt.world.schema import default_config
 
 SMALL = {"train": 40, "dev": 12, "test": 12, "bitext": {"train": 40}}
 
@@ -329,7 +329,7 @@ def test_determinism_does_not_depend_on_hash_seed(tmp_path):
     import sys
 
     code = (
-        "import json, sys; from xlt.world import generate; from xlt.world.config import default_config; "
+        "import json, sys; from xlt.world import generate; from xlt.world.schema import default_config; "
         "m = generate(default_config(seed=9, sizes={'train': 10, 'dev': 5, 'test': 5}), sys.argv[1]); "
         "print(json.dumps({k: v['sha256'] for k, v in m['files'].items()}))"
     )

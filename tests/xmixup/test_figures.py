@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from xlt.config import load_configs, validate
+from xlt.workflow.config import load_configs, validate
 from xlt.errors import XltError
 from xlt.papers import draw_figure, figure_inputs, figure_names, figure_spec
 from xlt.papers.xmixup import PAPER

@@ -11,13 +11,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from xlt.config import load_configs
+from xlt.workflow.config import load_configs
 from xlt.errors import XltError
 from xlt.papers import get_table, hparams, table_inputs
 from xlt.papers.xmixup import plan as X
 from xlt.papers.xmixup import tables as T
 from xlt.papers.xmixup.checks import check
-from xlt.targets import WILDCARDS, Recipe
+from xlt.dag.targets import WILDCARDS, Recipe
 
 
 @pytest.fixture(scope="module")
@@ -153,7 +153,7 @@ def _langset_of(path: str) -> str:
 
 
 def test_mlqa_and_tydiqa_are_scored_on_the_languages_both_the_set_and_the_model_cover(tmp_path):
-    from xlt.targets import langset_languages, task_languages
+    from xlt.dag.targets import langset_languages, task_languages
 
     cfg = _qa_cfg(tmp_path)
     ours = set(cfg["language_sets"]["xtreme_xquad"])  # what the qa models are trained for

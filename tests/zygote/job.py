@@ -5,7 +5,7 @@ weights and what the process saw (argv, cwd, env, threads), and optionally fails
 import os
 import sys
 
-from xlt.cli import ArgumentParser, run
+from xlt.process.cli import ArgumentParser, run
 
 
 def main():

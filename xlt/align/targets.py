@@ -15,7 +15,7 @@ The distances are the original-model rows of adjust's Figures 1-2 (its plugin dr
 
 from __future__ import annotations
 
-from xlt import targets as T
+from xlt.dag import targets as T
 from xlt.align.backends import BACKENDS, get_backend
 from xlt.errors import XltError
 
@@ -56,7 +56,7 @@ def bitext_sources(cfg: dict) -> dict[str, list[str]]:
     languages: what the stage downloads (`prefetch` fetches them too); none with the world."""
     if cfg.get("world") or not cfg.get("align"):
         return {}
-    from xlt.prepare import raw_patterns
+    from xlt.stages.prepare import raw_patterns
     from xlt.sources.catalog import providers
 
     out: dict[str, list[str]] = {}
@@ -79,7 +79,7 @@ def bitext_inputs(cfg: dict) -> list[str]:
 
 
 def bitext_file(cfg: dict, xx: str) -> str:
-    from xlt.prepare import raw_patterns
+    from xlt.stages.prepare import raw_patterns
 
     return f"{cfg['raw_root']}/{raw_patterns('bitext', xx, 'train')[0]}"
 
@@ -169,7 +169,7 @@ def check(cfg: dict) -> None:
         if xx not in allowed:
             raise XltError(f"config key align.samples.sweep.pairs: {xx!r} is not an aligned pair; allowed: {', '.join(allowed)}")
     if cfg.get("world"):
-        from xlt.world.config import resolve
+        from xlt.world.schema import resolve
 
         world = resolve(cfg["world"])
         have = [lang for lang in world["languages"] if lang != "en"] if "bitext" in world["tasks"] else []

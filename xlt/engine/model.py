@@ -24,7 +24,7 @@ from xlt.engine.kinds import Kind, resolve
 from xlt.errors import XltError
 from xlt.io import atomic_dir, read_json, verify_weights, weights_digest, write_json
 from xlt.registry import Task
-from xlt.network import HUB_OFFLINE_VARIABLES, hub_offline, offline_variables, offline_words
+from xlt.process.network import HUB_OFFLINE_VARIABLES, hub_offline, offline_variables, offline_words
 
 MODEL_META = "xlt_model.json"
 SOURCE = "source"  # a record's / a batch's source side (X-Mixup: the English original or translation)

@@ -135,12 +135,12 @@ PRECISIONS = ("auto", "bf16", "fp32")
 
 def native_bf16(device: torch.device) -> bool:
     """Whether `device` multiplies bf16 matrices faster than fp32: CUDA with bf16 support, or a
-    CPU whose AMX tiles oneDNN may use (`xlt.cpu_isa`). AVX512-BF16 alone is not enough: with
+    CPU whose AMX tiles oneDNN may use (`xlt.process.cpu_isa`). AVX512-BF16 alone is not enough: with
     AMX capped off, a tiny-model training step took 1.4x the fp32 time in bf16."""
     if device.type == "cuda":
         return torch.cuda.is_bf16_supported()
     if device.type == "cpu":
-        from xlt.cpu_isa import amx_allowed
+        from xlt.process.cpu_isa import amx_allowed
 
         return bool(torch.cpu._is_amx_tile_supported()) and amx_allowed()
     return False

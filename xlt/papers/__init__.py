@@ -21,17 +21,17 @@ from importlib import resources
 
 import yaml
 
-from xlt import targets as T
+from xlt.dag import targets as T
 from xlt.align.targets import align_tables, bitext_sources
 from xlt.errors import XltError, unknown
 from xlt.papers import adjust, crossmulti, dlfa, underspec, xmixup
 from xlt.papers.base import Figure, Paper, Table
 from xlt.papers.published import list_published, load_published, paper_title, table_info
 from xlt.tables import check_accounted, write_table
-from xlt.targets import figure_files, table_files
+from xlt.dag.targets import figure_files, table_files
 
 PAPERS: dict[str, Paper] = {p.slug: p for p in (crossmulti.PAPER, dlfa.PAPER, adjust.PAPER, underspec.PAPER, xmixup.PAPER)}
-INDEX = "index.md"  # results/tables/index.md: every table beside its caption (xlt.report)
+INDEX = "index.md"  # results/tables/index.md: every table beside its caption (xlt.workflow.report)
 
 __all__ = ["PAPERS", "Figure", "Paper", "Table", "get_paper", "get_table", "get_figure", "all_tables"]
 
@@ -62,7 +62,7 @@ def extra_of_tag(tag: str) -> dict:
 
 
 def hparams(cfg: dict, recipe: str, dataset: str | None = None) -> dict:
-    """`xlt.targets.hparams`, an extra tag in the recipe read by the paper whose grammar it is."""
+    """`xlt.dag.targets.hparams`, an extra tag in the recipe read by the paper whose grammar it is."""
     return T.hparams(cfg, recipe, dataset, extra_of_tag=extra_of_tag)
 
 
@@ -365,7 +365,7 @@ def claims_page(inputs: list[str], out_md: str, out_csv: str) -> None:
 
 
 def wildcard_constraints() -> dict[str, str]:
-    """Every wildcard's regex: the path grammar's (xlt.targets.WILDCARDS) and the papers' own."""
+    """Every wildcard's regex: the path grammar's (xlt.dag.targets.WILDCARDS) and the papers' own."""
     out = dict(T.WILDCARDS)
     for slug, paper in PAPERS.items():
         for name, regex in paper.wildcards.items():

@@ -7,7 +7,7 @@ registry (`xlt.papers.PAPERS`) is built from those packages; the target lists, t
 table rule, the report, the config check and the bill are derived from it, so adding a table
 touches the plugin, its published CSV and index entry, and a test (docs/adding-a-paper.md).
 
-A table or figure is a file family under the path grammar of `xlt.targets`:
+A table or figure is a file family under the path grammar of `xlt.dag.targets`:
 `results/tables/<paper>/<table>.{csv,md,tex}`, `results/figures/<paper>/<figure>.{png,pdf,csv}`.
 """
 
@@ -73,11 +73,11 @@ class DataSize:
 @dataclass(frozen=True)
 class BillRule:
     """A rule that runs an encoder for the paper (its own, or a shared one only it asks for),
-    priced by xlt.bill from its output path."""
+    priced by xlt.workflow.bill from its output path."""
 
     rule: str
     output: re.Pattern  # its priced output, relative to the results folder; the groups are wildcards
-    # (config, wildcards, xlt.bill.Examples) -> the job's work (xlt.work.Work: tokens per workload)
+    # (config, wildcards, xlt.workflow.bill.Examples) -> the job's work (xlt.dag.work.Work: tokens per workload)
     price: Callable[[dict, dict, object], list]
     # (config, wildcards) -> the encoder of a job whose path names none; None: the `encoder` wildcard
     encoder: Callable[[dict, dict], str] | None = None
@@ -88,7 +88,7 @@ class BillRule:
 
 @dataclass(frozen=True)
 class PaperBill:
-    """What the full-scale bill (xlt.bill) needs of a paper beyond its recipes' fine-tunes and
+    """What the full-scale bill (xlt.workflow.bill) needs of a paper beyond its recipes' fine-tunes and
     evaluations, declared in its bill module (xlt/papers/<slug>/bill.py)."""
 
     rules: tuple[BillRule, ...] = ()
@@ -111,22 +111,22 @@ class Paper:
     # config -> the JSON `draw` gets; None: the paper's config block (papers.<slug>)
     figure_spec: Callable[[dict], dict] | None = None
     # (config, papers.<slug>) -> None; raises XltError naming the key. The generic checks of
-    # xlt.config (encoder, hparams, language sets, tasks, metrics) run for every paper.
+    # xlt.workflow.config (encoder, hparams, language sets, tasks, metrics) run for every paper.
     check: Callable[[dict, dict], None] | None = None
     recipe_tags: RecipeTags | None = None
-    # () -> the data sizes its tables print (xlt.bill's counts of data not prepared)
+    # () -> the data sizes its tables print (xlt.workflow.bill's counts of data not prepared)
     data_sizes: Callable[[], Iterable[DataSize]] | None = None
     bill: PaperBill = field(default_factory=PaperBill)
-    # the wildcards of its own rules' paths -> their regex (joined to xlt.targets.WILDCARDS)
+    # the wildcards of its own rules' paths -> their regex (joined to xlt.dag.targets.WILDCARDS)
     wildcards: dict[str, str] = field(default_factory=dict)
     # config -> {model directory: target languages} of the models whose fine-tune also selects per
-    # target language on its dev set (oracle selection, xlt.finetune's `oracle_langs`)
+    # target language on its dev set (oracle selection, xlt.stages.finetune's `oracle_langs`)
     oracle_models: Callable[[dict], dict[str, list[str]]] | None = None
     # config -> the model directories its own rules read (a grid's models), beside those in its
-    # tables' and figures' inputs: the seeds xlt.packs trains together (config engine.pack)
+    # tables' and figures' inputs: the seeds xlt.workflow.packs trains together (config engine.pack)
     models_read: Callable[[dict], list[str]] | None = None
     # True: its models read the alignment stage's aligned pairs (xlt.align), so its bitext is
-    # among the downloads a run needs (xlt.targets.download_plan; `prefetch` fetches it)
+    # among the downloads a run needs (xlt.dag.targets.download_plan; `prefetch` fetches it)
     reads_alignment: bool = False
     # True: its tables explain published cells without ours in free-text notes, not yet per cell
     # (xlt.tables.account); make_table then checks only that no published cell is dropped

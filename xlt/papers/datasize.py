@@ -1,6 +1,6 @@
 """Data-size tables (Table 1 of crossmulti, dlfa, underspec): the papers' counts beside ours.
 
-Ours are the record counts in each prepared dataset's manifest.json (xlt.prepare.prepare_task):
+Ours are the record counts in each prepared dataset's manifest.json (xlt.stages.prepare.prepare_task):
 one "seed", so a cell is paper · ours · Δ with no ± and the CSV has `ours`, not mean / std.
 Each paper lays its counts out its own way (its builder); what is counted, and from which
 folders, is the same for all:
@@ -20,7 +20,7 @@ from xlt.papers.base import DataSize, Table, TableBuilder
 from xlt.papers.published import load_published
 from xlt.registry import get_task
 from xlt.tables import account, paper_vs_ours, render_grid
-from xlt.targets import data_dir, dataset_name, paper_languages, treebank_set_of, ud_selection
+from xlt.dag.targets import data_dir, dataset_name, paper_languages, treebank_set_of, ud_selection
 
 DATASET_LABELS = {"pos": "UD", "parsing": "UD", "ner": "WikiANN", "pawsx": "PAWS-X", "marc": "MARC", "xnli": "XNLI"}
 STAT_LABELS = {"train": "Train", "dev": "Dev", "test": "Test", "test_min": "Test min", "test_max": "Test max", "langs": "Langs"}

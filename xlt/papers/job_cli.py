@@ -30,7 +30,7 @@ from collections.abc import Callable
 from importlib import import_module
 from pathlib import Path
 
-from xlt.cli import ArgumentParser, json_arg, set_threads
+from xlt.process.cli import ArgumentParser, json_arg, set_threads
 from xlt.papers import PAPERS
 
 SCALARS = (str, Path, int, float)

@@ -321,7 +321,7 @@ def sources_of_family(family: str) -> list[Source]:
 @functools.lru_cache(maxsize=None)  # a pure function of the catalog; the DAG asks ~4,000 times
 def providers(pattern: str, lang: str | None = None) -> tuple[tuple[Source, str | None], ...]:
     """The catalog entries that place a file matching `pattern` (a glob relative to the raw
-    root, as `xlt.prepare.raw_patterns` gives) for language `lang`.
+    root, as `xlt.stages.prepare.raw_patterns` gives) for language `lang`.
 
     Each comes with the language to fetch it for: `lang` when the entry selects languages
     (file names, or the members of an archive), None when its files hold every language

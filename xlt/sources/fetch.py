@@ -39,7 +39,7 @@ from xlt.errors import XltError
 from xlt.io import sha256_file, write_json
 from xlt.sources.catalog import COMMIT_RE, SHA256_RE, PlannedFile, Source, get_source
 from xlt.sources.lock import LockConflictError, LockEntry, LockFile, now
-from xlt.network import network_cause
+from xlt.process.network import network_cause
 
 DEFAULT_MANUAL_DIR = Path("resources/manual")
 USER_AGENT = f"xlt/{xlt.__version__} (+https://github.com/; dataset fetcher)"

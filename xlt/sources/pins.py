@@ -122,7 +122,7 @@ def tally(cfg: FetchConfig, encoders: dict | None = None, sources=None) -> tuple
 
 
 def main(argv: list[str] | None = None) -> int:
-    from xlt.cli import ArgumentParser
+    from xlt.process.cli import ArgumentParser
 
     ap = ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--config", help="YAML file with a download: block (pins, lock)")

@@ -6,7 +6,7 @@ word / manner adverb, tense, voice). Each language has its own generated lexicon
 word order and script (`xlt.world.lexicon`); names, digits and punctuation are shared. From the
 latent meanings the world derives every task of the papers (`xlt.world.datasets`) and writes
 each in its real source's raw form (docs/data.md), so the tiny run goes through the same
-readers as the full one. Config schema: `xlt.world.config` and docs/world.md.
+readers as the full one. Config schema: `xlt.world.schema` and docs/world.md.
 
 Public API::
 
@@ -26,7 +26,7 @@ from xlt.errors import XltError
 from xlt.io import sha256_file
 from xlt.registry import get_task
 from xlt.world import datasets as ds
-from xlt.world.config import resolve
+from xlt.world.schema import resolve
 from xlt.world.grammar import Realiser, Sampler
 from xlt.world.lexicon import build_inventory, build_language, stable_seed
 
@@ -101,7 +101,7 @@ class World:
         return self._units
 
     def records(self, task: str, lang: str, split: str, source: str | None = None) -> list[dict]:
-        """The normalised records that `xlt.prepare.prepare_split` must read back from the
+        """The normalised records that `xlt.stages.prepare.prepare_split` must read back from the
         written files (with `source_cfg(...)`); `source` names a file read through a
         ``<split>_source`` override (translations, MultiNLI, MLQA, TyDiQA: see `keys`)."""
         key = (task, lang, split) if source is None else (task, lang, split, source)
@@ -117,7 +117,7 @@ class World:
         return [k for u in self.units() for k in u.records]
 
     def source_cfg(self, override: tuple | None = None) -> dict:
-        """The `source_cfg` for `xlt.prepare` that points at what `write` produces; given a
+        """The `source_cfg` for `xlt.stages.prepare` that points at what `write` produces; given a
         4-part key of `keys()`, with that file as its ``<split>_source`` override."""
         cfg = self._source_cfg()
         if override is not None:
@@ -163,7 +163,7 @@ def generate(world_cfg: dict, raw_root: str | Path) -> dict:
     """Write every dataset of the world under `raw_root` (layout of docs/data.md).
 
     Returns the manifest: ``{"format", "seed", "config" (resolved), "languages" {code: {name,
-    upos, treebanks}}, "tasks" {task: [langs]}, "source_cfg" (for xlt.prepare), "files"
+    upos, treebanks}}, "tasks" {task: [langs]}, "source_cfg" (for xlt.stages.prepare), "files"
     {relative path: {"sha256", "rows"}}}``.
     """
     return World(world_cfg).write(raw_root)

@@ -1,5 +1,5 @@
 """Task datasets of the tiny world, each built in its real source's raw form *and* in the
-normalised form that `xlt.prepare` must read back from those files.
+normalised form that `xlt.stages.prepare` must read back from those files.
 
 Every builder returns a list of `Unit`s: one raw file (path under the raw root, a writer) and the
 normalised records that file stands for, keyed by (task, lang, split).

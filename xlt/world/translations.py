@@ -16,7 +16,7 @@ can be compared through the same readers. What each file holds (docs/world.md):
   stays exact so that every answer is still a span of it.
 
 Every file's normalised records are keyed ``(task, lang, split, source)``: `source` is the
-``<split>_source`` override under which `xlt.prepare` reads that file for `lang`.
+``<split>_source`` override under which `xlt.stages.prepare` reads that file for `lang`.
 """
 
 from __future__ import annotations

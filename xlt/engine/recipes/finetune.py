@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from xlt.engine.config import ORACLE_FILE, TrainConfig
+from xlt.engine.train_config import ORACLE_FILE, TrainConfig
 from xlt.engine.evalset import EvalSet, load_records, max_positions
 from xlt.engine.heads import PooledClassificationHead
 from xlt.engine.kinds import Kind, resolve
@@ -214,7 +214,7 @@ def train(
         if cfg.select == "last" or state["best"] is None or score > state["best"]:
             state["best"], state["best_epoch"] = score, epoch + 1
             # the selected model's dev predictions, all dev sets together: what tells whether it
-            # collapsed (xlt.finetune judges it by the config's rule)
+            # collapsed (xlt.stages.finetune judges it by the config's rule)
             state["dev_collapse"] = kind.collapse_measure(task, [x for preds, _ in scored.values() for x in preds],
                                                           dev_golds, score, baseline)
             if dist.main:

@@ -12,7 +12,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from xlt.engine.config import FAST_PATH
+from xlt.engine.train_config import FAST_PATH
 from xlt.engine.fastpath import encode, use_keep_mask_dropout
 from xlt.engine.kinds import IGNORE, kind_of
 from xlt.engine.loop import Loop

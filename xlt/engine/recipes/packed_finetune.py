@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from xlt.engine.config import ORACLE_FILE, TrainConfig
+from xlt.engine.train_config import ORACLE_FILE, TrainConfig
 from xlt.engine.evalset import EvalSet, load_records, max_positions
 from xlt.engine.kinds import resolve
 from xlt.engine.model import load_encoder, save_model

@@ -3,7 +3,7 @@ Zero-Shot Transfer.
 
 A row's `model`: `original` = EN fine-tuning of the encoder as released (the EN-only model
 other papers train with the same profile: one model), `adjusted` = EN fine-tuning of the
-encoder adjusted on en–xx aligned pairs (init `adjust-<xx>-n<size>-seed<seed>`, xlt.targets.
+encoder adjusted on en–xx aligned pairs (init `adjust-<xx>-n<size>-seed<seed>`, xlt.dag.targets.
 Adjusted; one adjustment per target language and seed, as the authors' scripts do), and
 `adjusted_continual` = the same with continual learning (the recipe's aux set, Eq. 2). Every
 model is scored on every language of the paper's set; a column xx reads the models adjusted

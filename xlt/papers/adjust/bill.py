@@ -1,4 +1,4 @@
-"""adjust's prices in the full-scale bill (xlt.bill): the cross-lingual adjustment of an encoder
+"""adjust's prices in the full-scale bill (xlt.workflow.bill): the cross-lingual adjustment of an encoder
 on aligned pairs and the L2 distances of Figures 1-2 (the original encoder's from the alignment
 stage's rule, the adjusted models' from the paper's own)."""
 
@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import re
 
-from xlt import targets as T
+from xlt.dag import targets as T
 from xlt.papers.base import BillRule, PaperBill
-from xlt.work import FLOPS, Work, mean_tokens
+from xlt.dag.work import FLOPS, Work, mean_tokens
 
 
 def adjust_encoder(cfg: dict, w: dict, ex) -> list[Work]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from xlt.errors import XltError, check_config_ref
 from xlt.papers.adjust.plan import SLUG, figure_seed, figure_spec, targets
-from xlt.targets import eval_file, paper_language_set
+from xlt.dag.targets import eval_file, paper_language_set
 
 
 def check(cfg: dict, p: dict) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from xlt.align import targets as align
 from xlt.papers.base import DataSize
-from xlt.targets import Adjusted, Recipe, adjust_config, dataset_name, encoder_dir, eval_file, langset_languages, model_dir, paper_language_set
+from xlt.dag.targets import Adjusted, Recipe, adjust_config, dataset_name, encoder_dir, eval_file, langset_languages, model_dir, paper_language_set
 
 SLUG = "adjust"
 MODELS = ("original", "adjusted", "adjusted_continual")
@@ -35,7 +35,7 @@ def _eval(cfg: dict, p: dict, task: str, model: str, pair: str | None, seed: int
     """A model's evaluation on its task's test set (the paper's language set), or on another
     dataset of the task (`testset`, scored on `langset`); `encoder`: another than the paper's.
     An adjusted model is scored on the language it was adjusted on alone where the set has it:
-    its tables read that column only (xlt.targets.langset_languages)."""
+    its tables read that column only (xlt.dag.targets.langset_languages)."""
     langset = langset or paper_language_set(p, task)
     if model != "original" and pair in langset_languages(cfg, langset):
         langset = pair
@@ -235,7 +235,7 @@ def figure_spec(cfg: dict) -> dict:
 
 
 # Public sizes of the QA data the paper reads and prints no count of (the bill's counts of data not
-# prepared; xlt.bill): per language as the releases give them; the cross-lingual MLQA files
+# prepared; xlt.workflow.bill): per language as the releases give them; the cross-lingual MLQA files
 # and translated SQuAD as upper bounds (their source sets' counts).
 QA_SIZES = {
     ("qa", "en", "train"): 87599, ("qa", "en", "dev"): 10570,  # SQuAD v1.1

@@ -25,7 +25,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from xlt.engine.config import FAST_PATH
+from xlt.engine.train_config import FAST_PATH
 from xlt.engine.fastpath import encode_pair, use_keep_mask_dropout
 from xlt.engine.features import ALIGNED_TOKENS, WORD_VECTORS, encode_aligned_pairs
 from xlt.engine.loop import Loop

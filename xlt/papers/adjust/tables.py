@@ -11,7 +11,7 @@ from xlt.papers.adjust.plan import QA_SETS, SLUG, VARIANT_KEY, _variant_inputs, 
 from xlt.papers.base import Table
 from xlt.papers.published import load_published
 from xlt.tables import COLLAPSE_NOTE, account, account_all, add_marks, eval_rows, paper_vs_ours, render_grid
-from xlt.targets import Adjusted
+from xlt.dag.targets import Adjusted
 
 PUBLISHED_DATASET = {"xnli": "xnli", "ner": "wikiann", "qa": "xquad"}  # the published tables' dataset key per task
 LABELS = {"original": "Original", "adjusted": "Adjusted", "adjusted_continual": "Adjusted + continual",
@@ -172,7 +172,7 @@ def table4(spec: dict, inputs: list[str]):
     table, md, tex = _main_table(spec, inputs, "qa", "table4", "adjust Table 4: QA F1 (question · context · dataset)",
                                  published, keys)
     return table, md + ("- question / context: target = the target language, en = English (the cross-lingual "
-                        "directions of MLQA, and of XQuAD joined by question id: xlt.evalsets).\n"), tex
+                        "directions of MLQA, and of XQuAD joined by question id: xlt.stages.bilingual_sets).\n"), tex
 
 
 def _not_run(spec: dict, published: pd.DataFrame, keys: list[str], task: str, title: str, reason: str | None = None):

@@ -1,4 +1,4 @@
-"""crossmulti's prices in the full-scale bill (xlt.bill): +DA's MLM adaptation and the analyses
+"""crossmulti's prices in the full-scale bill (xlt.workflow.bill): +DA's MLM adaptation and the analyses
 of Table 2's models (probes, pseudo-perplexity).
 
 The plan's functions that list the analysed models and the probe jobs are passed in by the
@@ -10,9 +10,9 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from xlt import targets as T
+from xlt.dag import targets as T
 from xlt.papers.base import BillRule, PaperBill
-from xlt.work import Work, mean_square_tokens, mean_tokens, mlm_work, workload_of
+from xlt.dag.work import Work, mean_square_tokens, mean_tokens, mlm_work, workload_of
 
 
 def paper_bill(slug: str, probe_jobs: Callable[[dict], dict], analysed_models: Callable[..., list[str]]) -> PaperBill:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from xlt.errors import XltError
-from xlt.targets import Init, Recipe, aux_streams, data_dir, dataset_name, eval_file, model_dir, task_of
+from xlt.dag.targets import Init, Recipe, aux_streams, data_dir, dataset_name, eval_file, model_dir, task_of
 
 SLUG = "crossmulti"
 
@@ -22,7 +22,7 @@ def model_setting(model: str) -> dict:
     """task, setting (`cross`: one training language, else `multi`) and seed of a model
     directory, from its path (…/{task}/{recipe}/seed{seed}); and whether its fine-tuning
     collapsed (its xlt_model.json, where there is one: the analysis tables mark it †)."""
-    from xlt.finetune import model_collapse_flag
+    from xlt.stages.finetune import model_collapse_flag
 
     path = Path(model)
     recipe = Recipe.parse(path.parent.name)

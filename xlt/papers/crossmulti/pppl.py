@@ -147,7 +147,7 @@ def run_pppl_job(task: str, data_dir: str, langs: list[str], pretrained: str, re
 
     from xlt.engine.evalset import load_records
     from xlt.engine.recipes.mlm import task_texts
-    from xlt.finetune import split_file
+    from xlt.stages.finetune import split_file
     from xlt.io import write_json
     from xlt.papers.crossmulti.plan import model_setting
     from xlt.provenance import provenance

@@ -184,7 +184,7 @@ def run_probe_job(encoder_path: str, revision: str | None, probes: dict, cfg: di
 
     from xlt.engine.evalset import load_records
     from xlt.engine.model import load_encoder
-    from xlt.finetune import split_file
+    from xlt.stages.finetune import split_file
     from xlt.io import write_json
     from xlt.provenance import provenance
     from xlt.registry import get_task

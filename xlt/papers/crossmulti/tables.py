@@ -16,7 +16,7 @@ from xlt.papers.crossmulti.plan import SLUG
 from xlt.papers.published import load_published
 from xlt.tables import (COLLAPSE_NOTE, ORACLE_LEGEND, ORACLE_NOTE, SEEDS_LEGEND, TASK_LABELS, account, account_tasks, add_marks, add_oracle,
                         cell_text, eval_rows, oracle_cell, oracle_off_note, oracle_rows, paper_vs_ours, render_grid)
-from xlt.targets import Recipe
+from xlt.dag.targets import Recipe
 
 
 def table2(spec: dict, inputs: list[str]) -> tuple[pd.DataFrame, str, str]:

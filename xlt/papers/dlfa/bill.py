@@ -1,4 +1,4 @@
-"""dlfa's prices in the full-scale bill (xlt.bill): Table VI's similarity of parallel sentences.
+"""dlfa's prices in the full-scale bill (xlt.workflow.bill): Table VI's similarity of parallel sentences.
 
 The plan's function that lists a similarity job's models is passed in by the paper's
 declaration: this module imports nothing of the package (no import circle)."""
@@ -8,9 +8,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from xlt import targets as T
+from xlt.dag import targets as T
 from xlt.papers.base import BillRule, PaperBill
-from xlt.work import Work, mean_tokens
+from xlt.dag.work import Work, mean_tokens
 
 
 def paper_bill(slug: str, similarity_models: Callable[[dict, str, int], dict]) -> PaperBill:

@@ -9,7 +9,7 @@ from xlt.engine.extra_options import DLFA_BRANCHES, DLFA_READINGS
 from xlt.errors import XltError
 from xlt.papers.base import DataSize
 from xlt.papers.published import load_published
-from xlt.targets import Recipe, dataset_name, eval_file, model_dir, paper_language_set
+from xlt.dag.targets import Recipe, dataset_name, eval_file, model_dir, paper_language_set
 
 SLUG = "dlfa"
 BRANCH_SUFFIX = {"both": "", "global": "_g", "local": "_l"}

@@ -1,5 +1,5 @@
 """The interpolation coefficients α of the underspec paper's grids (Eq. 1-3): pure arithmetic,
-no torch, so that checking a config (xlt.config, and Snakemake reading the rules) does not
+no torch, so that checking a config (xlt.workflow.config, and Snakemake reading the rules) does not
 import torch (~1 s of every `make tables` before its first job)."""
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
-"""underspec's prices in the full-scale bill (xlt.bill): the interpolation grids."""
+"""underspec's prices in the full-scale bill (xlt.workflow.bill): the interpolation grids."""
 
 from __future__ import annotations
 
 import re
 
 from xlt.papers.base import BillRule, PaperBill
-from xlt.work import Work, workload_of
+from xlt.dag.work import Work, workload_of
 
 
 def paper_bill(slug: str) -> PaperBill:

@@ -103,9 +103,9 @@ class GridJob:
         """{eval_lang: EvalSet} for e.g. {"source": "en", "target": "de"}, encoded once with
         θ_bi's evaluation settings (max_length, stride, batch size, parse limit); `mode`: the
         precision and batching of the forwards (xlt.engine.evaluation.eval_mode; default fp32)."""
-        from xlt.engine.config import TrainConfig
+        from xlt.engine.train_config import TrainConfig
         from xlt.engine.evalset import EvalSet, load_records, max_positions
-        from xlt.finetune import split_file
+        from xlt.stages.finetune import split_file
 
         cfg = TrainConfig.from_dict(self.metas["bi"]["train_config"])
         positions = max_positions(self.model, self.tokenizer)
@@ -209,7 +209,7 @@ def run_grid_job(bi: str, src: str, tgt: str, data_dir: str, encoder: str, sourc
 
     from xlt.engine.evaluation import eval_mode
     from xlt.engine.runtime import pick_device
-    from xlt.finetune import is_collapsed
+    from xlt.stages.finetune import is_collapsed
     from xlt.io import sha256_file, write_json, write_text
     from xlt.provenance import provenance
 
@@ -247,7 +247,7 @@ def run_grid_job(bi: str, src: str, tgt: str, data_dir: str, encoder: str, sourc
         "evaluation": mode.describe(),
         "models": {which: {"path": str(p), "seed": job.metas[which]["provenance"]["seed"],
                            "selected_epoch": job.metas[which]["train"]["selected_epoch"],
-                           # it collapsed (xlt.finetune.is_collapsed; the figures count it)
+                           # it collapsed (xlt.stages.finetune.is_collapsed; the figures count it)
                            "collapsed": is_collapsed(job.metas[which]),
                            "modules_sha256": sha256_file(Path(p) / "modules.safetensors")} for which, p in models.items()},
         "provenance": provenance({"grid": grid, "kind": kind, "variant": variant, "metric": metric, "models": models},

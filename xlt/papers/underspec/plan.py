@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from xlt.targets import Recipe, data_dir, model_dir
+from xlt.dag.targets import Recipe, data_dir, model_dir
 
 SLUG = "underspec"
 # Figure -> task, for the per-task breakdowns of Figure 2 (App. D), and the tasks' names there.

@@ -1,11 +1,11 @@
-"""xmixup's prices in the full-scale bill (xlt.bill): X-Mixup's fine-tunes read both sides of
+"""xmixup's prices in the full-scale bill (xlt.workflow.bill): X-Mixup's fine-tunes read both sides of
 every pair; Figure 3's CKA and Figure 4's centroids encode test sets with a trained model."""
 
 from __future__ import annotations
 
-from xlt import targets as T
+from xlt.dag import targets as T
 from xlt.papers.base import BillRule, PaperBill
-from xlt.work import SPLIT_LANGSET, Work, run_output, workload_of
+from xlt.dag.work import SPLIT_LANGSET, Work, run_output, workload_of
 
 
 def _langs(cfg: dict, w: dict) -> list[str]:

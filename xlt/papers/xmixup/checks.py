@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from xlt.errors import XltError, check_config_ref
 from xlt.papers.xmixup.plan import BUILT, LABELS, NOT_BUILT, QA_TESTS, SLUG, _langs, qa_test_model
-from xlt.targets import check_testset, task_languages
-from xlt.throughput import encoder_depth
+from xlt.dag.targets import check_testset, task_languages
+from xlt.dag.throughput import encoder_depth
 
 
 def check(cfg: dict, p: dict) -> None:

@@ -117,7 +117,7 @@ def check(cfg: dict, p: dict) -> None:
     """Figures 4's and 5's task must be one the paper runs (its translate-train set and models);
     Figure 4's languages a known language set, English and two more among them, every one held
     by its dataset (the languages the workflow prepares it with)."""
-    from xlt import targets as T
+    from xlt.dag import targets as T
 
     for fig in ("figure4", "figure5"):
         spec = p.get(fig)
@@ -265,7 +265,7 @@ def _draw_fig3(spec: dict, inputs: list[str], stem: str) -> None:
 def fig1_points(spec: dict, inputs: list[str]) -> pd.DataFrame:
     """(panel, model, lang, row, pc1, pc2) of translate-train and X-Mixup, the Figure 1 languages."""
     from xlt.io import read_json
-    from xlt.targets import Recipe
+    from xlt.dag.targets import Recipe
 
     rows = []
     for path in inputs:
@@ -325,7 +325,7 @@ def fig4_points(spec: dict, inputs: list[str]) -> pd.DataFrame:
     and the model's mean distance to the source over the other languages."""
     from xlt.io import read_json
     from xlt.papers.xmixup.centroids import centroid_pca
-    from xlt.targets import Recipe
+    from xlt.dag.targets import Recipe
 
     rows, langs, source = [], spec["fig4_langs"], spec["source"]
     for path in inputs:
@@ -358,7 +358,7 @@ def _draw_fig4(spec: dict, inputs: list[str], stem: str) -> None:
     from matplotlib.figure import Figure as MplFigure
 
     from xlt.figures import label_points, save_figure
-    from xlt.targets import task_of
+    from xlt.dag.targets import task_of
 
     points = fig4_points(spec, inputs)
     fig = MplFigure(figsize=(13, 4.5))

@@ -9,7 +9,7 @@ import re
 from xlt.errors import XltError
 from xlt.papers.base import DataSize
 from xlt.papers.published import load_published
-from xlt.targets import Recipe, eval_file, model_dir, paper_language_set, task_languages
+from xlt.dag.targets import Recipe, eval_file, model_dir, paper_language_set, task_languages
 
 SLUG = "xmixup"
 MODELS = ("zero_shot", "trans_train", "xmixup")
@@ -163,7 +163,7 @@ def cka_dataset(cfg: dict, dataset: str, recipe: str) -> str:
     """The parallel test set a model's CKA and PCA read: an X-Mixup model's, its task's
     translate-test set where the config names one (each target with its English side, English
     with itself: the mixed states it predicts from); else the task's own."""
-    from xlt.targets import task_of
+    from xlt.dag.targets import task_of
 
     task = task_of(dataset)
     tag = Recipe.parse(recipe).hparams.partition("-")[2]  # <profile>[-<extra tag>]

@@ -35,21 +35,21 @@ sets other than XQuAD are a ``qa.test_source`` override, e.g.
 the source config of the tiny world.
 
 A task's block may also say which splits there are (``splits: [test]``: a named test set) and
-build a split from two languages' records (`xlt.evalsets`): ``mix: {with: en, seed: 1}``
+build a split from two languages' records (`xlt.stages.bilingual_sets`): ``mix: {with: en, seed: 1}``
 (XNLI: one side of each pair replaced by the parallel English one) or ``cross: {question: en}``
 / ``cross: {context: en}`` (QA: English questions with the language's paragraphs, or the
-language's questions with English paragraphs, joined on the question id). `xlt.targets.source_cfg`
+language's questions with English paragraphs, joined on the question id). `xlt.dag.targets.source_cfg`
 writes a named set (`data.<task>.sets.<set>`) this way.
 
 A sentence-pair task (xnli, pawsx) may pair each record with its translation in a source
 language: ``translated: {source: en, <split>: <path pattern>}`` (xmixup's translate-train /
 translate-test). The source language keeps the task's own splits, each record its own source
-(`xlt.evalsets.self_source`: X-Mixup's authors train and test English mixed with itself). Another
+(`xlt.stages.bilingual_sets.self_source`: X-Mixup's authors train and test English mixed with itself). Another
 language's split is read from its pattern: an XTREME translate-train TSV (under
 ``xtreme_translations/``) holds both sides, the translated pair at the top level and the
 English original under ``"source": {"text", "text_pair"}``; any other file (XNLI-MT's
 ``xnli-mt/xnli/xnli.test.{lang}.tsv``) is the translation of the language's own split, joined
-by row (`xlt.evalsets.attach_source`). A split without a pattern is absent for the other
+by row (`xlt.stages.bilingual_sets.attach_source`). A split without a pattern is absent for the other
 languages (listed under the manifest's ``absent``): e.g. translate-train models select on the
 English dev set only. No back-translation (target -> source) is published for these sets.
 QA (task ``qa``) pairs by question id instead of by row (`_qa_translated`): its train pattern is
@@ -61,7 +61,7 @@ own split.
 Besides the registry's tasks there is ``bitext`` (split ``train`` only): WikiMatrix en-<lang>.
 
 `raw_patterns` says which raw files a split is read from; the layout lives there only, and
-`xlt.targets` maps those paths onto the catalog entries (`xlt.sources`) that deliver them.
+`xlt.dag.targets` maps those paths onto the catalog entries (`xlt.sources`) that deliver them.
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ import logging
 from collections.abc import Mapping
 from pathlib import Path
 
-from xlt import evalsets
+from xlt.stages import bilingual_sets
 from xlt.errors import DataFormatError, XltError
 from xlt.formats import conllu, hub_parquet, marc_jsonl, squad_json, tsv
 from xlt.io import atomic_dir, sha256_file, write_json, write_jsonl
@@ -127,7 +127,7 @@ def _ud_selection(source_cfg: dict, lang: str) -> tuple[str, list[str] | str]:
     return root, list(tbs)
 
 
-TWO_LANGUAGES = ("mix", "cross")  # a split built from the records of two languages (xlt.evalsets)
+TWO_LANGUAGES = ("mix", "cross")  # a split built from the records of two languages (xlt.stages.bilingual_sets)
 
 
 def _partner(task: str, source_cfg: dict) -> tuple[str, str, dict] | None:
@@ -399,7 +399,7 @@ def prepare_split(
 
 
 def _two_languages(task: str, lang: str, split: str, raw_root: Path, source_cfg: dict, stats: dict | None) -> list[dict]:
-    """A split built from `lang`'s records and its partner's (`mix` or `cross`, xlt.evalsets)."""
+    """A split built from `lang`'s records and its partner's (`mix` or `cross`, xlt.stages.bilingual_sets)."""
     kind, partner, plain = _partner(task, source_cfg)
     spec = source_cfg[task][kind]
     if partner == lang:
@@ -410,9 +410,9 @@ def _two_languages(task: str, lang: str, split: str, raw_root: Path, source_cfg:
     if kind == "mix":
         if "text_pair" not in own[0]:
             raise XltError(f"source_cfg.{task}.mix: task {task!r} has no sentence pairs to mix")
-        out = evalsets.mix_pairs(own, other, lang=lang, seed=spec["seed"], partner=partner,
+        out = bilingual_sets.mix_pairs(own, other, lang=lang, seed=spec["seed"], partner=partner,
                                  target_file=own_file, english_file=other_file)
-        sides = stats.setdefault("mixed", {}).setdefault(f"{lang}/{split}", dict.fromkeys(evalsets.SIDES, 0))
+        sides = stats.setdefault("mixed", {}).setdefault(f"{lang}/{split}", dict.fromkeys(bilingual_sets.SIDES, 0))
         for r in out:
             sides[r["mixed"]["replaced"]] += 1
         return out
@@ -424,7 +424,7 @@ def _two_languages(task: str, lang: str, split: str, raw_root: Path, source_cfg:
     (questions, q_file), (contexts, c_file) = (((other, other_file), (own, own_file)) if side == "question"
                                                else ((own, own_file), (other, other_file)))
     count: dict = {}
-    out = evalsets.cross_qa(questions, contexts, stats=count, question_file=q_file, context_file=c_file)
+    out = bilingual_sets.cross_qa(questions, contexts, stats=count, question_file=q_file, context_file=c_file)
     stats.setdefault("cross_unmatched", {})[f"{lang}/{split}"] = count["unmatched"]
     return out
 
@@ -435,7 +435,7 @@ def _translated_split(task: str, lang: str, split: str, raw_root: Path, source_c
     module's docstring)."""
     spec, plain = _translated(task, source_cfg)
     if lang == spec["source"]:
-        out = evalsets.self_source(task, prepare_split(task, lang, split, raw_root, plain, stats=stats))
+        out = bilingual_sets.self_source(task, prepare_split(task, lang, split, raw_root, plain, stats=stats))
         _translated_stats(stats, spec, "self_paired", lang, split, len(out))
         return out
     pattern = _translation_pattern(spec, lang, split)
@@ -460,7 +460,7 @@ def _translated_split(task: str, lang: str, split: str, raw_root: Path, source_c
     else:
         own = prepare_split(task, lang, split, raw_root, plain, stats=stats)
         own_file = ", ".join(map(str, _existing_files(task, lang, split, raw_root, plain)))
-        out = evalsets.attach_source(own, _read_by_extension(task, lang, split, path, stats),
+        out = bilingual_sets.attach_source(own, _read_by_extension(task, lang, split, path, stats),
                                      target_file=own_file, translated_file=path)
     if not out:
         raise XltError(f"{path}: no records for task {task!r}, language {lang!r}, split {split!r}")
@@ -495,7 +495,7 @@ def _qa_translated(lang: str, split: str, path: Path, raw_root: Path, spec: dict
     target, source = (translated, own) if train else (own, translated)
     files = {"target_file": path, "source_file": own_file} if train else {"target_file": own_file, "source_file": path}
     count: dict = {}
-    out = evalsets.attach_source_by_id(target, source, ("question", "context", "answers") if train else ("question", "context"),
+    out = bilingual_sets.attach_source_by_id(target, source, ("question", "context", "answers") if train else ("question", "context"),
                                        stats=count, unmatched="self" if train else "keep", **files)
     counts = {"skipped_answers": skipped.get("answers", 0), "skipped_questions": skipped.get("questions", 0),
               "unmatched": count["unmatched"]}

@@ -3,7 +3,7 @@
 Starting Python with torch and transformers imported costs ~4 s of CPU per job (transformers 5
 alone ~3 s: it imports torch._dynamo, torch.distributed.tensor, sympy, scipy.optimize); on the
 tiny preset, with ~150 short jobs, that was about a third of `make tables`. The server imports
-them once. A job's script (`xlt.cli.run`) then connects to it, passes its argv, working
+them once. A job's script (`xlt.process.cli.run`) then connects to it, passes its argv, working
 directory, environment and standard streams (the file descriptors themselves, so Snakemake's
 `2> {log}` still holds), and runs in a fresh fork of the server: the same code on the same
 inputs, so the same outputs, bit for bit (tested), without the imports.
@@ -14,7 +14,7 @@ socket does not answer, a torchrun worker, another interpreter, an environment v
 at import time (threads, caches, Hub settings) that differs from the server's, or an `xlt`
 module changed on disk since the server imported it.
 
-    python -m xlt.zygote with -- snakemake --cores all all_tables   # serve while a command runs
+    python -m xlt.process.zygote with -- snakemake --cores all all_tables   # serve while a command runs
 
 Signals the job's client process receives (SIGTERM / SIGINT / SIGUSR1 / SIGHUP, e.g. Snakemake
 stopping, SLURM's warning) are forwarded to the job; if the client dies, the job kills itself.
@@ -39,7 +39,7 @@ MAGIC = b"xltjob01"  # first bytes of a request (protocol version 1)
 # Imported once by the server: what the workflow's scripts spend their start-up on.
 PRELOAD = (
     "numpy", "torch", "safetensors.torch", "tokenizers", "transformers", "scipy.stats", "sklearn.metrics",
-    "seqeval.metrics", "yaml", "xlt.engine.recipes.finetune", "xlt.engine.recipes.mlm", "xlt.finetune",
+    "seqeval.metrics", "yaml", "xlt.engine.recipes.finetune", "xlt.engine.recipes.mlm", "xlt.stages.finetune",
     "xlt.metrics", "xlt.tables", "xlt.papers",
 )
 # transformers imports model classes on first attribute access
@@ -49,8 +49,8 @@ PRELOAD_ATTRS = ("BertModel", "BertForMaskedLM", "BertTokenizerFast", "AutoToken
 # writes their bytecode too.
 LAZY = (
     "tensorboardX.event_file_writer", "tensorboardX.proto.event_pb2", "tensorboardX.summary", "pyarrow.parquet",
-    "matplotlib.pyplot", "sklearn.decomposition", "seqeval.scheme", "huggingface_hub", "jsonschema", "xlt.cli",
-    "xlt.config", "xlt.runsummary", "xlt.figures",
+    "matplotlib.pyplot", "sklearn.decomposition", "seqeval.scheme", "huggingface_hub", "jsonschema", "xlt.process.cli",
+    "xlt.workflow.config", "xlt.workflow.runsummary", "xlt.figures",
 )
 # Environment read at import time by the preloaded libraries: a job whose values differ runs
 # in its own process.
@@ -315,7 +315,7 @@ def delegate(path: str) -> int | None:
             return None
         if not first.startswith("pid "):  # refused (or a server going away): run here
             if first.startswith("refuse "):
-                print(f"xlt.zygote: this job starts its own process: {first[7:].strip()}", file=sys.stderr)
+                print(f"xlt.process.zygote: this job starts its own process: {first[7:].strip()}", file=sys.stderr)
             return None
         pid = int(first.split()[1])
         forwarded = []
@@ -353,7 +353,7 @@ def _in_foreground() -> bool:
 def start_server(path: str, env: dict | None = None, cwd: str | None = None) -> tuple[subprocess.Popen, bool]:
     """A server on socket `path`, once it has done its imports: the process, and whether it is ready."""
     r, w = os.pipe()
-    server = subprocess.Popen([sys.executable, "-m", "xlt.zygote", "serve", path, "--ready-fd", str(w)],
+    server = subprocess.Popen([sys.executable, "-m", "xlt.process.zygote", "serve", path, "--ready-fd", str(w)],
                               pass_fds=(w,), env=env, cwd=cwd)
     os.close(w)
     with os.fdopen(r) as ready:
@@ -369,9 +369,9 @@ def run_with_server(command: list[str]) -> int:
         env = dict(os.environ)
         if ok:
             env[ENV_VAR] = path
-            print(f"xlt.zygote: serving jobs from {path} (ready in {time.perf_counter() - t:.1f} s)", file=sys.stderr)
+            print(f"xlt.process.zygote: serving jobs from {path} (ready in {time.perf_counter() - t:.1f} s)", file=sys.stderr)
         else:
-            print("xlt.zygote: the server did not start; jobs start their own processes", file=sys.stderr)
+            print("xlt.process.zygote: the server did not start; jobs start their own processes", file=sys.stderr)
         proc = subprocess.Popen(command, env=env)
 
         def forward(signum, frame):  # a kill: the command stops, then the server
@@ -413,7 +413,7 @@ def main(argv: list[str] | None = None) -> int:
         cmd = argv[2:] if argv[1:2] == ["--"] else argv[1:]
         if cmd:
             return run_with_server(cmd)
-    print("usage: python -m xlt.zygote with -- <command ...> | serve <socket path> | warm [module ...]", file=sys.stderr)
+    print("usage: python -m xlt.process.zygote with -- <command ...> | serve <socket path> | warm [module ...]", file=sys.stderr)
     return 2
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from xlt.engine.evalset import load_records
-from xlt.finetune import split_file
+from xlt.stages.finetune import split_file
 from xlt.registry import check_language, get_task
 
 

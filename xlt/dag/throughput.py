@@ -87,7 +87,7 @@ def shape_of(cfg: dict, encoder: str) -> str:
     for key, shape in SHAPE_OF_HUB.items():
         if key in name:
             return shape
-    raise XltError(f"encoder {encoder!r} ({name or 'no hub id'}): no known shape; xlt.throughput.SHAPE_OF_HUB has "
+    raise XltError(f"encoder {encoder!r} ({name or 'no hub id'}): no known shape; xlt.dag.throughput.SHAPE_OF_HUB has "
                    f"{', '.join(f'{k} ({v})' for k, v in SHAPE_OF_HUB.items())}")
 
 

@@ -6,10 +6,10 @@ computes ours yet, or an option is off).
 docs/papers.md's table of the papers (its page, its settings beside it and what the tiny preset
 trims, the same three columns) is generated here too (`make status` writes both).
 
-    python -m xlt.status                 # print the Markdown table
-    python -m xlt.status --write README.md   # replace the block between the README's markers
-    python -m xlt.status --check README.md   # exit 1 if that block differs (tests/test_readme.py)
-    python -m xlt.status --write docs/papers.md  # its table of the papers (tests/test_paper_config.py)
+    python -m xlt.workflow.status                 # print the Markdown table
+    python -m xlt.workflow.status --write README.md   # replace the block between the README's markers
+    python -m xlt.workflow.status --check README.md   # exit 1 if that block differs (tests/test_readme.py)
+    python -m xlt.workflow.status --write docs/papers.md  # its table of the papers (tests/test_paper_config.py)
 """
 
 from __future__ import annotations
@@ -21,13 +21,13 @@ from itertools import groupby
 from pathlib import Path
 
 from xlt import papers as P
-from xlt.config import REPO, load_configs
+from xlt.workflow.config import REPO, load_configs
 from xlt.papers.config_files import layer, paper_file
 from xlt.papers.published import list_published
 
-BEGIN = "<!-- status: generated from the paper plugins; regenerate with: python -m xlt.status --write README.md -->"
+BEGIN = "<!-- status: generated from the paper plugins; regenerate with: python -m xlt.workflow.status --write README.md -->"
 END = "<!-- /status -->"
-PAPERS_BEGIN = "<!-- papers: generated from the paper plugins; regenerate with: python -m xlt.status --write docs/papers.md -->"
+PAPERS_BEGIN = "<!-- papers: generated from the paper plugins; regenerate with: python -m xlt.workflow.status --write docs/papers.md -->"
 PAPERS_END = "<!-- /papers -->"
 TINY = REPO / "presets" / "tiny.yaml"
 
@@ -152,7 +152,7 @@ def blocks_of(text: str, where: str) -> list[tuple[str, str]]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(prog="python -m xlt.status", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m xlt.workflow.status", description=__doc__.split("\n\n")[0])
     group = ap.add_mutually_exclusive_group()
     group.add_argument("--write", metavar="FILE", action="append", help="replace FILE's generated blocks (repeatable)")
     group.add_argument("--check", metavar="FILE", action="append",
@@ -171,7 +171,7 @@ def main(argv: list[str] | None = None) -> None:
         if a.write:
             path.write_text(text, encoding="utf-8")
     if a.check and stale:
-        print(f"error: {stale[0]}: the status block is stale; regenerate with: python -m xlt.status --write {stale[0]}",
+        print(f"error: {stale[0]}: the status block is stale; regenerate with: python -m xlt.workflow.status --write {stale[0]}",
               file=sys.stderr)
         sys.exit(1)
 

@@ -1,5 +1,5 @@
 """Data sets made of two languages' records of one split (named sets of `data.<task>.sets`,
-built by `xlt.prepare` from the records of the set's language and of a partner language):
+built by `xlt.stages.prepare` from the records of the set's language and of a partner language):
 
 - `mix_pairs` (`mix: {with: en, seed: N}`, XNLI): the adjust paper's mixed-language XNLI
   (its Section 4.2). XNLI's test sets are parallel: the k-th pair of every language's file

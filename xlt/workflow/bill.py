@@ -10,7 +10,7 @@ loop and for the Hugging Face Trainer with its best flags.
     examples    per (dataset, language, split): the prepared data on disk (lines of
                 results/data/<dataset>/<lang>/<split>.jsonl), else the papers' data-size
                 tables (xlt/papers/<slug>/published), else the public sizes in DATASET_SIZES
-    tokens      examples × the task's mean subwords per example (xlt.throughput.LENGTHS:
+    tokens      examples × the task's mean subwords per example (xlt.dag.throughput.LENGTHS:
                 estimates, stated as such in the output); aligned sentences: BITEXT
     hours       tokens over the GPU benchmark's measured tokens/s (benchmarks/gpu_throughput.py
                 --json) where it measured that encoder shape and workload (fine-tuning and
@@ -37,12 +37,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from xlt import papers as P
-from xlt import targets as T
+from xlt.dag import targets as T
 from xlt.errors import XltError
-from xlt.packs import PACK_RULE
+from xlt.workflow.packs import PACK_RULE
 from xlt.registry import get_task
-from xlt.throughput import encoder_shape, peak_tflops, shape_of
-from xlt.work import BITEXT, FLOPS, RUN, SPLIT_LANGSET, Work, mean_tokens, mlm_work, workload_of
+from xlt.dag.throughput import encoder_shape, peak_tflops, shape_of
+from xlt.dag.work import BITEXT, FLOPS, RUN, SPLIT_LANGSET, Work, mean_tokens, mlm_work, workload_of
 
 # Public sizes (examples per split, every language) of splits no paper table prints
 # (docs/data.md): MARC 200k / 5k / 5k per language.
@@ -51,7 +51,7 @@ DATASET_SIZES = {("marc", "dev"): 5000, ("qa", "test"): 1190}
 # Encoder shapes, by the Hub id (or local path) in the config's `encoders` block. XLM-R base is
 # priced as mBERT: the same 12 × 768 transformer (the larger vocabulary is an embedding lookup).
 # The FLOPs estimate, until a GPU benchmark measured the work: this GPU's bf16 dense peak
-# (xlt.throughput.PEAK_BF16_TFLOPS) at this model FLOP utilisation.
+# (xlt.dag.throughput.PEAK_BF16_TFLOPS) at this model FLOP utilisation.
 ESTIMATE_GPU = "NVIDIA H100 SXM"
 ESTIMATE_MFU = 0.40
 MLM_MASKED = 0.15  # the MLM head's vocabulary projection runs on the masked positions only
@@ -90,7 +90,7 @@ ALIAS = "a target (an alias of a paper's tables): no job of its own"
 PATTERNS = {
     "finetune": re.compile(rf"models/{RUN}$"),
     "evaluate": re.compile(rf"eval/{RUN}/{SPLIT_LANGSET}\.json$"),
-    # the model of `dataset` scored on another dataset of its task (xlt.targets.eval_file's testset)
+    # the model of `dataset` scored on another dataset of its task (xlt.dag.targets.eval_file's testset)
     "evaluate_on": re.compile(rf"eval/{RUN}/on-(?P<testset>[^/]+)/{SPLIT_LANGSET}\.json$"),
     "build_encoder": re.compile(r"encoders/(?P<encoder>[^/]+)/pretrained$"),
 }
@@ -102,7 +102,7 @@ TRAIN_MULTIPLES = {extra: m for paper in P.PAPERS.values() for extra, m in paper
 PRICED = set(PATTERNS) | set(PAPER_RULES)
 # the papers' own rules that run no encoder, beside the shared ones
 NO_DEVICE_TIME |= {rule: why for paper in P.PAPERS.values() for rule, why in paper.bill.no_device_time.items()}
-# A pack of fine-tunes, K seeds of one model trained in one job (config engine.pack; xlt.packs'
+# A pack of fine-tunes, K seeds of one model trained in one job (config engine.pack; xlt.workflow.packs'
 # rule `finetune_pack_<seeds>`, whose outputs are the seeds' model directories): priced per model
 # as a fine-tune, at the throughput of a pack of that many models
 # the shared rules whose forwards run xlt.engine's evaluation path (config `evaluation`: bf16,
@@ -119,8 +119,8 @@ def classify(rule: str, aliases=()) -> str:
     if rule in aliases:
         return ALIAS
     raise XltError(f"rule {rule!r} is neither priced nor listed as costing no device time: give it a cost "
-                   "model in xlt.bill (PATTERNS and job_costs, or a paper's bill_rules) or a reason in "
-                   "xlt.bill.NO_DEVICE_TIME")
+                   "model in xlt.workflow.bill (PATTERNS and job_costs, or a paper's bill_rules) or a reason in "
+                   "xlt.workflow.bill.NO_DEVICE_TIME")
 
 
 def dag_jobs(dry_run: str) -> list[tuple[str, list[str]]]:
@@ -176,7 +176,7 @@ class Examples:
             return DATASET_SIZES[(task, split)]
         raise XltError(f"no size for {dataset} {lang} {split}: not prepared under {self.root or '.'}/{T.data_dir(self.cfg, dataset)} "
                        "and in no published data-size table; prepare it (snakemake data_all) or add it to "
-                       "xlt.bill.DATASET_SIZES")
+                       "xlt.workflow.bill.DATASET_SIZES")
 
     def tokens(self, dataset: str, langs, split: str) -> float:
         return sum(self.count(dataset, lang, split) for lang in langs) * mean_tokens(T.task_of(dataset))
@@ -292,7 +292,7 @@ def estimate_rate(gpu: str = ESTIMATE_GPU, mfu: float = ESTIMATE_MFU) -> float:
     """Model FLOP/s of the estimate: `mfu` of the bf16 dense peak of `gpu`."""
     peak = peak_tflops(gpu)
     if peak is None:
-        raise XltError(f"no bf16 peak known for GPU {gpu!r} (xlt.throughput.PEAK_BF16_TFLOPS)")
+        raise XltError(f"no bf16 peak known for GPU {gpu!r} (xlt.dag.throughput.PEAK_BF16_TFLOPS)")
     return mfu * peak * 1e12
 
 
@@ -499,7 +499,7 @@ def _n(x: float) -> str:
 
 def markdown(rep: dict) -> str:
     """The bill as markdown: the README's block between <!-- bill:begin --> and <!-- bill:end -->."""
-    from xlt.throughput import LENGTHS
+    from xlt.dag.throughput import LENGTHS
 
     papers = rep["papers"]
     priced = sorted(rep["rules"])
@@ -548,7 +548,7 @@ def markdown(rep: dict) -> str:
                      f"{_n(r['ours_alone'])} | {r['how']} |")
     lines += ["", "No device time: " + "; ".join(f"`{r}` ×{v['jobs']} ({v['why']})"
                                                  for r, v in rep["no_device_time"].items()) + "."]
-    lines += ["", "Tokens per example are estimated means, not measured on the real data (xlt.throughput.LENGTHS): "
+    lines += ["", "Tokens per example are estimated means, not measured on the real data (xlt.dag.throughput.LENGTHS): "
               + ", ".join(f"{t} {mean_tokens(t):.0f}" for t in LENGTHS)
               + f"; one side of an aligned sentence pair {mean_tokens('bitext'):.0f}. Example counts from: "
               + ", ".join(f"{k} ({n})" for k, n in rep["examples_from"].items()) + "."]

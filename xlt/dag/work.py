@@ -1,14 +1,14 @@
-"""The work of a job that runs an encoder, in tokens: what the full-scale bill (xlt.bill) prices
+"""The work of a job that runs an encoder, in tokens: what the full-scale bill (xlt.workflow.bill) prices
 and a paper's bill rules (xlt/papers/<slug>/bill.py) return.
 
     Work        tokens trained on and run forward by one part of a job, in one workload
     workload    the benchmark workload whose measured throughput prices it (tagging, pair, qa),
                 or FLOPS for work no benchmark measures (MLM, aligned pairs)
-    lengths     mean subwords per example of a task (xlt.throughput.LENGTHS) and of one side of
+    lengths     mean subwords per example of a task (xlt.dag.throughput.LENGTHS) and of one side of
                 an aligned sentence pair (BITEXT): estimates, stated as such in the bill
 
 This module imports no paper and nothing of the bill, so a paper's bill module can use it
-without an import circle (xlt.bill reads the papers' registry).
+without an import circle (xlt.workflow.bill reads the papers' registry).
 """
 
 from __future__ import annotations
@@ -17,14 +17,14 @@ import functools
 import re
 from dataclasses import dataclass
 
-from xlt import targets as T
+from xlt.dag import targets as T
 from xlt.registry import get_task
-from xlt.throughput import LengthProfile, length_profile
+from xlt.dag.throughput import LengthProfile, length_profile
 
 FLOPS = "flops"  # the workload of work no benchmark measures: always priced from FLOPs
 # One side of an aligned sentence pair (WikiMatrix), subwords: an ESTIMATE, like LENGTHS.
 BITEXT = LengthProfile(median=28, sigma=0.5, lo=6)
-# A fine-tuned model's run directory in a priced output's path (xlt.targets.model_dir, relative to
+# A fine-tuned model's run directory in a priced output's path (xlt.dag.targets.model_dir, relative to
 # the models/, eval/ or a paper's analysis folder): its wildcards are the run's parts
 RUN = r"(?P<encoder>[^/]+)/(?P<init>[^/]+)/(?P<dataset>[^/]+)/(?P<recipe>[^/]+)/seed(?P<seed>\d+)"
 SPLIT_LANGSET = r"(?P<split>[a-z]+)\.(?P<langset>[A-Za-z0-9_]+)"  # <split>.<language set> of an evaluation file

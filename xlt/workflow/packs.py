@@ -17,8 +17,8 @@ import re
 from dataclasses import dataclass
 
 from xlt import papers as P
-from xlt import resources as R
-from xlt import targets as T
+from xlt.dag import resources as R
+from xlt.dag import targets as T
 from xlt.errors import XltError
 from xlt.registry import get_task
 

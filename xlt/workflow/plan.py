@@ -1,8 +1,8 @@
 """The plan before a run (`make plan`, and the start of a `--profile slurm` run): one screen with
-the jobs per stage, their GPU-hours from the bill (xlt.bill), what is missing first and the
+the jobs per stage, their GPU-hours from the bill (xlt.workflow.bill), what is missing first and the
 next command to type.
 
-    jobs      (rule, outputs) of every job the run would start, as `xlt.bill.dag_jobs` gives
+    jobs      (rule, outputs) of every job the run would start, as `xlt.workflow.bill.dag_jobs` gives
               them; the caller reads them from Snakemake's DAG (workflow_scripts/plan.py,
               rules/common.smk's onstart)
     stages    a rule's stage is the rules file that declares it (rules/<stage>.smk), in the
@@ -23,11 +23,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from xlt import papers as P
-from xlt import targets as T
-from xlt.help import declared_rules
-from xlt.packs import base_rule
+from xlt.dag import targets as T
+from xlt.workflow.help import declared_rules
+from xlt.workflow.packs import base_rule
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parent.parent.parent
 LOCK_FILE = "xlt/sources/catalog.lock.yaml"
 _INCLUDE = re.compile(r'^include: "rules/(\w+)\.smk"', re.M)
 
@@ -55,7 +55,7 @@ def stage_rows(jobs: list[tuple[str, list[str]]], rule_hours: Mapping[str, float
     count: Counter = Counter()
     hours: Counter = Counter()
     for rule, _ in jobs:
-        rule = base_rule(rule)  # a pack of fine-tunes (xlt.packs) is a fine-tune job
+        rule = base_rule(rule)  # a pack of fine-tunes (xlt.workflow.packs) is a fine-tune job
         if rule in rule_stage:
             count[rule_stage[rule]] += 1
     for rule, h in rule_hours.items():
@@ -150,7 +150,7 @@ def bill_of(cfg: dict, jobs: list[tuple[str, list[str]]], target: str, label: st
     """`make bill`'s bill of these jobs: the GPU benchmark's rates where it measured the work."""
     import json
 
-    from xlt.bill import Examples, report
+    from xlt.workflow.bill import Examples, report
 
     bench_file = REPO / "benchmarks" / "gpu_throughput.json"
     bench = json.loads(bench_file.read_text()) if bench_file.exists() else None

@@ -1,6 +1,6 @@
 """The end of `make tables`: what the run took, what it made, what failed and why.
 
-    python -m xlt.runsummary --since <epoch seconds> --rc <snakemake's exit status> \\
+    python -m xlt.workflow.runsummary --since <epoch seconds> --rc <snakemake's exit status> \\
         --command "make tables" presets/tiny.yaml [my.yaml ...]
 
 prints, last, one line of timing (elapsed, jobs run, the machine's threads and CPU, the
@@ -23,7 +23,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from xlt.cli import RERUN, FailedJob, failed_jobs
+from xlt.process.cli import RERUN, FailedJob, failed_jobs
 from xlt.errors import XltError
 
 _STEPS = re.compile(r"^(\d+) of (\d+) steps \(")
@@ -138,7 +138,7 @@ def write_partial_index(cfg: dict, summary: dict) -> None:
     """results/tables/index.md of what was made, and a section of what is missing and why."""
     from xlt import papers as P
     from xlt.io import write_text
-    from xlt.report import index_markdown
+    from xlt.workflow.report import index_markdown
 
     out = P.index_file(cfg)
     made = [f for f in P.index_items(cfg) if item_of(f) in {*summary["computed"], *summary["published_only"]}]
@@ -148,11 +148,11 @@ def write_partial_index(cfg: dict, summary: dict) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    from xlt.cli import ArgumentParser
-    from xlt.config import load_configs
+    from xlt.process.cli import ArgumentParser
+    from xlt.workflow.config import load_configs
     from xlt.io import write_json
 
-    ap = ArgumentParser(prog="python -m xlt.runsummary", description=__doc__.split("\n\n")[0])
+    ap = ArgumentParser(prog="python -m xlt.workflow.runsummary", description=__doc__.split("\n\n")[0])
     ap.add_argument("--since", type=float, required=True, help="when the run started (seconds since the epoch)")
     ap.add_argument("--rc", type=int, required=True, help="Snakemake's exit status")
     ap.add_argument("--command", default="make tables")

@@ -7,7 +7,7 @@ line right above it, plus the per-paper aliases the registry makes (`<slug>_all`
 `<slug>_<table>` / `<slug>_<figure>` for each table and figure, in paper order, `<slug>_claims`
 and `all_claims`).
 
-`python -m xlt.help --check NAME…` is the gate our entry points (`make <target>`, `make plan`)
+`python -m xlt.workflow.help --check NAME…` is the gate our entry points (`make <target>`, `make plan`)
 pass a target through before Snakemake runs: an unknown name stops with one line giving the
 nearest names (Snakemake itself would say only "No rule to produce").
 """
@@ -20,7 +20,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parent.parent.parent
 _MAKE_TARGET = re.compile(r"^([A-Za-z][\w-]*):(?!=)[^#]*(?:##\s*(.*))?$")
 _RULE = re.compile(r"^rule (\w+):")
 _USE_RULE = re.compile(r"^use rule \w+ (?:from \w+ )?as (\w+)")

@@ -20,18 +20,18 @@ import jsonschema
 import yaml
 
 from xlt import papers as P
-from xlt import targets as T
+from xlt.dag import targets as T
 from xlt.align.targets import check as check_align
-from xlt.cli import not_a_config_file, run
-from xlt.engine.config import TrainConfig
+from xlt.process.cli import not_a_config_file, run
+from xlt.engine.train_config import TrainConfig
 from xlt.errors import XltError, check_config_ref, langset_hint
 from xlt.io import read_yaml
 from xlt.papers.config_files import with_paper_files
 from xlt.registry import TASKS
-from xlt.world.config import resolve as resolve_world
+from xlt.world.schema import resolve as resolve_world
 from xlt.zeroshot import check as check_zero_shot
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parent.parent.parent
 SCHEMA = REPO / "schemas" / "config.schema.yaml"
 DEFAULT_CONFIG = REPO / "config.yaml"
 
@@ -40,7 +40,7 @@ DEFAULT_CONFIG = REPO / "config.yaml"
 # encoder, a language set, a hparams profile, an aux set, a UD selection: `$defs.name` in the
 # schema; a task's named data sets are its lowercase form, `$defs.set_name`): no `/`, no `.`
 # (so no `..` and no hidden file), never empty, and inside every wildcard of the path grammar
-# (xlt.targets.WILDCARDS) that the name fills, so a name that passes is one the DAG can build.
+# (xlt.dag.targets.WILDCARDS) that the name fills, so a name that passes is one the DAG can build.
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_]*$"
 
 
@@ -84,7 +84,7 @@ def origin(error: XltError, sources) -> str | None:
     if isinstance(error, ConfigKeyError):
         path = error.where
     else:
-        # "config key <key>: …", or "<key>: …" (the world's checks, xlt.world.config)
+        # "config key <key>: …", or "<key>: …" (the world's checks, xlt.world.schema)
         m = re.match(r"(?:config key )?([A-Za-z_][\w-]*(?:\.[\w-]+|\[\d+\])*):", str(error))
         if m is None:
             return None
@@ -324,7 +324,7 @@ def _check_references(config: dict) -> None:
                            "(no config.json there)")
     for name, profile in config.get("hparams", {}).items():
         base = {k: v for k, v in profile.items() if k != "per_task"}
-        if isinstance(base.get("select_metric"), dict):  # one per task (xlt.targets.hparams)
+        if isinstance(base.get("select_metric"), dict):  # one per task (xlt.dag.targets.hparams)
             _check_task_metrics(f"hparams.{name}.select_metric", base.pop("select_metric"))
         TrainConfig.from_dict({"task": "pos", "encoder": "", **base}, where=f"config key hparams.{name}")
         for task, own in (profile.get("per_task") or {}).items():
@@ -423,11 +423,11 @@ def _check_treebanks(config: dict, slug: str, set_name: str | None, task: str, l
 
 
 def main(argv: list[str] | None = None) -> None:
-    """`python -m xlt.config [FILE ...]`: check config.yaml with FILEs merged over it, as
+    """`python -m xlt.workflow.config [FILE ...]`: check config.yaml with FILEs merged over it, as
     `snakemake --configfile FILE ...` would read it; one line `error: ...` (the file and line,
     or the file that set the key and the key) and exit 1 if bad.
 
-    `python -m xlt.config -- COMMAND ...`: check the --configfile files of a Snakemake command
+    `python -m xlt.workflow.config -- COMMAND ...`: check the --configfile files of a Snakemake command
     line the same way, then run the command (`make tables` does both in two steps).
 
     Snakemake reads config files itself, before the workflow runs, and its message for a file
@@ -435,7 +435,7 @@ def main(argv: list[str] | None = None) -> None:
     common.smk) runs only once Snakemake has read them all."""
     argv = sys.argv[1:] if argv is None else list(argv)
     command = argv[argv.index("--") + 1:] if "--" in argv else None
-    ap = argparse.ArgumentParser(prog="python -m xlt.config", description=main.__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m xlt.workflow.config", description=main.__doc__.split("\n\n")[0])
     ap.add_argument("configfiles", nargs="*", help="config files merged over config.yaml, in order")
     a = ap.parse_args(argv if command is None else argv[: argv.index("--")])
     if command is not None:

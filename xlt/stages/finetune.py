@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from xlt.engine.config import TrainConfig
+from xlt.engine.train_config import TrainConfig
 from xlt.errors import XltError
 from xlt.io import read_json, write_json, write_jsonl
 from xlt.provenance import provenance
@@ -65,7 +65,7 @@ def finetune(task: str, encoder: str, revision: str | None, data_dir: str, train
     xlt_model.json under `collapse`. A collapsed run is retried up to `collapse_retries` times
     with seed + 1000·k; the last attempt is kept either way, flagged, never dropped.
 
-    `aux`: auxiliary streams (xlt.targets.aux_streams): task streams [{"task", "data", "weight",
+    `aux`: auxiliary streams (xlt.dag.targets.aux_streams): task streams [{"task", "data", "weight",
     "batch_size"?}], each reading the training split of its data folder in the training
     languages; an aligned-pairs stream reads its sample file ("data") as it is; X-Mixup
     tagging's source model {"kind": "soft_labels", "model"} passes as it is.
@@ -147,7 +147,7 @@ def finetune_pack(task: str, encoder: str, revision: str | None, data_dir: str, 
                   kill_after_steps: int | None = None, collapse_retries: int = 0, collapse_rule: dict | None = None,
                   oracle_langs: list[list[str]] | None = None) -> list[dict]:
     """`finetune` of each seed, the first attempts trained in one job (xlt.engine.packed; config
-    `engine.pack`, xlt.packs): each model as alone, saved to its own `outs[k]`; then each
+    `engine.pack`, xlt.workflow.packs): each model as alone, saved to its own `outs[k]`; then each
     model's collapse verdict, and a collapsed one's retries alone (`finetune`'s `trained`).
     `oracle_langs[k]`: seed k's oracle languages."""
     from xlt.engine.recipes.packed_finetune import train_packed  # torch: only in the job

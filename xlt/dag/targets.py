@@ -37,7 +37,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from xlt.engine.config import TrainConfig
+from xlt.engine.train_config import TrainConfig
 from xlt.errors import XltError, check_config_ref
 from xlt.registry import TASKS, get_task
 
@@ -360,7 +360,7 @@ def adapt_languages(cfg: dict, init: str) -> list[str]:
 def engine_options(cfg: dict, training: dict) -> dict:
     """A training block (an hparams profile, an MLM block) with the config's `engine` options
     (e.g. `fast_path`) under it: the block's own setting wins. `pack` is the workflow's
-    (xlt.packs: how many seeds one job trains), not a training setting."""
+    (xlt.workflow.packs: how many seeds one job trains), not a training setting."""
     return {**{k: v for k, v in (cfg.get("engine") or {}).items() if k != "pack"}, **training}
 
 
@@ -560,11 +560,11 @@ def raw_sources(cfg: dict, dataset: str) -> dict[str, list[str]]:
     """The catalog sources whose files `prepare_task` reads for `dataset`, each with the
     languages to fetch (empty for a source holding all languages in one file).
 
-    Computed from `xlt.prepare.raw_files` (the raw layout; a two-language set reads the files of
+    Computed from `xlt.stages.prepare.raw_files` (the raw layout; a two-language set reads the files of
     its partner language too) and the catalog's file paths, so a path the catalog does not
     deliver fails here, when the DAG is built.
     """
-    from xlt.prepare import raw_files
+    from xlt.stages.prepare import raw_files
     from xlt.sources.catalog import providers
 
     task, cfg_for_task = task_of(dataset), source_cfg(cfg, dataset)

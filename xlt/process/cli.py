@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from xlt.errors import XltError
-from xlt.zygote import delegate
+from xlt.process.zygote import delegate
 
 
 def quiet_libraries() -> None:
@@ -35,7 +35,7 @@ def set_threads(n: int | None) -> None:
 
 
 def run(main: Callable[[], object]) -> None:
-    if os.environ.get("XLT_ZYGOTE"):  # a fork server with the heavy imports done (xlt/zygote.py)
+    if os.environ.get("XLT_ZYGOTE"):  # a fork server with the heavy imports done (xlt/process/zygote.py)
         code = delegate(os.environ["XLT_ZYGOTE"])
         if code is not None:
             sys.exit(code)
