@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from xlt.errors import XltError
+from xlt.io import write_text
 
 TESTS = ("difference", "count", "equivalence", "correlation")
 DIRECTIONS = {"difference": ("greater", "less"), "count": ("greater", "less"), "equivalence": (),
@@ -250,6 +251,7 @@ def _seed_key(seed):
 
 
 def _t(df: float) -> float:
+    # deferred: loads scipy only when this runs
     from scipy import stats
 
     return float(stats.t.ppf(1 - ALPHA / 2, df))
@@ -569,6 +571,7 @@ def _max_seeds(claim: Claim, rows: pd.DataFrame) -> int:
 
 
 def _decide_correlation(claim: Claim, df: pd.DataFrame) -> dict:
+    # deferred: loads scipy only when this runs
     from scipy import stats
 
     y = claim.y or claim.column("mean")
@@ -701,7 +704,6 @@ def render(table: pd.DataFrame, titles: Mapping[str, str], left_out: Mapping[str
 
 
 def write_csv(table: pd.DataFrame, path: str) -> None:
-    from xlt.io import write_text
 
     counts = {c: table[c].map(lambda v: "" if pd.isna(v) else str(int(v))) for c in ("n_seeds", "n_collapsed")}
     write_text(path, table.assign(**counts).to_csv(index=False, float_format="%.4f"))

@@ -35,6 +35,7 @@ from matplotlib.transforms import Bbox
 
 from xlt.errors import XltError
 from xlt.io import atomic_path, write_text
+import textwrap
 
 STRICT = False  # True: a layout problem stops save_figure (tests)
 PANEL_LETTER = re.compile(r"^\(([a-z])\)\s")
@@ -150,7 +151,6 @@ def layout_problems(fig: Figure) -> list[str]:
 def fit_suptitle(fig: Figure, title: str, **kw) -> Text:
     """`fig.suptitle(title)`, wrapped onto more lines until it fits the canvas's width with a
     margin (a long title otherwise runs to both edges or past them)."""
-    import textwrap
 
     t = fig.suptitle(title, **kw)
     width = fig.bbox.width * 0.94

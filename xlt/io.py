@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from xlt.errors import DataFormatError
+import gzip
+import shutil
 
 
 def _make_parents(target: Path) -> list[Path]:
@@ -81,7 +83,6 @@ def iter_lines(path: str | Path) -> Iterator[tuple[int, str]]:
 
     Invalid UTF-8, a missing or truncated file raise DataFormatError naming file (and line).
     """
-    import gzip
 
     path = Path(path)
     opener = gzip.open if path.name.endswith(".gz") else open
@@ -130,6 +131,7 @@ def read_json(path: str | Path) -> Any:
 
 def read_yaml(path: str | Path) -> Any:
     """A YAML (or JSON) file; unreadable or invalid YAML raises DataFormatError naming file:line."""
+    # deferred: loads yaml only when this runs
     import yaml
 
     try:
@@ -206,7 +208,6 @@ def sha256_file(path: str | Path, chunk: int = 1 << 20) -> str:
 @contextlib.contextmanager
 def atomic_dir(target: str | Path) -> Iterator[Path]:
     """Yield a temporary directory; it replaces `target` only if the block succeeds."""
-    import shutil
 
     target = Path(target)
     made = _make_parents(target)

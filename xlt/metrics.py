@@ -38,6 +38,7 @@ from sklearn.metrics import f1_score as sk_f1_score
 
 from xlt.errors import XltError
 from xlt.registry import Task
+import warnings
 
 __all__ = [
     "checked_metrics",
@@ -180,8 +181,8 @@ def tagging_metrics(
     spans by their letters; a span counts when its bounds and type both match. XTREME reports
     this number as POS F1, and the papers that follow XTREME print it.
     """
-    import warnings
 
+    # deferred: loads seqeval only when this runs
     from seqeval.metrics import f1_score as seq_f1_score
 
     _check_lengths(golds, preds, what="sentences")
@@ -248,6 +249,7 @@ def ner_metrics(
     ``accuracy`` is token accuracy on the tags as given (before repair): it measures the
     tagger's output, the repair only serves the span reading.
     """
+    # deferred: loads seqeval only when this runs
     from seqeval.metrics import f1_score as seq_f1_score
     from seqeval.scheme import IOB2
 
@@ -625,6 +627,7 @@ def ner_span_counts(
     reads them (:func:`repair_bio`, then seqeval's strict IOB2 spans): the F1 of the column
     sums is ``ner_metrics``'s ``span_f1`` (micro F1 = 2 tp / (predicted + gold); 0 with no
     span on either side, as there)."""
+    # deferred: loads seqeval only when this runs
     from seqeval.scheme import IOB2, Tokens
 
     _check_lengths(golds, preds, what="sentences")

@@ -45,6 +45,7 @@ def code_version() -> dict:
 
 
 def environment() -> dict:
+    # deferred: loads torch, transformers only when this runs
     import torch
     import transformers
 

@@ -10,11 +10,15 @@ from pathlib import Path
 import numpy as np
 
 from xlt.errors import XltError
+from xlt.io import sha256_file
+from xlt.io import read_json, read_jsonl
+from xlt.registry import get_task
 
 
 def _sps():
     """scipy.stats, imported on first use: the workflow imports this module (through the
     tables) to build its DAG, where scipy's half a second of import buys nothing."""
+    # deferred: loads scipy only when this runs
     from scipy import stats
 
     return stats
@@ -251,7 +255,6 @@ def predictions_file(eval_json: str | Path) -> Path:
 
 def _gold_file(eval_json: Path, report: dict, lang: str) -> Path:
     """The test file the evaluation read for `lang`, from its provenance, checked unchanged."""
-    from xlt.io import sha256_file
 
     recorded = report.get("provenance", {}).get("data_sha256", {})
     hits = [k for k in recorded if Path(k).parent.name == lang and Path(k).name == f"{report['split']}.jsonl"]
@@ -268,10 +271,9 @@ def _gold_file(eval_json: Path, report: dict, lang: str) -> Path:
 
 def _seed_scores(eval_json: Path, lang: str, answer_lang: str | None):
     """(report, ids, ExampleScores) of one seed's evaluation of `lang`."""
+    # deferred: loads sklearn, torch only when this runs
     from xlt.engine.kinds import kind_of
-    from xlt.io import read_json, read_jsonl
     from xlt.metrics import reduce_example_scores
-    from xlt.registry import get_task
 
     report = read_json(eval_json)
     if lang not in report.get("metrics", {}):
@@ -337,6 +339,7 @@ def compare_outputs(a: SeedOutputs, b: SeedOutputs, rounds: int = 1000, seed: in
     Returns ``{"test", "metric", "a", "b", "difference", "pvalue", "n"}`` (+ ``"statistic"``
     for the t-test); ``a`` / ``b``: the metric over all seeds (mean, or the pooled F1).
     """
+    # deferred: loads sklearn only when this runs
     from xlt.metrics import f1_of_counts
 
     where = f"{a.files[0]} vs {b.files[0]}"

@@ -294,6 +294,7 @@ def with_collapse_note(notes: list[str], table: pd.DataFrame, cell_name) -> list
 def markdown_html(md: str) -> str:
     """A table's Markdown as HTML (its title, an HTML table, its notes), as the report shows it:
     markdown-it's CommonMark with its GitHub-style tables."""
+    # deferred: loads markdown_it only when this runs
     from markdown_it import MarkdownIt
 
     return MarkdownIt("commonmark", {"html": False}).enable("table").render(md)

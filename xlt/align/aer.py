@@ -25,6 +25,8 @@ from xlt.align.pool import iter_pool
 from xlt.align.stage import iter_raw, symmetrise
 from xlt.errors import DataFormatError
 from xlt.formats.tsv import read_gold_pharaoh
+from xlt.align.stage import raw_files
+from xlt.io import read_json, sha256_file, write_json
 
 STAGES = ("forward", "reverse", "intersection", "symmetrised", "one_to_one")
 
@@ -86,8 +88,6 @@ def score_alignment(pool: str | Path, raw: dict[str, Path], gold_path: str | Pat
 def aer_job(pair: str, pool: str | Path, raw_dir: str | Path, align_meta: str | Path, gold: str | Path,
             out: str | Path) -> dict:  # fmt: skip
     """Score one backend's alignment of one pair; write the scores with what they score."""
-    from xlt.align.stage import raw_files
-    from xlt.io import read_json, sha256_file, write_json
 
     meta = {"pair": pair, "backend": read_json(align_meta)["backend"],
             "stages": score_alignment(pool, raw_files(raw_dir), gold),

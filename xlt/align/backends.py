@@ -131,6 +131,7 @@ class Eflomal(Backend):
         return dict(self.SETTINGS)
 
     def align(self, pool: Path, work: Path, threads: int) -> dict[str, Path]:
+        # deferred: loads eflomal only when this runs
         from eflomal import Aligner
 
         src, tgt = work / "src.txt", work / "tgt.txt"
@@ -187,6 +188,7 @@ class SystranAlign(Backend):
 
 def systran_align_child(pool: str, work: str, out: str) -> None:
     """systran-align's training and alignment, in the child process `SystranAlign.align` starts."""
+    # deferred: loads systran_align only when this runs
     import systran_align
 
     pool, work = Path(pool), Path(work)

@@ -28,6 +28,7 @@ from xlt.align.sample import choose, iter_chosen
 from xlt.errors import XltError
 from xlt.io import sha256_file, write_json, write_text
 from xlt.provenance import code_version
+from collections import Counter
 
 COLUMNS = ("kind", "distance", "en_word", "xx_word")
 
@@ -44,6 +45,7 @@ class L2Config:
 def load_encoder(name_or_path: str, revision: str | None = None):
     """The pretrained encoder (no head) and its fast tokenizer, from the Hub or a directory
     (the engine's loader: safetensors only, weights checked)."""
+    # deferred: loads safetensors, torch only when this runs
     from xlt.engine.model import load_encoder as engine_load_encoder
 
     model, tokenizer = engine_load_encoder(name_or_path, revision)
@@ -54,7 +56,6 @@ def whole_word_ids(tokenizer, batch: list[list[str]], enc) -> list[list[int]]:
     """Per sentence of `batch`, the word of each position of its truncated encoding `enc`, -1
     where none ([CLS], [SEP], padding) and where the word was cut in the middle by truncation
     (fewer of its subwords kept than the untruncated encoding has): such a word counts as cut off."""
-    from collections import Counter
 
     full = tokenizer(batch, is_split_into_words=True, add_special_tokens=False, verbose=False)
     out = []
@@ -70,6 +71,7 @@ def word_vectors(model, tokenizer, sentences: list[list[str]], max_length: int, 
     of words cut off by `max_length`, whole or in the middle, are NaN."""
     import torch  # deferred with the engine: the align stage's other jobs never load torch
 
+    # deferred: loads torch only when this runs
     from xlt.engine.fastpath import encode
     from xlt.engine.objectives import word_vectors as subword_means
 

@@ -70,9 +70,11 @@ def _histograms(dist: pd.DataFrame, bins: int) -> tuple[pd.DataFrame, np.ndarray
 
 def l2_figure(dist: pd.DataFrame, pairs: list[str], bins: int, title: str, out_stem: str | Path) -> pd.DataFrame:
     """Histograms of related vs unrelated distances: rows = models, columns = language pairs."""
+    # deferred: loads matplotlib only when this runs
     import matplotlib
 
     matplotlib.use("Agg")
+    # deferred: loads matplotlib only when this runs
     import matplotlib.pyplot as plt
 
     from xlt.figures import save_figure  # matplotlib: only when a figure is drawn

@@ -18,6 +18,10 @@ from __future__ import annotations
 from xlt.dag import targets as T
 from xlt.align.backends import BACKENDS, get_backend
 from xlt.errors import XltError
+from xlt.stages.prepare import raw_patterns
+from xlt.world.datasets import alignment_file
+from dataclasses import fields
+from xlt.world.schema import resolve
 
 WILDCARDS = {"xx": r"[a-z]{2,3}", "backend": "|".join(BACKENDS), "size": r"\d+"}
 AER_FORMATS = ("md", "csv")
@@ -56,7 +60,7 @@ def bitext_sources(cfg: dict) -> dict[str, list[str]]:
     languages: what the stage downloads (`prefetch` fetches them too); none with the world."""
     if cfg.get("world") or not cfg.get("align"):
         return {}
-    from xlt.stages.prepare import raw_patterns
+    # deferred: loads requests, yaml only when this runs
     from xlt.sources.catalog import providers
 
     out: dict[str, list[str]] = {}
@@ -79,14 +83,12 @@ def bitext_inputs(cfg: dict) -> list[str]:
 
 
 def bitext_file(cfg: dict, xx: str) -> str:
-    from xlt.stages.prepare import raw_patterns
 
     return f"{cfg['raw_root']}/{raw_patterns('bitext', xx, 'train')[0]}"
 
 
 def gold_file(cfg: dict, xx: str) -> str:
     """The world's gold links (one line per WikiMatrix row); real WikiMatrix has none."""
-    from xlt.world.datasets import alignment_file
 
     return f"{cfg['raw_root']}/{alignment_file(xx)}"
 
@@ -148,7 +150,6 @@ def align_all(cfg: dict) -> list[str]:
 
 def l2_job_config(cfg: dict) -> dict:
     """The `L2Config` fields of align.l2 (the rest: encoder, figure settings)."""
-    from dataclasses import fields
 
     from xlt.align.l2 import L2Config  # pandas: not when the workflow reads its rules
 
@@ -169,7 +170,6 @@ def check(cfg: dict) -> None:
         if xx not in allowed:
             raise XltError(f"config key align.samples.sweep.pairs: {xx!r} is not an aligned pair; allowed: {', '.join(allowed)}")
     if cfg.get("world"):
-        from xlt.world.schema import resolve
 
         world = resolve(cfg["world"])
         have = [lang for lang in world["languages"] if lang != "en"] if "bitext" in world["tasks"] else []

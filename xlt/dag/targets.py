@@ -40,6 +40,7 @@ from pathlib import Path
 from xlt.engine.train_config import TrainConfig
 from xlt.errors import XltError, check_config_ref
 from xlt.registry import TASKS, get_task
+from xlt.stages.prepare import raw_files
 
 TABLE_FORMATS = ("csv", "md", "tex", "html")  # html: the Markdown rendered, as the report shows it
 FIGURE_FORMATS = ("png", "pdf", "csv")  # the CSV holds the numbers plotted
@@ -564,7 +565,7 @@ def raw_sources(cfg: dict, dataset: str) -> dict[str, list[str]]:
     its partner language too) and the catalog's file paths, so a path the catalog does not
     deliver fails here, when the DAG is built.
     """
-    from xlt.stages.prepare import raw_files
+    # deferred: loads requests, yaml only when this runs
     from xlt.sources.catalog import providers
 
     task, cfg_for_task = task_of(dataset), source_cfg(cfg, dataset)
@@ -640,6 +641,7 @@ def prefetch(cfg: dict) -> list[str]:
 def data_all(cfg: dict) -> list[str]:
     """One download per real source (the catalog, less second routes to the same data, plus
     any route a configured paper reads) and every prepared dataset of the configured papers."""
+    # deferred: loads requests, yaml only when this runs
     from xlt.sources.catalog import catalog
 
     entries = dict(download_plan(cfg))

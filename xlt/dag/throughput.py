@@ -15,6 +15,7 @@ import math
 from dataclasses import dataclass
 
 from xlt.errors import XltError
+import random
 
 # Dense (no sparsity) bf16 tensor-core peak in TFLOP/s from the vendors' data sheets, matched
 # against torch.cuda.get_device_name() (lower-cased), most specific first. V100 has no bf16:
@@ -143,7 +144,6 @@ class LengthProfile:
     hi: int = 128
 
     def sample(self, n: int, seed: int) -> list[int]:
-        import random
 
         rng = random.Random(seed)
         return [min(self.hi, max(self.lo, round(rng.lognormvariate(math.log(self.median), self.sigma)))) for _ in range(n)]

@@ -55,6 +55,7 @@ def eval_mode(evaluation: dict | None, device: torch.device) -> EvalMode:
         precision = "bf16" if cuda and torch.cuda.is_bf16_supported() else "fp32"
     if budget == "auto":
         budget = CUDA_BATCH_TOKENS if cuda else None
+    # deferred: loads numpy, safetensors only when this runs
     from xlt.engine.loop import CUDA_PAD_MULTIPLE
 
     return EvalMode(precision, budget, CUDA_PAD_MULTIPLE if cuda else 1)

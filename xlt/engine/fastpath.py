@@ -306,6 +306,7 @@ def compile_status() -> str:
 def _eager_backward_compile():
     """The backward graph compiled with the forward (else at the first backward, outside the
     fallback below), where this torch can."""
+    # deferred: loads torch only when this runs
     import torch._functorch.config as aot
 
     if hasattr(aot, "force_non_lazy_backward_lowering"):

@@ -91,11 +91,13 @@ class ParsingHead(nn.Module):
 
     def __init__(self, hidden: int, num_labels: int, dropout: float):
         super().__init__()
+        # deferred: loads numpy only when this runs
         from xlt.engine.biaffine import BiaffineParser
 
         self.parser = BiaffineParser(hidden, num_labels, root="cls")
 
     def forward(self, h: torch.Tensor, batch: dict) -> dict:
+        # deferred: loads numpy only when this runs
         from xlt.engine.biaffine import gather_words
 
         starts = batch["word_starts"]

@@ -16,6 +16,7 @@ from xlt.engine import features as feat
 from xlt.engine import heads, predict
 from xlt.errors import XltError
 from xlt.registry import Task, get_task
+from collections import Counter
 
 IGNORE = -100  # label of a position that carries no gold (not a first subword, padding, ...)
 
@@ -67,7 +68,6 @@ class Kind:
     def majority_label(self, task: Task, golds: list):
         """The most frequent gold label (class, tag) of a set: the majority baseline predicts it
         everywhere (ties: the first met)."""
-        from collections import Counter
 
         return Counter(self.predicted_labels(golds)).most_common(1)[0][0]
 

@@ -187,6 +187,7 @@ class Loop:
         t0 = time.perf_counter()
         bar = None
         if self.progress and sys.stderr.isatty():  # a job's log (a file) gets the epoch lines alone, no `\r` redraws
+            # deferred: loads tqdm only when this runs
             from tqdm import tqdm
 
             bar = self._bar = tqdm(total=self.total_steps(), initial=state["global_step"], desc=self.desc, unit="step",

@@ -65,6 +65,7 @@ def load_encoder_weights(name_or_path: str, revision: str | None = None, dropout
     """An encoder (its base model; its pooler only if asked, for a head to take over) from the
     Hub or a local directory, whose safetensors files are checked first; pickled weights are
     never loaded."""
+    # deferred: loads transformers only when this runs
     from transformers import AutoModel
 
     require_local(name_or_path)
@@ -87,6 +88,7 @@ def _cannot_load(name_or_path: str, revision: str | None, e: Exception) -> XltEr
 
 def load_tokenizer(name_or_path: str, revision: str | None = None):
     """An encoder's fast tokenizer, from the Hub or a local directory (no weights loaded)."""
+    # deferred: loads transformers only when this runs
     from transformers import AutoTokenizer
 
     require_local(name_or_path)

@@ -35,6 +35,11 @@ from xlt.engine.heads import (ClassificationHead, LinearClassificationHead, Pool
                               TaggingHead)
 from xlt.engine.kinds import IGNORE
 from xlt.errors import XltError
+import time
+import sys
+from xlt.engine.predict import to_device
+import os
+import signal
 
 PACKABLE_HEADS = (TaggingHead, ClassificationHead, LinearClassificationHead, PooledClassificationHead, SpanQAHead)
 
@@ -278,6 +283,7 @@ class PackedLoop:
             raise XltError(f"packed models must have as many batches per epoch; got {sorted(per)}")
         self.__dict__.update(locals())
         del self.__dict__["self"]
+        # deferred: loads numpy, safetensors only when this runs
         from xlt.engine.loop import CUDA_PAD_MULTIPLE
 
         for s in streams:
@@ -291,7 +297,6 @@ class PackedLoop:
             for _ in self.streams]}
 
     def _save(self, state: dict) -> None:
-        import time
 
         t = time.perf_counter()
         state["cursors"] = [list(s.cursor) for s in self.streams]
@@ -300,6 +305,7 @@ class PackedLoop:
         self.timers["checkpointing"] += time.perf_counter() - t
 
     def resume_or_start(self) -> dict:
+        # deferred: loads safetensors only when this runs
         from safetensors.torch import load_file
 
         where, saved = self.checkpointer.load()
@@ -318,7 +324,6 @@ class PackedLoop:
             s.cursor = list(cur)
         for m in saved["models"]:
             m["resumed_from"].append(saved["global_step"])
-        import sys
 
         print(f"resuming the pack of {len(self.streams)} from step {saved['global_step']}", file=sys.stderr)
         return saved
@@ -330,7 +335,7 @@ class PackedLoop:
 
     def step(self, batches: list[dict], step: int) -> torch.Tensor:
         """One optimizer step of every model; each model's loss, [K] (on the device)."""
-        from xlt.engine.predict import to_device
+        # deferred: loads numpy, safetensors only when this runs
         from xlt.engine.runtime import autocast
 
         batch, own = pack_batches(batches, self.kind, self.pad_id)
@@ -351,10 +356,8 @@ class PackedLoop:
         return losses.detach()
 
     def run(self) -> dict:
-        import os
-        import signal
-        import time
 
+        # deferred: loads numpy, safetensors only when this runs
         from xlt.engine.runtime import GraceSignal, Preempted
 
         state = self.resume_or_start()

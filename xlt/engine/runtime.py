@@ -25,6 +25,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from xlt.errors import XltError
+from xlt.process.cpu_isa import amx_allowed
 
 MANIFEST = "manifest.json"
 
@@ -56,6 +57,7 @@ class Dist:
     """
 
     def __init__(self):
+        # deferred: loads torch only when this runs
         import torch.distributed as dist
 
         self.dist = dist
@@ -140,7 +142,6 @@ def native_bf16(device: torch.device) -> bool:
     if device.type == "cuda":
         return torch.cuda.is_bf16_supported()
     if device.type == "cpu":
-        from xlt.process.cpu_isa import amx_allowed
 
         return bool(torch.cpu._is_amx_tile_supported()) and amx_allowed()
     return False

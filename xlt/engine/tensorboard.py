@@ -17,6 +17,7 @@ def scalar_writer(log_dir: str | Path | None) -> Callable[[int, dict], None] | N
     jobs with a multiprocessing queue)."""
     if log_dir is None:
         return None
+    # deferred: loads tensorboardX only when this runs
     from tensorboardX.event_file_writer import EventsWriter
     from tensorboardX.proto.event_pb2 import Event
     from tensorboardX.summary import scalar

@@ -47,6 +47,7 @@ def bpe_merges(counts: Counter, n_pieces: int, seed: int = 0) -> list[str]:
     """The multi-character pieces SentencePiece's BPE learns from `counts`, most frequent merge
     first, spelt the WordPiece way. One thread and a fixed seed: the same counts give the same
     list in every process."""
+    # deferred: loads sentencepiece only when this runs
     import sentencepiece as spm
 
     spm.set_random_generator_seed(seed)

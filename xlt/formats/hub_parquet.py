@@ -34,6 +34,7 @@ _SCHEMAS = {
 
 
 def _read_columns(path: Path, columns: tuple[str, ...], optional: tuple[str, ...] = ()) -> dict:
+    # deferred: loads pyarrow only when this runs
     import pyarrow.parquet as pq
 
     if not path.is_file():
@@ -160,6 +161,7 @@ def read_hub_parquet(path: str | Path, task: str, **kw) -> list[dict]:
 
 # Arrow types of the Hub's columns (ClassLabel columns are stored as int64).
 def _arrow_schema(kind: str):
+    # deferred: loads pyarrow only when this runs
     import pyarrow as pa
 
     if kind == "wikiann":
@@ -186,6 +188,7 @@ def _arrow_schema(kind: str):
 def write_parquet(path: str | Path, kind: str, columns: dict[str, list]) -> int:
     """Write `columns` (column name -> values) with the Hub's schema for `kind`
     (``wikiann`` / ``pawsx`` / ``xnli`` / ``mnli``), atomically. Returns the number of rows."""
+    # deferred: loads pyarrow only when this runs
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -322,6 +325,7 @@ def read_tydiqa(path: str | Path, lang: str | None = None, *, stats: dict | None
 def write_squad_parquet(path: str | Path, rows: list[dict]) -> int:
     """Write SQuAD-column rows (`id`, `title`, `context`, `question`, `answers`) with the Hub's
     types (answers: struct of list<string>, list<int32>), atomically."""
+    # deferred: loads pyarrow only when this runs
     import pyarrow as pa
     import pyarrow.parquet as pq
 

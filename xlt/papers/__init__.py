@@ -29,6 +29,12 @@ from xlt.papers.base import Figure, Paper, Table
 from xlt.papers.published import list_published, load_published, paper_title, table_info
 from xlt.tables import check_accounted, write_table
 from xlt.dag.targets import figure_files, table_files
+from xlt.claims import ClaimsFile, check_references, parse_claims
+from pathlib import Path
+from xlt.claims import evaluate, read_csv, render, write_csv
+from xlt.io import write_text
+import pandas as pd
+from xlt.claims import read_csv, render, write_csv
 
 PAPERS: dict[str, Paper] = {p.slug: p for p in (crossmulti.PAPER, dlfa.PAPER, adjust.PAPER, underspec.PAPER, xmixup.PAPER)}
 INDEX = "index.md"  # results/tables/index.md: every table beside its caption (xlt.workflow.report)
@@ -271,7 +277,6 @@ def target_rules(cfg: dict) -> dict[str, list[str]]:
 def load_claims(slug: str):
     """A paper's claims and the findings it leaves out (its `Paper.claims` file), checked: every
     table, column and value a claim names exists in the paper's tables (their published cells)."""
-    from xlt.claims import ClaimsFile, check_references, parse_claims
 
     paper = get_paper(slug)
     if not paper.claims:
@@ -338,10 +343,7 @@ def claims_reflect(cfg: dict, slug: str) -> str:
 def make_claims(slug: str, reflects: str, inputs: list[str], out_prefix: str) -> None:
     """Decide a paper's claims on the CSVs `inputs` (results/{tables,figures}/<slug>/<id>.csv) and
     write <out_prefix>.csv and .md."""
-    from pathlib import Path
 
-    from xlt.claims import evaluate, read_csv, render, write_csv
-    from xlt.io import write_text
 
     spec = load_claims(slug)
     files = {f"{Path(p).parent.parent.name}/{Path(p).stem}": p for p in inputs}
@@ -353,10 +355,7 @@ def make_claims(slug: str, reflects: str, inputs: list[str], out_prefix: str) ->
 def claims_page(inputs: list[str], out_md: str, out_csv: str) -> None:
     """The one page of every paper's claims (results/claims.md, .csv) from their CSVs
     (results/claims/<slug>.csv)."""
-    import pandas as pd
 
-    from xlt.claims import read_csv, render, write_csv
-    from xlt.io import write_text
 
     table = pd.concat([read_csv(p) for p in inputs], ignore_index=True)
     slugs = list(dict.fromkeys(table["paper"]))

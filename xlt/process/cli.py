@@ -29,6 +29,7 @@ def quiet_libraries() -> None:
 
 def set_threads(n: int | None) -> None:
     if n:
+        # deferred: loads torch only when this runs
         import torch
 
         torch.set_num_threads(int(n))

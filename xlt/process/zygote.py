@@ -31,6 +31,12 @@ import subprocess
 import sys
 import tempfile
 import time
+import importlib
+import warnings
+import threading
+import random
+import runpy
+import traceback
 
 ENV_VAR = "XLT_ZYGOTE"  # the server's socket path, set for the command it serves
 IN_JOB = "XLT_ZYGOTE_JOB"  # set inside a served job, so its own run() does not delegate again
@@ -73,6 +79,7 @@ def _apply_thread_env() -> None:
     --threads still wins): torch's intra-op threads and the BLAS pools numpy / scipy use."""
     n = os.environ.get("OMP_NUM_THREADS", "")
     if n.isdigit() and int(n) > 0:
+        # deferred: loads threadpoolctl, torch only when this runs
         import torch
         from threadpoolctl import threadpool_limits
 
@@ -104,14 +111,13 @@ def _recv_exact(conn: socket.socket, n: int) -> bytes:
 
 
 def _preload() -> None:
-    import importlib
-    import warnings
 
     for name in PRELOAD:
         try:
             importlib.import_module(name)
         except Exception as e:  # a job importing it itself gets the real error
             warnings.warn(f"zygote: preloading {name} failed: {e}", stacklevel=1)
+    # deferred: loads transformers only when this runs
     import transformers
 
     for attr in PRELOAD_ATTRS:
@@ -124,8 +130,6 @@ def warm(extra: tuple[str, ...] = ()) -> None:
     without byte-compiling every file, ~28 s of a fresh install; without the .pyc files every
     later process would compile what it imports again, ~+5 s for this server alone). `extra`:
     more modules (the Makefile names Snakemake's, which xlt does not import)."""
-    import importlib
-    import warnings
 
     sys.dont_write_bytecode = False
     os.environ.setdefault("MPLBACKEND", "Agg")
@@ -141,7 +145,6 @@ def serve(path: str, ready_fd: int | None = None) -> None:
     """Listen on `path` until terminated; fork one child per job request."""
     env = _import_env(dict(os.environ))  # as the server started: importing torch sets KMP_* itself
     _preload()
-    import threading
 
     if threading.active_count() != 1:  # forking a process with threads could deadlock its children
         print(f"zygote: {threading.active_count()} threads after preloading; refusing to serve", file=sys.stderr)
@@ -224,10 +227,6 @@ def _handle(server: socket.socket, conn: socket.socket, fds: list[int], env: dic
 
 def _run_job(conn: socket.socket, fds: list[int], request: dict) -> None:
     """In the forked child: become the job's process and run its script as __main__."""
-    import random
-    import runpy
-    import threading
-    import traceback
 
     code = 1
     try:
@@ -245,6 +244,7 @@ def _run_job(conn: socket.socket, fds: list[int], request: dict) -> None:
         tempfile.tempdir = None  # TMPDIR as the job has it
         _apply_thread_env()
         random.seed()  # a fresh process's RNGs are seeded from the OS, not copies of the server's
+        # deferred: loads numpy only when this runs
         import numpy as np
 
         np.random.seed()

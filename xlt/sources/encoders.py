@@ -24,6 +24,7 @@ from xlt.io import atomic_dir, write_json
 from xlt.sources.catalog import COMMIT_RE
 from xlt.sources.fetch import FetchConfig, HubFileMissing, UnpinnedError, _log, fetch_hub_files
 from xlt.sources.lock import LockConflictError, LockEntry, now
+from xlt.io import read_json
 
 SECTION = "encoders"
 SNAPSHOT_META = "xlt-snapshot.json"
@@ -109,7 +110,6 @@ def fetch_encoder(name: str, repo_id: str, dest: str | Path, revision: str | Non
 
 def snapshot_of(directory: str | Path) -> dict | None:
     """The record of the snapshot in `directory`, or None when it is not one."""
-    from xlt.io import read_json
 
     p = Path(directory) / SNAPSHOT_META
     return read_json(p) if p.is_file() else None

@@ -372,6 +372,7 @@ def _commit_from_cache_path(path: str) -> str | None:
 
 
 def _offline_mode_error() -> Exception:
+    # deferred: loads huggingface_hub only when this runs
     from huggingface_hub.errors import OfflineModeIsEnabled
 
     return OfflineModeIsEnabled()
@@ -404,6 +405,7 @@ def fetch_hub_files(
     path: where that digest comes from}, for the mismatch message). Script-only repos are
     read at `revision="refs/convert/parquet"`.
     """
+    # deferred: loads huggingface_hub only when this runs
     from huggingface_hub import constants as hf_constants
     from huggingface_hub import hf_hub_download
 

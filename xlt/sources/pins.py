@@ -21,6 +21,8 @@ from xlt.errors import XltError
 from xlt.sources.catalog import Source, catalog
 from xlt.sources.fetch import FetchConfig, sha256_pin
 from xlt.sources.lock import LockEntry
+from xlt.process.cli import ArgumentParser
+from xlt.io import read_yaml
 
 
 def _locked_line(rel: str, e: LockEntry) -> str:
@@ -122,7 +124,6 @@ def tally(cfg: FetchConfig, encoders: dict | None = None, sources=None) -> tuple
 
 
 def main(argv: list[str] | None = None) -> int:
-    from xlt.process.cli import ArgumentParser
 
     ap = ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--config", help="YAML file with a download: block (pins, lock)")
@@ -131,7 +132,6 @@ def main(argv: list[str] | None = None) -> int:
     try:
         block, encoders = {}, {}
         if args.config:
-            from xlt.io import read_yaml
 
             data = read_yaml(args.config) or {}
             block = dict(data.get("download") or {}) if isinstance(data, dict) else {}

@@ -10,6 +10,7 @@ from xlt.errors import XltError
 from xlt.io import read_json, write_json, write_jsonl
 from xlt.provenance import provenance
 from xlt.registry import check_language, get_task
+import shutil
 
 
 def split_file(data_dir: str | Path, lang: str, split: str) -> Path:
@@ -33,6 +34,7 @@ def scored_collapse(kind, task, preds: list, golds: list, meta: dict) -> dict | 
     label where the gold is not. The baseline test does not apply (no baseline is given): a
     test score below the majority baseline is a transfer result, not a collapse. None: the
     kind has no labels."""
+    # deferred: loads numpy, sklearn only when this runs
     from xlt.metrics import COLLAPSE_RULE, collapse_verdict
 
     measure = kind.collapse_measure(task, preds, golds)
@@ -78,9 +80,9 @@ def finetune(task: str, encoder: str, revision: str | None, data_dir: str, train
 
     `trained`: the first attempt's summary where it already ran (in a pack: `finetune_pack`);
     only the verdict, and any retry (alone), happen here."""
-    import shutil
 
     from xlt.engine.recipes.finetune import train  # torch: only in the job
+    # deferred: loads numpy, sklearn only when this runs
     from xlt.metrics import COLLAPSE_RULE, collapse_verdict
 
     train_files, dev_files = _split_files(task, data_dir, train_langs, hparams)
@@ -178,6 +180,7 @@ def evaluate_model(model_dir: str, data_dir: str, split: str, langs: list[str], 
 
     # torch: only in the job
     from xlt.engine.evalset import evaluate_records, load_records
+    # deferred: loads numpy, safetensors, torch only when this runs
     from xlt.engine.evaluation import eval_mode
     from xlt.engine.model import load_model
     from xlt.engine.runtime import pick_device

@@ -43,6 +43,7 @@ from xlt.workflow.packs import PACK_RULE
 from xlt.registry import get_task
 from xlt.dag.throughput import encoder_shape, peak_tflops, shape_of
 from xlt.dag.work import BITEXT, FLOPS, RUN, SPLIT_LANGSET, Work, mean_tokens, mlm_work, workload_of
+from xlt.dag.throughput import LENGTHS
 
 # Public sizes (examples per split, every language) of splits no paper table prints
 # (docs/data.md): MARC 200k / 5k / 5k per language.
@@ -499,7 +500,6 @@ def _n(x: float) -> str:
 
 def markdown(rep: dict) -> str:
     """The bill as markdown: the README's block between <!-- bill:begin --> and <!-- bill:end -->."""
-    from xlt.dag.throughput import LENGTHS
 
     papers = rep["papers"]
     priced = sorted(rep["rules"])

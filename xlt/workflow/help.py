@@ -61,6 +61,7 @@ def target_rules(sources: list[Path] | None = None) -> list[tuple[str, str]]:
 def paper_targets() -> list[tuple[str, str]]:
     """<slug>_all and every <slug>_<table> / <slug>_<figure> of each registered paper, in paper
     order (needs the installed packages)."""
+    # deferred: loads numpy, pandas, yaml only when this runs
     from xlt import papers as P
 
     out = []
@@ -90,6 +91,7 @@ def rule_names(sources: list[Path] | None = None) -> set[str]:
 
 def known_targets() -> set[str]:
     """What `make` and `snakemake` accept as a target name: make targets, rules and the papers' aliases."""
+    # deferred: loads numpy, pandas, yaml only when this runs
     from xlt import papers as P
 
     return {t for t, _ in make_targets()} | rule_names() | set(P.target_names())

@@ -26,6 +26,8 @@ from xlt import papers as P
 from xlt.dag import targets as T
 from xlt.workflow.help import declared_rules
 from xlt.workflow.packs import base_rule
+import json
+from xlt.workflow.bill import Examples, report
 
 REPO = Path(__file__).resolve().parent.parent.parent
 LOCK_FILE = "xlt/sources/catalog.lock.yaml"
@@ -135,6 +137,7 @@ def plan_lines(cfg: dict, jobs: list[tuple[str, list[str]]], target: str, config
     `started`: the run has begun (no next command)."""
     label = " ".join(_shown(c) for c in configfiles) or "config.yaml"
     bill = bill_of(cfg, jobs, target, label)
+    # deferred: loads requests only when this runs
     from xlt.sources.fetch import FetchConfig
     from xlt.sources.pins import tally
 
@@ -148,9 +151,7 @@ def plan_lines(cfg: dict, jobs: list[tuple[str, list[str]]], target: str, config
 
 def bill_of(cfg: dict, jobs: list[tuple[str, list[str]]], target: str, label: str) -> dict:
     """`make bill`'s bill of these jobs: the GPU benchmark's rates where it measured the work."""
-    import json
 
-    from xlt.workflow.bill import Examples, report
 
     bench_file = REPO / "benchmarks" / "gpu_throughput.json"
     bench = json.loads(bench_file.read_text()) if bench_file.exists() else None

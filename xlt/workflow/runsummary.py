@@ -25,6 +25,9 @@ from pathlib import Path
 
 from xlt.process.cli import RERUN, FailedJob, failed_jobs
 from xlt.errors import XltError
+from xlt.io import write_text
+from xlt.process.cli import ArgumentParser
+from xlt.io import write_json
 
 _STEPS = re.compile(r"^(\d+) of (\d+) steps \(")
 
@@ -95,6 +98,7 @@ def _clock(seconds: float) -> str:
 
 def summarise(cfg: dict, since: float, rc: int, command: str, workdir: str | Path = ".") -> tuple[dict, list[str]]:
     """(results/summary.json's content, the lines to print)."""
+    # deferred: loads numpy, pandas, yaml only when this runs
     from xlt import papers as P
 
     log = run_log(since, workdir)
@@ -136,8 +140,8 @@ def summarise(cfg: dict, since: float, rc: int, command: str, workdir: str | Pat
 
 def write_partial_index(cfg: dict, summary: dict) -> None:
     """results/tables/index.md of what was made, and a section of what is missing and why."""
+    # deferred: loads numpy, pandas, yaml only when this runs
     from xlt import papers as P
-    from xlt.io import write_text
     from xlt.workflow.report import index_markdown
 
     out = P.index_file(cfg)
@@ -148,9 +152,8 @@ def write_partial_index(cfg: dict, summary: dict) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    from xlt.process.cli import ArgumentParser
+    # deferred: loads jsonschema, numpy, pandas, yaml only when this runs
     from xlt.workflow.config import load_configs
-    from xlt.io import write_json
 
     ap = ArgumentParser(prog="python -m xlt.workflow.runsummary", description=__doc__.split("\n\n")[0])
     ap.add_argument("--since", type=float, required=True, help="when the run started (seconds since the epoch)")

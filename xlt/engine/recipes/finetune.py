@@ -65,6 +65,7 @@ def spec_classifier(classifier: str, encoder_config) -> str:
     itself, built on the meta device (no weights)."""
     if classifier != "hf_sequence_classifier":
         return classifier
+    # deferred: loads transformers only when this runs
     from transformers import AutoModelForSequenceClassification
 
     with torch.device("meta"):

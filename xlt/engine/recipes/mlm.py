@@ -23,6 +23,7 @@ from xlt.engine.streams import Stream
 from xlt.errors import XltError
 from xlt.io import atomic_dir, write_json
 from xlt.provenance import provenance
+from xlt.engine.vocab import word_counts, wordpiece_vocab
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 ENCODER_META = "xlt_encoder.json"
@@ -31,10 +32,10 @@ ENCODER_META = "xlt_encoder.json"
 def train_wordpiece(texts: list[str], vocab_size: int, out_dir: str | Path):
     """Learn a cased WordPiece vocabulary (BERT normalisation and pre-tokenisation) from
     `texts`, the same in every process (xlt.engine.vocab), and save it as a fast tokenizer."""
+    # deferred: loads tokenizers, transformers only when this runs
     from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
     from transformers import BertTokenizerFast
 
-    from xlt.engine.vocab import word_counts, wordpiece_vocab
 
     normalizer = normalizers.BertNormalizer(lowercase=False, strip_accents=False, clean_text=True)
     pre_tokenizer = pre_tokenizers.BertPreTokenizer()
@@ -150,6 +151,7 @@ def train_mlm(
 ) -> dict:
     """MLM-train a new BERT of `shape` with the tokenizer in `tokenizer_dir`, or continue the
     MLM encoder `init_from` (Hub id or directory) with its own tokenizer (domain adaptation)."""
+    # deferred: loads transformers only when this runs
     from transformers import AutoModelForMaskedLM, AutoTokenizer, BertConfig, BertForMaskedLM
 
     if (init_from is None) == (tokenizer_dir is None):

@@ -8,6 +8,7 @@ import re
 from xlt.errors import XltError
 from xlt.papers.adjust.plan import ROW_KINDS
 from xlt.papers.adjust.tables import LABELS
+import pandas as pd
 
 ROW_LABELS = {"original": "original", "adjusted": "adjusted", "finetuned": "fine-tuned",
               "adjusted_finetuned": "adjusted + fine-tuned", "adjusted_continual": "adjusted + continual"}
@@ -30,7 +31,6 @@ def _row_label(row: str) -> str:
 
 
 def draw(spec: dict, inputs: list[str], out_dir: str, figure: str) -> None:
-    import pandas as pd
 
     from xlt.align.report import l2_figure  # matplotlib: only when a figure is drawn
 

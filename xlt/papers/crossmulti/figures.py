@@ -42,6 +42,7 @@ def p_text(p: float) -> str:
 
 def _save(fig, out_dir: str, figure: str, data: pd.DataFrame) -> None:
     """<out_dir>/<figure>.{png,pdf,csv}, the layout checked (xlt.figures.save_figure)."""
+    # deferred: loads matplotlib only when this runs
     from xlt.figures import save_figure
 
     Path(out_dir).mkdir(parents=True, exist_ok=True)
@@ -63,8 +64,10 @@ def _head_map(ax, values: pd.DataFrame) -> None:
 
 
 def figure1(spec: dict, updates: pd.DataFrame, out_dir: str) -> None:
+    # deferred: loads matplotlib only when this runs
     from matplotlib.figure import Figure
 
+    # deferred: loads matplotlib only when this runs
     from xlt.figures import fit_suptitle
 
     maps, rhos = head_update_maps(updates)
@@ -97,9 +100,11 @@ def figure1(spec: dict, updates: pd.DataFrame, out_dir: str) -> None:
 
 
 def figure_a(spec: dict, probes: pd.DataFrame, out_dir: str, figure: str, probe_task: str) -> None:
+    # deferred: loads matplotlib only when this runs
     from matplotlib.figure import Figure
     from matplotlib.patches import Rectangle
 
+    # deferred: loads matplotlib only when this runs
     from xlt.figures import fit_suptitle
 
     heads = over_vanilla(probes)

@@ -14,6 +14,11 @@ from __future__ import annotations
 
 import numpy as np
 import torch
+from pathlib import Path
+import pandas as pd
+from xlt.io import write_json
+from xlt.papers.crossmulti.plan import model_setting
+from xlt.provenance import provenance
 
 PROJECTIONS = ("query", "key", "value")
 
@@ -48,6 +53,7 @@ def head_updates(pretrained: dict[str, torch.Tensor], finetuned: dict[str, torch
 
 def encoder_state(path: str, revision: str | None = None) -> tuple[dict[str, torch.Tensor], int, int]:
     """An encoder's weights (base-model names) and its layers and heads."""
+    # deferred: loads safetensors only when this runs
     from xlt.engine.model import load_encoder_weights
 
     enc = load_encoder_weights(path, revision)
@@ -56,13 +62,8 @@ def encoder_state(path: str, revision: str | None = None) -> tuple[dict[str, tor
 
 def run_head_updates_job(pretrained: str, revision: str | None, models: list[str], out: str, provenance_out: str) -> None:
     """One row per (model, layer, head): task, setting, seed, update."""
-    from pathlib import Path
 
-    import pandas as pd
 
-    from xlt.io import write_json
-    from xlt.papers.crossmulti.plan import model_setting
-    from xlt.provenance import provenance
 
     pre, layers, heads = encoder_state(pretrained, revision)
     rows = []

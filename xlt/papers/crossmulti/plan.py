@@ -7,6 +7,7 @@ from pathlib import Path
 
 from xlt.errors import XltError
 from xlt.dag.targets import Init, Recipe, aux_streams, data_dir, dataset_name, eval_file, model_dir, task_of
+from xlt.stages.finetune import model_collapse_flag
 
 SLUG = "crossmulti"
 
@@ -22,7 +23,6 @@ def model_setting(model: str) -> dict:
     """task, setting (`cross`: one training language, else `multi`) and seed of a model
     directory, from its path (…/{task}/{recipe}/seed{seed}); and whether its fine-tuning
     collapsed (its xlt_model.json, where there is one: the analysis tables mark it †)."""
-    from xlt.stages.finetune import model_collapse_flag
 
     path = Path(model)
     recipe = Recipe.parse(path.parent.name)

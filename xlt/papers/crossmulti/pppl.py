@@ -21,6 +21,14 @@ import torch
 
 from xlt.engine.kinds import IGNORE
 from xlt.errors import XltError
+import time
+import pandas as pd
+from xlt.engine.evalset import load_records
+from xlt.stages.finetune import split_file
+from xlt.io import write_json
+from xlt.papers.crossmulti.plan import model_setting
+from xlt.provenance import provenance
+from xlt.registry import get_task
 
 
 def masked_copies(added: list[list[int]]) -> list[tuple[int, int]]:
@@ -89,8 +97,10 @@ def corpus_pppl(pll: np.ndarray, counts: np.ndarray) -> float:
 def load_scorer(pretrained: str, finetuned_encoder: str | None = None, revision: str | None = None):
     """The pretrained MLM model (its tokenizer too); with `finetuned_encoder` (a saved model's
     `encoder/`), its base model's weights replaced by the fine-tuned encoder's, every one."""
+    # deferred: loads transformers only when this runs
     from transformers import AutoModelForMaskedLM, AutoTokenizer
 
+    # deferred: loads safetensors only when this runs
     from xlt.engine.model import require_local
     from xlt.engine.recipes.mlm import MLMModel
 
@@ -109,6 +119,7 @@ def load_scorer(pretrained: str, finetuned_encoder: str | None = None, revision:
 def put_encoder(hf, finetuned_encoder: str, pretrained: str) -> None:
     """Replace every weight of the MLM model's base encoder by the fine-tuned encoder's (its
     prediction head stays the pretrained one)."""
+    # deferred: loads safetensors only when this runs
     from xlt.engine.model import load_encoder_weights
 
     enc = load_encoder_weights(finetuned_encoder)
@@ -141,17 +152,10 @@ def run_pppl_job(task: str, data_dir: str, langs: list[str], pretrained: str, re
                  max_sentences: int | None = None) -> None:
     """One row per (model, language): the vanilla encoder (setting `vanilla`) and every
     fine-tuned model (its setting: `cross` for the source language alone, else `multi`)."""
-    import time
 
-    import pandas as pd
 
-    from xlt.engine.evalset import load_records
+    # deferred: loads safetensors only when this runs
     from xlt.engine.recipes.mlm import task_texts
-    from xlt.stages.finetune import split_file
-    from xlt.io import write_json
-    from xlt.papers.crossmulti.plan import model_setting
-    from xlt.provenance import provenance
-    from xlt.registry import get_task
 
     t = get_task(task)
     files = {lang: split_file(data_dir, lang, "test") for lang in langs}

@@ -26,6 +26,16 @@ import torch.nn.functional as F
 from xlt.engine.fastpath import encode
 from xlt.engine.hooks import LayerHooks
 from xlt.engine.kinds import kind_of
+from types import SimpleNamespace
+from xlt.engine.batching import collate
+from xlt.errors import XltError
+import time
+import pandas as pd
+from xlt.engine.evalset import load_records
+from xlt.stages.finetune import split_file
+from xlt.io import write_json
+from xlt.provenance import provenance
+from xlt.registry import get_task
 
 
 @dataclass
@@ -89,9 +99,7 @@ def capture(encoder, batch: dict) -> tuple[torch.Tensor, torch.Tensor]:
 
 def encode_dataset(encoder, tokenizer, task, records: list[dict], max_length: int, batch_size: int = 64) -> Cached:
     """Run the frozen encoder over `records` once; keep the probed positions' features."""
-    from types import SimpleNamespace
 
-    from xlt.engine.batching import collate
 
     kind = kind_of(task)
     enc = kind.encode(task, records, tokenizer, SimpleNamespace(max_length=max_length, stride=max_length // 4),
@@ -163,7 +171,6 @@ PROBE_KEYS = {"epochs", "lr", "batch_size", "max_length", "seed", "max_train_exa
 
 def probe_config(cfg: dict) -> ProbeConfig:
     """papers.crossmulti.analysis.probe, checked: one error naming the key and the allowed ones."""
-    from xlt.errors import XltError
 
     where = "config key papers.crossmulti.analysis.probe"
     unknown = sorted(set(cfg) - PROBE_KEYS)
@@ -178,16 +185,10 @@ def run_probe_job(encoder_path: str, revision: str | None, probes: dict, cfg: di
                   label: dict) -> None:
     """Probe one frozen encoder on every probing task. `probes`: task -> {"data", "metric",
     "source", "langs"}; rows: label columns + probe_task, unit (`model` or `head`), layer, head, value."""
-    import time
 
-    import pandas as pd
 
-    from xlt.engine.evalset import load_records
+    # deferred: loads safetensors only when this runs
     from xlt.engine.model import load_encoder
-    from xlt.stages.finetune import split_file
-    from xlt.io import write_json
-    from xlt.provenance import provenance
-    from xlt.registry import get_task
 
     pc = probe_config(cfg)
     torch.manual_seed(pc.seed)

@@ -10,6 +10,7 @@ from xlt.papers.published import load_published
 from xlt.stats import mean_std, paired_ttest
 from xlt.tables import (COLLAPSE_NOTE, ORACLE_LEGEND, ORACLE_NOTE, SEEDS_LEGEND, TASK_LABELS, account, account_tasks, add_oracle, cell_text,
                         collapse_mark, eval_rows, oracle_cell, oracle_off_note, oracle_rows, paper_vs_ours, render_grid)
+import math
 
 ENF = ("en", "de")  # Table III's English family
 STATS = ("train", "dev", "test", "test_min", "test_max", "langs")
@@ -308,6 +309,7 @@ ABLATION_READING = (
 
 
 def table6(spec: dict, inputs: list[str]) -> tuple[pd.DataFrame, str, str]:
+    # deferred: loads scipy only when this runs
     from scipy.stats import spearmanr
 
     evals = [f for f in inputs if f.endswith(".json")]
@@ -347,7 +349,6 @@ def table6(spec: dict, inputs: list[str]) -> tuple[pd.DataFrame, str, str]:
 
 
 def _cos_cell(row) -> tuple[str, str, str]:
-    import math
 
     paper = "–" if pd.isna(row["paper"]) else f"{row['paper']:.4f}"
     ours = "–" if math.isnan(row["ours_mean"]) else f"{row['ours_mean']:.4f} ± {row['ours_std']:.4f}{collapse_mark(row)}"

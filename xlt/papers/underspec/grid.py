@@ -26,6 +26,16 @@ from typing import Literal
 import torch
 
 from xlt.errors import XltError
+from xlt.papers.underspec.alpha import alpha_axis
+from xlt.papers.underspec.interpolate import Interpolator
+from xlt.engine.train_config import TrainConfig
+from xlt.engine.evalset import EvalSet, load_records, max_positions
+from xlt.stages.finetune import split_file
+import pandas as pd
+from xlt.engine.evaluation import eval_mode
+from xlt.stages.finetune import is_collapsed
+from xlt.io import sha256_file, write_json, write_text
+from xlt.provenance import provenance
 
 __all__ = ["COLUMNS", "GridJob", "GridSpec", "grid_points", "run_grid_job"]
 
@@ -44,7 +54,6 @@ class GridSpec:
     @classmethod
     def from_config(cls, grid: dict) -> "GridSpec":
         """From a `papers.underspec.grid` block: {alpha_1d: {lo, hi, step, extra}, alpha_2d: {lo, hi, step}}."""
-        from xlt.papers.underspec.alpha import alpha_axis
 
         g1, g2 = grid["alpha_1d"], grid["alpha_2d"]
         one = set(alpha_axis(g1["step"], g1["lo"], g1["hi"])) | {float(Decimal(str(a))) for a in g1.get("extra", [])}
@@ -69,7 +78,6 @@ class GridJob:
 
     def __init__(self, model, tokenizer, metas: dict[str, dict], endpoints: dict[str, dict], variant: str,
                  device: torch.device):
-        from xlt.papers.underspec.interpolate import Interpolator
 
         if variant not in ("all", "encoder"):
             raise XltError(f"grid variant must be 'all' or 'encoder', got {variant!r}")
@@ -83,6 +91,7 @@ class GridJob:
     def load(cls, bi: str | Path, src: str | Path, tgt: str | Path, variant: str = "all",
              device: str | torch.device = "cpu") -> "GridJob":
         """Load the three models (one architecture, one task, one seed, one initial encoder)."""
+        # deferred: loads safetensors only when this runs
         from xlt.engine.model import load_model
 
         device = torch.device(device)
@@ -103,9 +112,6 @@ class GridJob:
         """{eval_lang: EvalSet} for e.g. {"source": "en", "target": "de"}, encoded once with
         θ_bi's evaluation settings (max_length, stride, batch size, parse limit); `mode`: the
         precision and batching of the forwards (xlt.engine.evaluation.eval_mode; default fp32)."""
-        from xlt.engine.train_config import TrainConfig
-        from xlt.engine.evalset import EvalSet, load_records, max_positions
-        from xlt.stages.finetune import split_file
 
         cfg = TrainConfig.from_dict(self.metas["bi"]["train_config"])
         positions = max_positions(self.model, self.tokenizer)
@@ -205,13 +211,9 @@ def run_grid_job(bi: str, src: str, tgt: str, data_dir: str, encoder: str, sourc
     and its rerun scores every point again, exactly. `evaluation`: the config's block
     (precision, batch_tokens; xlt.engine.evaluation). `kill_after_points` (testing aid)
     SIGKILLs this process after that many points."""
-    import pandas as pd
 
-    from xlt.engine.evaluation import eval_mode
+    # deferred: loads safetensors only when this runs
     from xlt.engine.runtime import pick_device
-    from xlt.stages.finetune import is_collapsed
-    from xlt.io import sha256_file, write_json, write_text
-    from xlt.provenance import provenance
 
     t0 = time.perf_counter()
     dev = pick_device(device)

@@ -21,6 +21,7 @@ import numpy as np
 from xlt.errors import XltError
 from xlt.io import read_json, read_jsonl, write_json
 from xlt.provenance import provenance
+from xlt.papers.xmixup.cka import is_mixup_model, sentence_representations
 
 PCA_RANDOM_STATE = 0
 
@@ -53,6 +54,7 @@ def distances_to(centroids: dict[str, np.ndarray], source: str) -> dict[str, flo
 def centroid_pca(centroids: dict[str, list[float]], random_state: int = PCA_RANDOM_STATE) -> dict:
     """One model's centroids in 2-D: sklearn's PCA (full SVD) fitted on the centroids themselves.
     {"coords": {lang: [pc1, pc2]}, "explained_variance_ratio": [r1, r2]}."""
+    # deferred: loads sklearn only when this runs
     from sklearn.decomposition import PCA
 
     langs = list(centroids)
@@ -86,9 +88,9 @@ def centroids_job(model_dir: str | Path, data_dir: str | Path, langs: list[str],
     """One fine-tuned model's language centroids on a test set (any task's records: tagging
     words, text, text pairs); writes {"centroids": {lang: vector}, "n", "radius",
     "distance_to_source", "source", "split", "max_length", "max_sentences", "model", "provenance"}."""
+    # deferred: loads safetensors, torch only when this runs
     from xlt.engine.model import load_model
     from xlt.engine.runtime import pick_device
-    from xlt.papers.xmixup.cka import is_mixup_model, sentence_representations
 
     langs = [source, *[lang for lang in dict.fromkeys(langs) if lang != source]]
     recs = split_records(data_dir, langs, split, max_sentences)

@@ -76,6 +76,7 @@ def linear_cka_hsic(X, Y) -> float:
 def spearman(cka: dict[str, float], scores: dict[str, float]) -> dict:
     """Spearman's ρ (and its p-value) between the CKA and the performance of the languages both
     hold (the paper's Table 2)."""
+    # deferred: loads scipy only when this runs
     from scipy.stats import spearmanr
 
     langs = [lang for lang in cka if lang in scores]
@@ -90,6 +91,7 @@ def pca_coordinates(reps: dict[str, np.ndarray], rows: int = PCA_ROWS, random_st
     first `rows` rows of every language's representations together; per language those rows'
     two coordinates. {"coords": {lang: [[pc1, pc2], ...]}, "n": {lang: rows}, "explained_variance_ratio",
     "rows_per_language", "random_state", "fitted_on"}."""
+    # deferred: loads sklearn only when this runs
     from sklearn.decomposition import PCA
 
     if rows < 1:
@@ -155,8 +157,10 @@ def sentence_representations(model, tokenizer, records: list[dict], max_length: 
     last hidden layer (eval mode), the record tokenised as evaluation does (`_tokenized`).
     `mixed` (an X-Mixup model): the target's last layer with its English side mixed in
     (xlt.engine.model.TaskModel.with_source): the record's "source", else the record itself."""
+    # deferred: loads torch only when this runs
     import torch
 
+    # deferred: loads torch only when this runs
     from xlt.engine.fastpath import encode
 
     if mixed and not is_mixup_model(model):
@@ -185,6 +189,7 @@ def cka_job(model_dir: str | Path, data_dir: str | Path, langs: list[str], split
     {"cka": {lang: value}, "n": {lang: rows}, "source", "split", "max_length", "model", "provenance"}.
     `pca_out`: also the 2-D PCA coordinates of every language (`pca_coordinates`), with the same
     model and provenance keys; the CKA file is the same with or without it."""
+    # deferred: loads safetensors, torch only when this runs
     from xlt.engine.model import load_model
     from xlt.engine.runtime import pick_device
 

@@ -33,6 +33,12 @@ from xlt.papers.base import Figure
 from xlt.papers.xmixup.cka import PCA_ROWS
 from xlt.papers.xmixup.plan import LABELS, MODELS, SLUG, _langs, _setting, cka_file, model_of, scores_file, table_spec
 from xlt.papers.xmixup.tables import _cka_rows
+from xlt.dag import targets as T
+from xlt.tables import eval_rows
+from xlt.io import read_json
+from xlt.dag.targets import Recipe
+from xlt.papers.xmixup.centroids import centroid_pca
+from xlt.dag.targets import task_of
 
 FIG1_LANGS = ("en", "es", "ar", "sw")  # the paper's Figure 1
 FIG13_TASK = "xnli"  # Figures 1 and 3: XNLI (the paper's Figure 3 adds PAWS-X)
@@ -117,7 +123,6 @@ def check(cfg: dict, p: dict) -> None:
     """Figures 4's and 5's task must be one the paper runs (its translate-train set and models);
     Figure 4's languages a known language set, English and two more among them, every one held
     by its dataset (the languages the workflow prepares it with)."""
-    from xlt.dag import targets as T
 
     for fig in ("figure4", "figure5"):
         spec = p.get(fig)
@@ -177,7 +182,6 @@ def _layer_setting(recipe) -> str:
 
 
 def _scores(spec: dict, inputs: list[str]) -> pd.DataFrame:
-    from xlt.tables import eval_rows
 
     paths = [f for f in inputs if _kind(f) == "scores"]
     if not paths:
@@ -197,6 +201,7 @@ def _need(frame: pd.DataFrame, what: str, figure: str) -> pd.DataFrame:
 def fig3_points(spec: dict, inputs: list[str]) -> pd.DataFrame:
     """One row per (model, target language): CKA and accuracy averaged over seeds, the seeds
     averaged, and the model's Spearman ρ over those points."""
+    # deferred: loads scipy only when this runs
     from scipy.stats import spearmanr
 
     task = spec["fig13_task"]
@@ -220,6 +225,7 @@ def fig3_points(spec: dict, inputs: list[str]) -> pd.DataFrame:
 
 
 def _one_panel(figsize: tuple[float, float]):
+    # deferred: loads matplotlib only when this runs
     from matplotlib.figure import Figure as MplFigure
 
     fig = MplFigure(figsize=figsize)
@@ -234,6 +240,7 @@ def _finish(fig, ax, labels: tuple[str, str], title: str, stem: str, points: pd.
             point_labels: list[tuple[float, float, str]] = ()) -> None:
     """Axis labels, title and legend of a one-panel figure, then each point's label where it is
     free (`label_points`); its PNG, PDF and CSV (`points`)."""
+    # deferred: loads matplotlib only when this runs
     from xlt.figures import label_points, save_figure
 
     ax.set_xlabel(labels[0])
@@ -264,8 +271,6 @@ def _draw_fig3(spec: dict, inputs: list[str], stem: str) -> None:
 
 def fig1_points(spec: dict, inputs: list[str]) -> pd.DataFrame:
     """(panel, model, lang, row, pc1, pc2) of translate-train and X-Mixup, the Figure 1 languages."""
-    from xlt.io import read_json
-    from xlt.dag.targets import Recipe
 
     rows = []
     for path in inputs:
@@ -294,8 +299,10 @@ def _rows(points: pd.DataFrame) -> str:
 
 
 def _draw_fig1(spec: dict, inputs: list[str], stem: str) -> None:
+    # deferred: loads matplotlib only when this runs
     from matplotlib.figure import Figure as MplFigure
 
+    # deferred: loads matplotlib only when this runs
     from xlt.figures import save_figure
 
     points = fig1_points(spec, inputs)
@@ -323,9 +330,6 @@ def fig4_points(spec: dict, inputs: list[str]) -> pd.DataFrame:
     per model, fitted on its centroids), its Euclidean distance to the source's centroid in the
     full space and the language's radius (both as the job wrote them), the sentences averaged,
     and the model's mean distance to the source over the other languages."""
-    from xlt.io import read_json
-    from xlt.papers.xmixup.centroids import centroid_pca
-    from xlt.dag.targets import Recipe
 
     rows, langs, source = [], spec["fig4_langs"], spec["source"]
     for path in inputs:
@@ -355,10 +359,11 @@ def fig4_points(spec: dict, inputs: list[str]) -> pd.DataFrame:
 
 
 def _draw_fig4(spec: dict, inputs: list[str], stem: str) -> None:
+    # deferred: loads matplotlib only when this runs
     from matplotlib.figure import Figure as MplFigure
 
+    # deferred: loads matplotlib only when this runs
     from xlt.figures import label_points, save_figure
-    from xlt.dag.targets import task_of
 
     points = fig4_points(spec, inputs)
     fig = MplFigure(figsize=(13, 4.5))
@@ -425,6 +430,7 @@ DRAW = {"fig1": _draw_fig1, "fig3": _draw_fig3, "fig4": _draw_fig4, "fig5": _dra
 
 def draw(spec: dict, inputs: list[str], out_dir: str, figure: str) -> None:
     """Write <out_dir>/<figure>.{png,pdf,csv} from the files `figure_inputs` lists."""
+    # deferred: loads matplotlib only when this runs
     import matplotlib
 
     matplotlib.use("Agg")

@@ -10,6 +10,8 @@ from xlt.errors import XltError
 from xlt.papers.base import DataSize
 from xlt.papers.published import load_published
 from xlt.dag.targets import Recipe, eval_file, model_dir, paper_language_set, task_languages
+from xlt.dag.targets import task_of
+from xlt.registry import get_task
 
 SLUG = "xmixup"
 MODELS = ("zero_shot", "trans_train", "xmixup")
@@ -163,7 +165,6 @@ def cka_dataset(cfg: dict, dataset: str, recipe: str) -> str:
     """The parallel test set a model's CKA and PCA read: an X-Mixup model's, its task's
     translate-test set where the config names one (each target with its English side, English
     with itself: the mixed states it predicts from); else the task's own."""
-    from xlt.dag.targets import task_of
 
     task = task_of(dataset)
     tag = Recipe.parse(recipe).hparams.partition("-")[2]  # <profile>[-<extra tag>]
@@ -428,7 +429,6 @@ TYDIQA_TEST = {"en": 440, "ar": 921, "bn": 113, "fi": 782, "id": 565, "ko": 276,
 
 def data_sizes() -> list[DataSize]:
     where = "public sizes (xlt/papers/xmixup): SQuAD v1.1 train, an upper bound of its translation; XQuAD"
-    from xlt.registry import get_task
 
     langs = get_task("qa").languages  # a named set's count is looked up per language
     tests = "public release sizes (xlt/papers/xmixup): MLQA test, TyDiQA-GoldP dev"

@@ -13,6 +13,7 @@ from xlt.papers.xmixup.plan import (ABLATION_FLAGS, ABLATION_ROWS, BUILT, LABELS
                                     TABLE4_ENCODER, TABLE6_TASK, TASK_TYPE, UNMIXED, _dataset, _in_table3, _qa_tests, _setting, _tasks, profile)
 from xlt.tables import COLLAPSE_NOTE, account, account_all, eval_rows, paper_vs_ours, render_grid
 from xlt.dag.targets import Recipe, task_of
+from xlt.io import read_json
 
 NOT_RUN_QA = ("MLQA: ours is Table 16's scores (papers.{SLUG}.qa_tests) averaged over MLQA's seven languages, where "
               "it runs all seven, else the paper's only; TyDiQA: Table 17's scores averaged over its nine languages "
@@ -197,9 +198,6 @@ def _cka_rows(paths: list[str], unmixed: bool = False) -> pd.DataFrame:
     """Each CKA file's values by model, language and seed: an X-Mixup model's from its mixed
     target states (what it predicts from); with `unmixed`, also its unmixed ones as the model
     `xmixup_unmixed` (a second, labelled reading)."""
-    from xlt.io import read_json
-    from xlt.dag.targets import task_of
-
     rows = []
     for path in paths:  # …/cka/<encoder>/<init>/<dataset>/<recipe>/seed<s>/<split>.<langset>.json
         parts = path.split("/")
