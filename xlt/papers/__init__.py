@@ -17,6 +17,7 @@ Adding a paper: docs/adding-a-paper.md.
 from __future__ import annotations
 
 import re
+import types
 from importlib import resources
 
 import yaml
@@ -24,7 +25,6 @@ import yaml
 from xlt.dag import targets as T
 from xlt.align.targets import align_tables, bitext_sources
 from xlt.errors import XltError, unknown
-from xlt.papers import adjust, crossmulti, dlfa, underspec, xmixup
 from xlt.papers.base import Figure, Paper, Table
 from xlt.papers.published import list_published, load_published, paper_title, table_info
 from xlt.tables import check_accounted, write_table
@@ -36,7 +36,25 @@ from xlt.io import write_text
 import pandas as pd
 from xlt.claims import read_csv, render, write_csv
 
-PAPERS: dict[str, Paper] = {p.slug: p for p in (crossmulti.PAPER, dlfa.PAPER, adjust.PAPER, underspec.PAPER, xmixup.PAPER)}
+
+def _registered(namespace: dict) -> dict[str, Paper]:
+    """The papers of the plugins imported on the registry's line below, in that line's order
+    (the order of this module's names): each a package xlt.papers.<slug> whose PAPER has that slug."""
+    out = {}
+    for module in namespace.values():
+        if isinstance(module, types.ModuleType) and module.__name__.startswith(f"{__name__}.") and hasattr(module, "PAPER"):
+            folder = module.__name__.rsplit(".", 1)[1]
+            if module.PAPER.slug != folder:
+                raise XltError(f"xlt/papers/{folder}/__init__.py: PAPER's slug is {module.PAPER.slug!r}; a paper's slug is its folder's name")
+            out[folder] = module.PAPER
+    return out
+
+
+# The registry: every paper's plugin (xlt/papers/<slug>/), in the order the targets, the tables'
+# index and the report list them. A paper joins by its name on this line and nowhere else.
+from xlt.papers import crossmulti, dlfa, adjust, underspec, xmixup  # noqa: E402, I001
+
+PAPERS: dict[str, Paper] = _registered(globals())
 INDEX = "index.md"  # results/tables/index.md: every table beside its caption (xlt.workflow.report)
 
 __all__ = ["PAPERS", "Figure", "Paper", "Table", "get_paper", "get_table", "get_figure", "all_tables"]
