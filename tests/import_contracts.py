@@ -14,6 +14,9 @@ from collections import deque
 
 import grimp
 from importlinter import Contract, ContractCheck, fields, output
+from importlinter.contracts.independence import IndependenceContract
+from importlinter.contracts.protected import ProtectedContract
+from importlinter.domain.imports import ModuleExpression
 
 
 def circles(graph: grimp.ImportGraph, package: str) -> list[list[str]]:
@@ -96,3 +99,40 @@ class AcyclicModulesContract(Contract):
                 lines = ", ".join(f"l.{n}" for n in check.metadata["lines"][(a, b)])
                 output.print_error(f"- {a} -> {b} ({lines})", bold=False)
             output.new_line()
+
+
+def plugins(graph: grimp.ImportGraph, package: str) -> list[str]:
+    """The plugins of `package`: its subpackages (each paper's folder xlt/papers/<slug>/, a package
+    with modules; the registry's shared modules, base, published, …, are modules)."""
+    return sorted(m for m in graph.find_children(package) if graph.find_children(m))
+
+
+class PluginsProtectedContract(ProtectedContract):
+    """`protected` over every plugin of `plugins_of` and its modules, `plugins_of` (the registry)
+    and the plugins' own modules its only allowed importers. Contract options: `plugins_of`,
+    `as_packages` (False: the registry alone, not every module under it)."""
+
+    type_name = "plugins_protected"
+
+    plugins_of = fields.StringField()
+    # read from the graph (`plugins`), not from the options
+    protected_modules = fields.ListField(subfield=fields.ModuleExpressionField(), required=False)
+    allowed_importers = fields.ListField(subfield=fields.ModuleExpressionField(), required=False)
+
+    def check(self, graph: grimp.ImportGraph, verbose: bool) -> ContractCheck:
+        own = [ModuleExpression(e) for p in plugins(graph, self.plugins_of) for e in (p, f"{p}.**")]  # type: ignore[arg-type]
+        self.protected_modules, self.allowed_importers = own, [ModuleExpression(self.plugins_of), *own]  # type: ignore[arg-type]
+        return super().check(graph, verbose)
+
+
+class PluginsIndependenceContract(IndependenceContract):
+    """`independence` of every plugin of `plugins_of`: none imports another. Contract option: `plugins_of`."""
+
+    type_name = "plugins_independent"
+
+    plugins_of = fields.StringField()
+    modules = fields.SetField(subfield=fields.ModuleExpressionField(), required=False)  # read from the graph
+
+    def check(self, graph: grimp.ImportGraph, verbose: bool) -> ContractCheck:
+        self.modules = {ModuleExpression(p) for p in plugins(graph, self.plugins_of)}  # type: ignore[arg-type]
+        return super().check(graph, verbose)

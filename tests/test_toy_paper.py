@@ -19,6 +19,7 @@ import pytest
 import yaml
 
 from tests.conftest import REPO
+from tests.test_imports import lint
 from tests.test_workflow import SHRINK
 from xlt.papers import PAPERS
 
@@ -136,3 +137,15 @@ def test_the_toy_paper_is_in_the_targets_and_the_status(toy_repo):
                             text=True, timeout=120)
     assert status.returncode == 0, status.stderr[-2000:]
     assert "| `toy` | Toy: test set sizes (a paper of the tests) | Table 1 | – | – |" in status.stdout.splitlines(), status.stdout
+
+
+def test_the_import_contracts_guard_the_toy_paper_with_no_line_of_its_own(toy_repo, tmp_path):
+    """The contracts read the plugins from the package: the toy importing another paper breaks one."""
+    shutil.copytree(toy_repo / "xlt", tmp_path / "xlt", ignore=shutil.ignore_patterns("__pycache__", "*.csv", "*.yaml"))
+    with open(tmp_path / "xlt/papers/toy/plan.py", "a") as f:
+        f.write("\nimport xlt.papers.dlfa.plan as _other\n")
+    run = lint(tmp_path)
+    assert run.returncode == 1, run.stdout[-3000:]
+    broken = [line for line in run.stdout.splitlines() if line.endswith(" BROKEN")]
+    assert broken == ["No paper imports another BROKEN"], run.stdout[-3000:]
+    assert "xlt.papers.toy.plan -> xlt.papers.dlfa.plan" in run.stdout
