@@ -154,7 +154,7 @@ def test_a_claim_naming_a_row_the_table_lacks_fails():
         C.check_references(spec.claims[0], ["model", "lang"], published, "test.yaml")
 
 
-@pytest.mark.parametrize("slug", list(P.PAPERS))
+@pytest.mark.parametrize("slug", [slug for slug, paper in P.PAPERS.items() if paper.claims])
 def test_every_shipped_claims_file_validates(slug):
     """Its tables, columns and values exist (the published cells, which every built table keeps)."""
     spec = P.load_claims(slug)

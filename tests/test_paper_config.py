@@ -54,7 +54,7 @@ def test_the_papers_blocks_and_profiles_come_from_their_folders():
     for label, data in default:
         slug = label.split("/")[2]
         assert full["papers"][slug] == data["papers"][slug]
-        assert all(full["hparams"][name] == profile for name, profile in data["hparams"].items())
+        assert all(full["hparams"][name] == profile for name, profile in data.get("hparams", {}).items())
     # the tiny preset's values of a paper are its presets/tiny.yaml, over its defaults
     assert tiny["papers"]["crossmulti"]["encoder"] == "tiny" and full["papers"]["crossmulti"]["encoder"] == "mbert"
     assert tiny["papers"]["crossmulti"]["metric"] == full["papers"]["crossmulti"]["metric"]  # not set by the preset: kept

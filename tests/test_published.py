@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from xlt.errors import XltError
+from xlt.papers import PAPERS
 from xlt.papers.published import _index, list_published, load_published, slugs, table_info
 
 ROOT = resources.files("xlt.papers")
@@ -163,7 +164,7 @@ def _csv_files() -> set[tuple[str, str]]:
 
 
 def test_every_paper_has_its_published_numbers():
-    assert slugs() == ("adjust", "crossmulti", "dlfa", "underspec", "xmixup")
+    assert set(PAPERS) <= set(slugs())
 
 
 def test_index_and_csvs_match():
@@ -206,7 +207,8 @@ def test_cell_counts_as_printed(slug, tid):
 
 
 def test_every_table_has_a_printed_count():
-    assert set(list_published()) <= set(CELLS)
+    """Of every paper CELLS counts (index.yaml's `cells` of the others: test_index_entries_complete)."""
+    assert {t for t in list_published() if t[0] in {slug for slug, _ in CELLS}} <= set(CELLS)
 
 
 @pytest.mark.parametrize("spot", SPOT, ids=lambda s: f"{s[0]}-{s[1]}-{'-'.join(map(str, s[2].values()))}")

@@ -110,7 +110,9 @@ def test_every_make_and_snakemake_target_the_readme_names_exists():
 
 def test_the_layout_names_every_rules_file():
     layout = README.split("## Layout", 1)[1].split("\n## ", 1)[0]
-    assert [p.stem for p in sorted(REPO.glob("rules/*.smk")) if not re.search(rf"\b{p.stem}\b", layout)] == []
+    # a paper's own rules file is rules/<slug>.smk there
+    assert [p.stem for p in sorted(REPO.glob("rules/*.smk")) if p.stem not in P.PAPERS and not re.search(rf"\b{p.stem}\b", layout)] == []
+    assert "rules/<slug>.smk" in layout
 
 
 def test_what_points_into_the_readme_names_a_section_it_has():

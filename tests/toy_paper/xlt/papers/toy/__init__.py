@@ -7,7 +7,7 @@ inputs (no pandas), `tables` builds the table, `jobs` is what its rule runs.
 
 from __future__ import annotations
 
-from xlt.papers.base import Paper, Table
+from xlt.papers.base import Paper, PaperBill, Table
 from xlt.papers.toy.plan import SLUG, table1_inputs, table1_spec
 from xlt.papers.toy.tables import table1
 
@@ -15,4 +15,5 @@ PAPER = Paper(
     SLUG,
     jobs=f"{__name__}.jobs",  # its job (jobs.py), run by workflow_scripts/paper_job.py
     tables=(Table("table1", inputs=table1_inputs, build=table1, spec=table1_spec),),
+    bill=PaperBill(no_device_time={"toy_count": "it counts the lines of prepared files"}),
 )
