@@ -19,22 +19,20 @@ from __future__ import annotations
 import re
 import types
 from importlib import resources
+from pathlib import Path
 
+import pandas as pd
 import yaml
 
-from xlt.dag import targets as T
 from xlt.align.targets import align_tables, bitext_sources
+from xlt.claims import ClaimsFile, check_references, evaluate, parse_claims, read_csv, render, write_csv
+from xlt.dag import targets as T
+from xlt.dag.targets import figure_files, table_files
 from xlt.errors import XltError, unknown
+from xlt.io import write_text
 from xlt.papers.base import Figure, Paper, Table
 from xlt.papers.published import list_published, load_published, paper_title, table_info
 from xlt.tables import check_accounted, write_table
-from xlt.dag.targets import figure_files, table_files
-from xlt.claims import ClaimsFile, check_references, parse_claims
-from pathlib import Path
-from xlt.claims import evaluate, read_csv, render, write_csv
-from xlt.io import write_text
-import pandas as pd
-from xlt.claims import read_csv, render, write_csv
 
 
 def _registered(namespace: dict) -> dict[str, Paper]:
