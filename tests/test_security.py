@@ -11,6 +11,8 @@ import pytest
 from tests.conftest import REPO
 from xlt import papers as P
 from xlt.dag import targets as T
+from xlt.workflow import packs as PACKS
+from xlt.workflow.config import load_configs
 
 LIBRARY = sorted((REPO / "xlt").rglob("*.py")) + sorted((REPO / "workflow_scripts").glob("*.py"))
 
@@ -94,10 +96,14 @@ def test_rule_level_constraints_stay_inside_their_folder():
         for block in re.findall(r"wildcard_constraints:\n((?:\s+\w+=.*\n)+)", path.read_text(encoding="utf-8")):
             for line in block.strip().splitlines():
                 name, _, expr = line.strip().rstrip(",").partition("=")
-                pattern = eval(expr, {"T": T, "P": P})  # the rule's own expression, e.g. "|".join(T.STATS_TABLES)
-                found += 1
-                for value in ESCAPES:
-                    assert not re.fullmatch(pattern, value), f"{path.name}: {name}={value!r} would leave results/"
+                # the rule's own expression, e.g. "|".join(T.STATS_TABLES); a pack's rule (one per pack of
+                # config.yaml's seeds, rules/finetune.smk) is checked for each pack
+                packs = PACKS.packs(load_configs([])) if "_pack" in expr else [None]
+                for pack in packs:
+                    pattern = eval(expr, {"T": T, "P": P, "_pack": pack})
+                    found += 1
+                    for value in ESCAPES:
+                        assert not re.fullmatch(pattern, value), f"{path.name}: {name}={value!r} would leave results/"
     assert found, "no rule-level wildcard_constraints found: the scan is broken"
 
 

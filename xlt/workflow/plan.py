@@ -43,7 +43,10 @@ class Missing:
 def stages(repo: Path = REPO) -> dict[str, str]:
     """rule -> its stage (the stem of the rules file declaring it), in the Snakefile's include order."""
     out = {}
-    for stem in _INCLUDE.findall((repo / "Snakefile").read_text(encoding="utf-8")):
+    # the Snakefile's include lines, then each registered paper's rules file (its include loop)
+    stems = [s for s in _INCLUDE.findall((repo / "Snakefile").read_text(encoding="utf-8")) if "{" not in s]
+    stems += [slug for slug in P.PAPERS if slug not in stems and (repo / "rules" / f"{slug}.smk").exists()]
+    for stem in stems:
         for rule in declared_rules(repo / "rules" / f"{stem}.smk"):
             out[rule] = stem
     return out
