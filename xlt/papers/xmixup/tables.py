@@ -92,12 +92,6 @@ ZERO_SHOT_LINEAR_HEAD = ("Zero-shot marked †: its profile's head is one linear
                          "JSON beside it): the head, not Adam's β2 or the head's dropout, decides it.")
 
 
-def _zero_shot_collapsed(ours: pd.DataFrame | None) -> bool:
-    if ours is None or not len(ours) or "collapsed" not in ours:
-        return False
-    return bool((ours["model"].eq("zero_shot") & ours["collapsed"].eq(True)).any())
-
-
 MIXUP_COLLAPSE = ("X-Mixup marked †: its consistency terms (MSE of the pooled last layers, KL of the two sides' "
                   "predictions) are both zero when the encoder gives every input the same state; a small encoder "
                   "fine-tuned at a high learning rate (the tiny preset: lr 1e-3, the paper 5e-6) can reach that "
@@ -105,10 +99,11 @@ MIXUP_COLLAPSE = ("X-Mixup marked †: its consistency terms (MSE of the pooled 
                   "ablations on the tiny world by benchmarks/xmixup_tiny_seeds.py (its JSON beside it).")
 
 
-def _mixup_collapsed(ours: pd.DataFrame | None) -> bool:
+def _collapsed(ours: pd.DataFrame | None, models: tuple[str, ...]) -> bool:
+    """Whether a seed of one of `models` (rows of `ours`) is marked collapsed."""
     if ours is None or not len(ours) or "collapsed" not in ours:
         return False
-    return bool((ours["model"].isin(["xmixup", "delta"]) & ours["collapsed"].eq(True)).any())
+    return bool((ours["model"].isin(models) & ours["collapsed"].eq(True)).any())
 
 
 def _notes(spec: dict, extra: list[str], ours: pd.DataFrame | None = None) -> list[str]:
@@ -120,8 +115,8 @@ def _notes(spec: dict, extra: list[str], ours: pd.DataFrame | None = None) -> li
             "every language's translate-dev set, which it did not release)." + _size_note(spec),
             "Scheduled sampling: no back-translations are public (the paper's own were not released), so the source "
             "side is always the gold English original.",
-            *extra, *([MIXUP_COLLAPSE] if _mixup_collapsed(ours) else []),
-            *([ZERO_SHOT_LINEAR_HEAD] if spec.get("zero_shot_classifier") == "linear" and _zero_shot_collapsed(ours) else []),
+            *extra, *([MIXUP_COLLAPSE] if _collapsed(ours, ("xmixup", "delta")) else []),
+            *([ZERO_SHOT_LINEAR_HEAD] if spec.get("zero_shot_classifier") == "linear" and _collapsed(ours, ("zero_shot",)) else []),
             COLLAPSE_NOTE]
 
 
