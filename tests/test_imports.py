@@ -88,3 +88,33 @@ def test_checking_a_config_imports_no_torch():
                          env={**os.environ, "PYTHONPATH": str(REPO)})
     assert run.returncode == 0, run.stderr[-2000:]
     assert run.stdout.strip() == "[]"
+
+
+def unexplained_inner_imports(root: Path) -> list[str]:
+    """`file:line` of each import inside a function that says not why it is there: neither a
+    comment on its line nor one heading the run of import lines (and blank lines) it is in."""
+    import ast  # noqa: PLC0415 — only this check parses sources
+
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        lines = path.read_text().splitlines()
+        for fn in ast.walk(ast.parse("\n".join(lines), str(path))):
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in ast.walk(fn):
+                if not isinstance(node, (ast.Import, ast.ImportFrom)) or "#" in lines[node.lineno - 1]:
+                    continue
+                k = node.lineno - 2  # walk up over the imports (and blanks) grouped with it
+                while k >= 0 and (lines[k].strip().startswith(("import ", "from ")) or not lines[k].strip()):
+                    k -= 1
+                if k < 0 or not lines[k].strip().startswith("#"):
+                    found.append(f"{path.relative_to(root.parent)}:{node.lineno}")
+    return found
+
+
+def test_every_import_inside_a_function_says_why(tmp_path):
+    assert unexplained_inner_imports(REPO / "xlt") == []
+    # and the check sees one that does not
+    (tmp_path / "xlt").mkdir()
+    (tmp_path / "xlt" / "m.py").write_text("def f():\n    x = 1\n    import json\n    return json, x\n")
+    assert unexplained_inner_imports(tmp_path / "xlt") == ["xlt/m.py:3"]

@@ -19,6 +19,7 @@ def quiet_libraries() -> None:
     """Keep job logs readable: no per-load reports or shard progress bars from transformers."""
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     try:
+        # deferred: transformers (~3 s to import) only in the jobs that call this
         from transformers.utils import logging as hf_logging
 
         hf_logging.set_verbosity_error()
