@@ -26,7 +26,9 @@ rule underspec_grid:
     resources:
         **R.job_resources(config, "grid"),
     params:
-        grids=lambda w: P.underspec.plan.grid_job_grids(config, w.task, w.source, w.target),
+        grids=lambda w: P.underspec.plan.grid_job_grids(
+            config, w.task, w.source, w.target
+        ),
         out_dir=lambda w, output: os.path.dirname(output[0]),
         grid=lambda w: as_json(config["papers"]["underspec"]["grid"]),
         metric=lambda w: config["papers"]["underspec"]["metric"][w.task],
