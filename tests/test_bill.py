@@ -121,8 +121,12 @@ def test_the_other_encoder_jobs_are_priced():
     (ev,) = _one("results/eval/mbert/pretrained/pawsx/en.crossmulti/seed1/test.crossmulti.json", "evaluate").values()
     assert ev.train_tokens == 0 and ev.eval_tokens == pytest.approx(4 * 2000 * MEAN["pawsx"])  # 4 test languages
     (grid,) = _one("results/underspec/grids/mbert/xnli/en-ar/seed1/all.1d.csv", "underspec_grid").values()
-    # 1D grid: 2 directions x (21 + 12 extra) alphas, each scored on the en and ar dev sets (2,490 each)
-    assert grid.eval_tokens == pytest.approx(66 * 2 * 2490 * MEAN["xnli"])
+    # one job per setting, its 1D grids of both variants: each 2 directions x (21 + 12 extra)
+    # alphas, scored on the en and ar dev sets (2,490 each)
+    assert grid.eval_tokens == pytest.approx(2 * 66 * 2 * 2490 * MEAN["xnli"]) and dict(grid.jobs) == {"underspec_grid": 1}
+    # a setting of Fig. 3 (EN-RU NER): also its 2D grid, 21 x 21 points
+    (grid_2d,) = _one("results/underspec/grids/mbert/ner/en-ru/seed1/all.1d.csv", "underspec_grid_2d").values()
+    assert grid_2d.eval_tokens == pytest.approx((2 * 66 + 441) * Examples(CFG, None).tokens("ner", ["en", "ru"], "dev"))
     (pppl,) = _one("results/crossmulti/pppl/mbert/pawsx.csv", "crossmulti_pppl").values()
     sq = length_profile("pawsx").sample(20_000, seed=0)
     models = 1 + 2 * len(CFG["papers"]["crossmulti"]["analysis"]["seeds"])  # released + cross and multi per seed

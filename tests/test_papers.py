@@ -188,6 +188,28 @@ def test_underspec_grids_and_figures():
     assert P.figure_names(cfg, "underspec") == ["fig2", "fig3", "fig4", "fig5", "fig6", "fig7", "fig10"]
 
 
+def test_underspec_one_grid_job_per_setting_and_the_2d_rule_matches_exactly_the_2d_settings():
+    """Rule underspec_grid writes the 1D grids of every variant; rule underspec_grid_2d, which
+    wins where both match, those and the 2D grid, in the settings its task constraint admits."""
+    import re
+
+    cfg = base()
+    two_d = set(US.two_d_settings(cfg))
+    assert US.grid_job_grids(cfg, "ner", "en", "ru") == ["all.1d", "encoder.1d", "all.2d"] and ("ner", "en", "ru") in two_d
+    assert US.grid_job_grids(cfg, "ner", "en", "de") == ["all.1d", "encoder.1d"]
+    one, both = US.grid_job_outputs(cfg, two_d=False), US.grid_job_outputs(cfg, two_d=True)
+    assert both[: len(one)] == one and [o.rsplit("/", 1)[1] for o in both[len(one):]] == ["all.2d.csv", "all.2d.json"]
+    assert one[0] == "results/underspec/grids/{encoder}/{task}/{source}-{target}/seed{seed}/all.1d.csv"
+    # the rule's output pattern as Snakemake matches it: the task constraint, the others generic
+    task = US.two_d_task_constraint(cfg)
+    pattern = re.compile(rf"results/underspec/grids/\w+/(?P<task>{task})/(?P<source>[a-z]+)-(?P<target>[a-z]+)/seed\d+/all\.1d\.csv")
+    matched = {(st.task, st.source, st.target) for st in US.settings(cfg)
+               if pattern.fullmatch(f"{US.grid_folder(cfg, st)}/all.1d.csv")}
+    assert matched == two_d and len(two_d) == 4
+    cfg["papers"]["underspec"]["figures"].update(fig3=[], fig10=[])
+    assert re.fullmatch(US.two_d_task_constraint(cfg), "ner") is None  # no 2D figure: no 2D job
+
+
 def test_index_links_the_alignment_stages_table_and_figures():
     """The stage before the papers' tables (the AER table) is listed too, beside its own captions: the index input is every file `all_tables` makes but the index."""
     from xlt.align.targets import CAPTIONS, TITLES

@@ -66,6 +66,8 @@ def test_grid_jobs_carry_provenance_and_reuse_theta_src(underspec_run):
     assert meta["models"]["bi"]["path"] == "results/models/tiny/pretrained/parsing/de+en.underspec/seed1"
     assert meta["setting"]["metric"] == "las" and meta["points"] == 2 * 6
     assert meta["provenance"]["data_sha256"] and "source_sha256" in meta["provenance"]["code"]
+    # one job scored the setting's three grids (rule underspec_grid_2d: Figs. 3 and 10 show it)
+    assert meta["job_grids"] == ["all.1d", "encoder.1d", "all.2d"]
     enc = json.loads((grid / "encoder.1d.json").read_text())
     assert enc["interpolated"]["parameters"] < meta["interpolated"]["parameters"]
     rows = pd.read_csv(grid / "all.1d.csv")

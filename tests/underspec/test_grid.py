@@ -70,22 +70,59 @@ def test_grid_endpoints_score_exactly_like_the_models(variant, models, toy_data,
     assert job.score(evalsets, "accuracy") == bi
 
 
+def grid_job(models, toy_data, grids: list[str], out_dir, **kw) -> dict:
+    return run_grid_job(str(models["bi"]), str(models["src"]), str(models["tgt"]), str(toy_data / "pos"),
+                        "tiny", "en", "de", grids, GRID, "accuracy", str(out_dir), **kw)
+
+
 def test_grid_job_writes_long_form_csv_and_provenance(models, toy_data, tmp_path):
-    run_grid_job(str(models["bi"]), str(models["src"]), str(models["tgt"]), str(toy_data / "pos"),
-                          "tiny", "en", "de", "1d", "all", GRID, "accuracy", tmp_path / "g.csv", tmp_path / "g.json")
-    frame = pd.read_csv(tmp_path / "g.csv")
+    grid_job(models, toy_data, ["all.1d"], tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["all.1d.csv", "all.1d.json"]
+    frame = pd.read_csv(tmp_path / "all.1d.csv")
     assert tuple(frame.columns) == COLUMNS
     assert len(frame) == 2 * 4 * 2  # directions × α (0, 0.25, 0.5, 1) × dev sets
     assert sorted(frame["alpha"].unique()) == [0.0, 0.25, 0.5, 1.0]
     assert (frame["seed"] == 1).all() and (frame["task"] == "pos").all()
     norm = normalise_by_bilingual(frame)  # the bilingual rows agree, and α = 1 normalises to 1
     assert (norm.loc[norm["alpha"] == 1.0, "norm_mean"] == 1.0).all()
-    saved = json.loads((tmp_path / "g.json").read_text())
+    saved = json.loads((tmp_path / "all.1d.json").read_text())
     assert saved["evaluations"] == 16 and saved["points"] == 8
     g = saved["geometry"]
     assert g["norm_src"] > 0 and g["norm_tgt"] > 0 and 0 < g["angle_deg"] < 180
     assert set(saved["models"]) == {"bi", "src", "tgt"}
     assert saved["provenance"]["data_sha256"]
+
+
+def _without_timings(report: dict) -> dict:
+    return {k: v for k, v in report.items() if k not in ("seconds", "job_grids")}
+
+
+def test_one_job_scores_each_grid_of_a_setting_exactly_as_a_job_of_its_own(models, toy_data, tmp_path):
+    """The models loaded and the dev sets encoded once, the variant switched between grids
+    (encoder-only first, so that the head is held then interpolated again): every CSV is the
+    same text as that of a job that loaded the models for its grid alone (the jobs of one
+    variant and kind each, as the workflow ran them before), and so is every JSON but for its
+    timings."""
+    grids = ["encoder.1d", "all.2d", "all.1d"]
+    together = grid_job(models, toy_data, grids, tmp_path / "together")
+    assert set(together) == set(grids)
+    for name in grids:
+        alone = grid_job(models, toy_data, [name], tmp_path / name)
+        for ext in ("csv", "json"):
+            assert (tmp_path / name / f"{name}.{ext}").exists()
+        assert (tmp_path / "together" / f"{name}.csv").read_text() == (tmp_path / name / f"{name}.csv").read_text(), name
+        saved = json.loads((tmp_path / "together" / f"{name}.json").read_text())
+        assert _without_timings(saved) == _without_timings(alone[name]) == _without_timings(together[name])
+        assert saved["job_grids"] == grids
+    assert together["encoder.1d"]["interpolated"]["parameters"] < together["all.1d"]["interpolated"]["parameters"]
+    rows = pd.read_csv(tmp_path / "together" / "encoder.1d.csv")
+    assert (rows["variant"] == "encoder").all() and len(rows) == 2 * 4 * 2
+
+
+def test_a_grid_job_refuses_a_grid_named_twice(models, toy_data, tmp_path):
+    with pytest.raises(XltError, match="named twice"):
+        grid_job(models, toy_data, ["all.1d", "all.1d"], tmp_path)
+    assert not any(tmp_path.iterdir())
 
 
 def test_models_of_different_seeds_are_refused(models):
@@ -120,20 +157,23 @@ def test_grid_job_killed_with_sigkill_leaves_nothing_and_reruns_identically(mode
 
     from tests.conftest import REPO
 
+    grids = ["all.1d", "encoder.1d"]
+
     def cli(out, *extra):
         return subprocess.run(
             [sys.executable, str(REPO / "workflow_scripts" / "paper_job.py"), "underspec", "grid", "--bi", str(models["bi"]),
              "--src", str(models["src"]), "--tgt", str(models["tgt"]), "--data-dir", str(toy_data / "pos"),
-             "--encoder", "tiny", "--source", "en", "--target", "de", "--kind", "1d", "--variant", "all",
-             "--grid", json.dumps(GRID), "--metric", "accuracy", "--out-csv", str(out / "g.csv"),
-             "--out-json", str(out / "g.json"), "--threads", "1", *extra],
+             "--encoder", "tiny", "--source", "en", "--target", "de", "--grids", *grids,
+             "--grid", json.dumps(GRID), "--metric", "accuracy", "--out-dir", str(out), "--threads", "1", *extra],
             capture_output=True, text=True, timeout=300)
 
     clean = cli(tmp_path / "clean")
     assert clean.returncode == 0, clean.stderr
-    killed = cli(tmp_path / "rerun", "--kill-after-points", "3")
+    # killed in the second grid, the first one scored: still no file
+    killed = cli(tmp_path / "rerun", "--kill-after-points", str(len(grid_points("1d", GridSpec.from_config(GRID))) + 3))
     assert killed.returncode == -9
     assert not (tmp_path / "rerun").exists()  # no partial CSV, no JSON, no empty folder
     again = cli(tmp_path / "rerun")
     assert again.returncode == 0, again.stderr
-    assert (tmp_path / "clean" / "g.csv").read_bytes() == (tmp_path / "rerun" / "g.csv").read_bytes()
+    for name in grids:
+        assert (tmp_path / "clean" / f"{name}.csv").read_bytes() == (tmp_path / "rerun" / f"{name}.csv").read_bytes()

@@ -156,6 +156,28 @@ def test_encoder_only_by_prefix_matches_submodule(model, endpoints):
     assert c.names == ["bert.embeddings.word.weight"]
 
 
+def test_select_switches_filter_as_a_fresh_interpolator_would(model, endpoints):
+    """One Interpolator re-selected (all -> encoder -> all) writes every point bit for bit as
+    an Interpolator built with that filter, and moves no endpoint again."""
+    bi, src, tgt = endpoints
+    it = Interpolator(model, bi, src, tgt)
+    placed = {which: [t.data_ptr() for t in ts] for which, ts in it._ends.items()}
+    fresh_model = TinyModel().eval()
+    for encoder_only in (True, False):
+        it.select(model.bert if encoder_only else "all")
+        assert_state(model, bi)  # left at θ_bi
+        fresh = Interpolator(fresh_model, bi, src, tgt, param_filter=fresh_model.bert if encoder_only else "all")
+        assert (it.names, it.held_names) == (fresh.names, fresh.held_names)
+        for step in (lambda i: i.set_1d(0.3, "src"), lambda i: i.set_1d(-0.5, "tgt"), lambda i: i.set_2d(0.4, 0.7)):
+            step(it)
+            step(fresh)
+            assert_state(model, fresh_model.state_dict())
+        assert it.geometry() == fresh.geometry()
+    assert {which: [t.data_ptr() for t in ts] for which, ts in it._ends.items()} == placed
+    with pytest.raises(XltError, match="not a submodule"):
+        it.select(TinyModel().bert)
+
+
 def test_encoder_only_hold_other(model, endpoints):
     bi, src, tgt = endpoints
     head = ["head.weight", "head.bias", "temperature"]

@@ -1,11 +1,14 @@
 """Interpolation grids of the underspec paper: every grid point scored on two dev sets.
 
-One grid job is one setting (encoder, task, source, target, seed), one variant (`all`
-parameters or the `encoder` only) and one kind (`1d`: Eq. 1 and Eq. 2; `2d`: Eq. 3):
+One grid job is one setting (encoder, task, source, target, seed); it scores every grid the
+setting needs, each a variant (`all` parameters or the `encoder` only) and a kind (`1d`: Eq. 1
+and Eq. 2; `2d`: Eq. 3):
 
-    job = GridJob.load(bi_dir, src_dir, tgt_dir, variant, device)   # θ_bi live, θ_src / θ_tgt as endpoints
+    job = GridJob.load(bi_dir, src_dir, tgt_dir, "all", device)         # θ_bi live, θ_src / θ_tgt as endpoints
     evalsets = job.eval_sets(data_dir, {"source": "en", "target": "de"})  # encoded once
-    rows = job.run(grid_points("1d", spec), evalsets, metric)           # long-form rows
+    rows = job.run(grid_points("1d", spec), evalsets, metric, setting)  # long-form rows
+    job.set_variant("encoder")                                          # nothing loaded or moved again
+    rows = job.run(grid_points("1d", spec), evalsets, metric, setting)
 
 The three models are loaded once; θ_bi becomes the live model and `interpolate.Interpolator`
 writes each grid point into its parameters in place. The dev sets are encoded and collated
@@ -21,7 +24,7 @@ import time
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
-from typing import Literal
+from typing import Annotated
 
 import torch
 
@@ -37,11 +40,13 @@ from xlt.stages.finetune import is_collapsed
 from xlt.io import sha256_file, write_json, write_text
 from xlt.provenance import provenance
 
-__all__ = ["COLUMNS", "GridJob", "GridSpec", "grid_points", "run_grid_job"]
+__all__ = ["COLUMNS", "GridJob", "GridSpec", "grid_points", "parse_grid_name", "run_grid_job"]
 
 COLUMNS = ("encoder", "variant", "task", "metric", "source", "target", "seed",
            "direction", "alpha", "alpha1", "alpha2", "eval_lang", "score")  # fmt: skip
 NAN = float("nan")
+VARIANTS = ("all", "encoder")
+KINDS = ("1d", "2d")
 
 
 @dataclass(frozen=True)
@@ -79,13 +84,25 @@ class GridJob:
     def __init__(self, model, tokenizer, metas: dict[str, dict], endpoints: dict[str, dict], variant: str,
                  device: torch.device):
 
-        if variant not in ("all", "encoder"):
-            raise XltError(f"grid variant must be 'all' or 'encoder', got {variant!r}")
-        self.model, self.tokenizer, self.metas, self.variant, self.device = model, tokenizer, metas, variant, device
+        self.model, self.tokenizer, self.metas, self.device = model, tokenizer, metas, device
         self.task = model.task
         self.precision: str | None = None  # of every evaluation if set, else each EvalSet's own (its mode's)
         self.interp = Interpolator(model, endpoints["bi"], endpoints["src"], endpoints["tgt"],
-                                   param_filter=model.encoder if variant == "encoder" else "all", hold="bi")
+                                   param_filter=self._interpolated(variant), hold="bi")
+        self.variant = variant
+
+    def _interpolated(self, variant: str):
+        """The Interpolator's param_filter of a variant."""
+        if variant not in VARIANTS:
+            raise XltError(f"grid variant must be 'all' or 'encoder', got {variant!r}")
+        return self.model.encoder if variant == "encoder" else "all"
+
+    def set_variant(self, variant: str) -> None:
+        """Interpolate the parameters of `variant` from now on; the endpoints stay where they are
+        (on the device), the model is left at θ_bi: a grid then scores exactly as in a job
+        loaded with this variant."""
+        self.interp.select(self._interpolated(variant))
+        self.variant = variant
 
     @classmethod
     def load(cls, bi: str | Path, src: str | Path, tgt: str | Path, variant: str = "all",
@@ -199,62 +216,87 @@ def _check_same_origin(paths: dict, metas: dict) -> None:
                 )
 
 
-def run_grid_job(bi: str, src: str, tgt: str, data_dir: str, encoder: str, source: str, target: str,
-                 kind: Literal["1d", "2d"], variant: Literal["all", "encoder"], grid: dict, metric: str, out_csv: str,
-                 out_json: str, device: str = "auto", kill_after_points: int | None = None,
-                 evaluation: dict | None = None) -> dict:
-    """One grid job end to end: load, encode the two dev sets, score every point, write
-    the long-form CSV and a JSON with the provenance, the δ geometry and the timing.
+def parse_grid_name(name: str) -> tuple[str, str]:
+    """(variant, kind) of a grid's name (`xlt.papers.underspec.plan.grid_name`: `all.1d`)."""
+    variant, _, kind = name.partition(".")
+    if variant not in VARIANTS or kind not in KINDS:
+        raise XltError(f"grid {name!r}: expected <variant>.<kind>, variant one of {', '.join(VARIANTS)}, "
+                       f"kind one of {', '.join(KINDS)}")
+    return variant, kind
 
-    A grid job keeps no state between points: the models on disk are never changed and both
-    files are written atomically at the end, so a job killed anywhere leaves nothing behind
-    and its rerun scores every point again, exactly. `evaluation`: the config's block
-    (precision, batch_tokens; xlt.engine.evaluation). `kill_after_points` (testing aid)
-    SIGKILLs this process after that many points."""
+
+def run_grid_job(bi: str, src: str, tgt: str, data_dir: str, encoder: str, source: str, target: str,
+                 grids: Annotated[list[str], "the grids to score, <variant>.<kind> each: all.1d encoder.1d all.2d"],
+                 grid: dict, metric: str, out_dir: Annotated[str, "writes <variant>.<kind>.csv and .json here"],
+                 device: str = "auto", kill_after_points: int | None = None, evaluation: dict | None = None) -> dict:
+    """The grids of one setting end to end: load the three models and encode the two dev sets
+    once, then per grid (`grids`, in order) switch variant, score every point and make the
+    long-form CSV and a JSON with the provenance, the δ geometry and the timing.
+
+    A grid job keeps no state between points: the models on disk are never changed and every
+    file is written atomically once all grids are scored, so a job killed anywhere leaves
+    nothing behind and its rerun scores every point again, exactly. Each grid's numbers are
+    those of a job that scored that grid alone (tests/underspec/test_grid.py). `evaluation`:
+    the config's block (precision, batch_tokens; xlt.engine.evaluation). `kill_after_points`
+    (testing aid) SIGKILLs this process after that many points of the job."""
 
     # deferred: loads safetensors only when this runs
     from xlt.engine.runtime import pick_device
 
+    plan = [parse_grid_name(name) for name in grids]
+    if len(set(grids)) < len(grids):
+        raise XltError(f"grids {' '.join(grids)}: a grid is named twice")
     t0 = time.perf_counter()
     dev = pick_device(device)
     mode = eval_mode(evaluation, dev)
-    job = GridJob.load(bi, src, tgt, variant, dev)
+    job = GridJob.load(bi, src, tgt, plan[0][0], dev)
     t_load = time.perf_counter()
     evalsets = job.eval_sets(data_dir, {"source": source, "target": target}, mode=mode)
     t_encode = time.perf_counter()
     spec = GridSpec.from_config(grid)
-    points = grid_points(kind, spec)
-    setting = {"encoder": encoder, "variant": variant, "task": job.task.name, "metric": metric,
-               "source": source, "target": target, "seed": job.seed}
+    models = {"bi": bi, "src": src, "tgt": tgt}
+    done_before = 0
+
     def killer(done: int, total: int) -> None:
-        if kill_after_points is not None and done >= kill_after_points:
+        if kill_after_points is not None and done_before + done >= kill_after_points:
             os.kill(os.getpid(), signal.SIGKILL)
 
-    rows = job.run(points, evalsets, metric, setting, progress=killer)
-    t_grid = time.perf_counter()
-    frame = pd.DataFrame(rows, columns=list(COLUMNS))
-    models = {"bi": bi, "src": src, "tgt": tgt}
-    report = {
-        "setting": setting,
-        "kind": kind,
-        "points": len(points),
-        "evaluations": len(points) * len(evalsets),
-        "eval_sets": {role: {"path": ev.name, "examples": len(ev.records)} for role, ev in evalsets.items()},
-        "interpolated": {"tensors": len(job.interp.names), "held": len(job.interp.held_names),
-                         "parameters": sum(t.numel() for t in job.interp._live)},
-        "geometry": job.geometry(),
-        "seconds": {"load": round(t_load - t0, 3), "encode": round(t_encode - t_load, 3),
-                    "grid": round(t_grid - t_encode, 3), "per_point": round((t_grid - t_encode) / len(points), 4)},
-        "device": str(dev),
-        "evaluation": mode.describe(),
-        "models": {which: {"path": str(p), "seed": job.metas[which]["provenance"]["seed"],
-                           "selected_epoch": job.metas[which]["train"]["selected_epoch"],
-                           # it collapsed (xlt.stages.finetune.is_collapsed; the figures count it)
-                           "collapsed": is_collapsed(job.metas[which]),
-                           "modules_sha256": sha256_file(Path(p) / "modules.safetensors")} for which, p in models.items()},
-        "provenance": provenance({"grid": grid, "kind": kind, "variant": variant, "metric": metric, "models": models},
-                                 job.seed, [ev.name for ev in evalsets.values()]),
-    }
-    write_text(out_csv, frame.to_csv(index=False, float_format="%.10g"))
-    write_json(out_json, report)
-    return report
+    written = {}
+    for name, (variant, kind) in zip(grids, plan):
+        job.set_variant(variant)
+        points = grid_points(kind, spec)
+        setting = {"encoder": encoder, "variant": variant, "task": job.task.name, "metric": metric,
+                   "source": source, "target": target, "seed": job.seed}
+        t_start = time.perf_counter()
+        rows = job.run(points, evalsets, metric, setting, progress=killer)
+        t_grid = time.perf_counter()
+        done_before += len(points)
+        frame = pd.DataFrame(rows, columns=list(COLUMNS))
+        written[name] = (frame.to_csv(index=False, float_format="%.10g"), {
+            "setting": setting,
+            "kind": kind,
+            "points": len(points),
+            "evaluations": len(points) * len(evalsets),
+            "eval_sets": {role: {"path": ev.name, "examples": len(ev.records)} for role, ev in evalsets.items()},
+            "interpolated": {"tensors": len(job.interp.names), "held": len(job.interp.held_names),
+                             "parameters": sum(t.numel() for t in job.interp._live)},
+            "geometry": job.geometry(),
+            # load and encode: once for the whole job (`job_grids`)
+            "seconds": {"load": round(t_load - t0, 3), "encode": round(t_encode - t_load, 3),
+                        "grid": round(t_grid - t_start, 3), "per_point": round((t_grid - t_start) / len(points), 4)},
+            "job_grids": list(grids),
+            "device": str(dev),
+            "evaluation": mode.describe(),
+            "models": {which: {"path": str(p), "seed": job.metas[which]["provenance"]["seed"],
+                               "selected_epoch": job.metas[which]["train"]["selected_epoch"],
+                               # it collapsed (xlt.stages.finetune.is_collapsed; the figures count it)
+                               "collapsed": is_collapsed(job.metas[which]),
+                               "modules_sha256": sha256_file(Path(p) / "modules.safetensors")}
+                       for which, p in models.items()},
+            "provenance": provenance({"grid": grid, "kind": kind, "variant": variant, "metric": metric, "models": models},
+                                     job.seed, [ev.name for ev in evalsets.values()]),
+        })
+    for name, (csv, report) in written.items():
+        write_text(Path(out_dir) / f"{name}.csv", csv)
+        write_json(Path(out_dir) / f"{name}.json", report)
+    return {name: report for name, (_, report) in written.items()}

@@ -47,7 +47,8 @@ tensor under several names, e.g. an LM decoder tied to the word embeddings) are 
 once; each endpoint is read under the first of the tensor's names it contains, and a
 filter selects the tensor if it selects any of its names.
 
-Construction leaves the model at θ_bi. `point` records the last point written.
+Construction leaves the model at θ_bi. `point` records the last point written. `select`
+re-picks the interpolated entries (another filter) from the endpoints already placed.
 """
 
 from __future__ import annotations
@@ -123,9 +124,10 @@ class Interpolator:
     Args:
         model: the live module that will be evaluated; its parameters are overwritten.
         theta_bi, theta_src, theta_tgt: endpoint state dicts (name -> tensor). `theta_tgt` may
-            be None when only the src path is needed. Each needed entry is moved once to the
+            be None when only the src path is needed. Each floating entry is moved once to the
             model's device and dtype; a tensor that is the live parameter itself is cloned.
-        param_filter: which entries are interpolated (see the module docstring).
+        param_filter: which entries are interpolated (see the module docstring); `select`
+            changes it later.
         hold: "bi" or "other": where entries outside the filter stay (module docstring).
         include_float_buffers: interpolate floating buffers (e.g. BatchNorm statistics) that
             pass the filter; if False they are held like filtered-out entries.
@@ -150,17 +152,12 @@ class Interpolator:
         endpoints = {"bi": theta_bi, "src": theta_src}
         if theta_tgt is not None:
             endpoints["tgt"] = theta_tgt
+        self._endpoint_names = tuple(endpoints)
 
         live_sd = model.state_dict(keep_vars=True)
         param_ids = {id(p) for p in model.parameters()}
-        if isinstance(param_filter, nn.Module):
-            selected_ids = {id(t) for t in param_filter.state_dict(keep_vars=True).values()}
-            if not selected_ids or not selected_ids & {id(t) for t in live_sd.values()}:
-                raise XltError("param_filter: the given module is not a submodule of the model")
-            selects = lambda names, t: id(t) in selected_ids  # noqa: E731
-        else:
-            fn = _name_filter(param_filter)
-            selects = lambda names, t: any(fn(n) for n in names)  # noqa: E731
+        self._live_ids = {id(t) for t in live_sd.values()}
+        self.include_float_buffers = include_float_buffers
 
         # Validate every endpoint against the live model before touching anything.
         problems: list[str] = []
@@ -185,47 +182,59 @@ class Interpolator:
             shown = "; ".join(problems[:5]) + (f"; … ({len(problems)} in all)" if len(problems) > 5 else "")
             raise XltError(f"Interpolator: endpoints do not match the model: {shown}")
 
-        self.names: list[str] = []  # interpolated entries (first alias)
-        self.held_names: list[str] = []  # floating entries held at an endpoint
-        self._live: list[torch.Tensor] = []
-        self._ends: dict[str, list[torch.Tensor]] = {k: [] for k in endpoints}
-        self._held_live: list[torch.Tensor] = []
-        self._held: dict[str, list[torch.Tensor]] = {k: [] for k in endpoints}
-
         def place(t: torch.Tensor, live: torch.Tensor) -> torch.Tensor:
             out = t.detach().to(device=live.device, dtype=live.dtype)
             if _shares_memory(out, live):
                 out = out.clone()
             return out
 
+        # Every endpoint of every floating entry is placed once, so `select` can change which
+        # entries are interpolated without moving a tensor again.
+        self._entries: list[tuple[list[str], torch.Tensor, bool, dict[str, torch.Tensor]]] = []
         with torch.no_grad():
             for names, live, ends in resolved:
-                name = names[0]
                 if not live.is_floating_point():
                     ref = ends["bi"].to(live.device)
                     for which, t in ends.items():
                         if which != "bi" and not torch.equal(t.to(live.device), ref):
                             raise XltError(
-                                f"Interpolator: non-float entry {name} differs between theta_bi and theta_{which}"
+                                f"Interpolator: non-float entry {names[0]} differs between theta_bi and theta_{which}"
                             )
                     live.copy_(ref)
                     continue
-                interpolate = selects(names, live)
-                if id(live) not in param_ids and not include_float_buffers:
-                    interpolate = False
-                if interpolate:
-                    self.names.append(name)
-                    self._live.append(live)
-                    for which, t in ends.items():
-                        self._ends[which].append(place(t, live))
-                else:
-                    self.held_names.append(name)
-                    self._held_live.append(live)
-                    for which, t in ends.items():
-                        if which == "bi" or hold == "other":
-                            self._held[which].append(place(t, live))
-        if not self.names:
+                placed = {which: place(t, live) for which, t in ends.items()}
+                self._entries.append((names, live, id(live) in param_ids, placed))
+        self.select(param_filter)
+
+    def select(self, param_filter: ParamFilter) -> None:
+        """Interpolate the entries `param_filter` picks (module docstring) from now on, the others
+        held (`hold`); leaves the model at θ_bi. The endpoints placed at construction serve
+        every filter: a grid job switches variant without loading or moving anything."""
+        if isinstance(param_filter, nn.Module):
+            selected_ids = {id(t) for t in param_filter.state_dict(keep_vars=True).values()}
+            if not selected_ids or not selected_ids & self._live_ids:
+                raise XltError("param_filter: the given module is not a submodule of the model")
+            selects = lambda names, t: id(t) in selected_ids  # noqa: E731
+        else:
+            fn = _name_filter(param_filter)
+            selects = lambda names, t: any(fn(n) for n in names)  # noqa: E731
+        names_: list[str] = []  # interpolated entries (first alias)
+        held_names: list[str] = []  # floating entries held at an endpoint
+        live_: list[torch.Tensor] = []
+        ends_: dict[str, list[torch.Tensor]] = {k: [] for k in self._endpoint_names}
+        held_live: list[torch.Tensor] = []
+        held: dict[str, list[torch.Tensor]] = {k: [] for k in self._endpoint_names}
+        for names, live, is_param, placed in self._entries:
+            interpolate = selects(names, live) and (is_param or self.include_float_buffers)
+            into_names, into_live, into_ends = (names_, live_, ends_) if interpolate else (held_names, held_live, held)
+            into_names.append(names[0])
+            into_live.append(live)
+            for which, t in placed.items():
+                into_ends[which].append(t)
+        if not names_:
             raise XltError("Interpolator: param_filter selects no floating-point entry of the model")
+        self.names, self.held_names, self._live, self._ends = names_, held_names, live_, ends_
+        self._held_live, self._held = held_live, held
         self.point: tuple | None = None
         self.set_endpoint("bi")
 

@@ -4,6 +4,7 @@ options from its signature); imported only there: they load torch."""
 from xlt.papers.underspec.grid import run_grid_job
 
 JOBS = {
-    # one interpolation grid scored on the source and target dev sets (rule underspec_grid)
+    # every interpolation grid of one setting scored on the source and target dev sets
+    # (rules underspec_grid and underspec_grid_2d)
     "grid": run_grid_job,
 }

@@ -52,9 +52,49 @@ def models(cfg: dict, st: Setting) -> dict[str, str]:
             for which, r in recipes(cfg, st.source, st.target).items()}  # fmt: skip
 
 
-def grid_stem(cfg: dict, st: Setting, variant: str, kind: str) -> str:
-    return (f"{cfg['results']}/underspec/grids/{st.encoder}/{st.task}/{st.source}-{st.target}/"
-            f"seed{st.seed}/{variant}.{kind}")  # fmt: skip
+# the folder of one setting's grids; each grid is <variant>.<kind>.{csv,json} in it (`grid_name`)
+GRID_DIR = "{results}/underspec/grids/{encoder}/{task}/{source}-{target}/seed{seed}"
+# the variant of the 2D grids (Figs. 3 and 10 show all parameters)
+TWO_D_VARIANT = "all"
+
+
+def grid_name(variant: str, kind: str) -> str:
+    """A grid's file name in its setting's folder, without the extension: `all.1d`."""
+    return f"{variant}.{kind}"
+
+
+def grid_folder(cfg: dict, st: Setting) -> str:
+    return GRID_DIR.format(results=cfg["results"], **vars(st))
+
+
+def setting_grids(cfg: dict, two_d: bool) -> list[str]:
+    """The grids (`grid_name`s) one setting's job scores: the 1D grid of every configured variant,
+    then, where a 2D figure shows the setting (`two_d`), its 2D grid."""
+    names = [grid_name(v, "1d") for v in cfg["papers"][SLUG]["variants"]]
+    return names + [grid_name(TWO_D_VARIANT, "2d")] if two_d else names
+
+
+def grid_job_grids(cfg: dict, task: str, source: str, target: str) -> list[str]:
+    """The grids the job of a setting (rule underspec_grid or underspec_grid_2d) scores."""
+    return setting_grids(cfg, (task, source, target) in two_d_settings(cfg))
+
+
+def grid_job_outputs(cfg: dict, two_d: bool) -> list[str]:
+    """The output patterns of a grid job (Snakemake wildcards {encoder} … {seed}): the CSV and
+    JSON of every grid of `setting_grids`."""
+    folder = GRID_DIR.format(results=cfg["results"], encoder="{encoder}", task="{task}", source="{source}",
+                             target="{target}", seed="{seed}")
+    return [f"{folder}/{name}.{ext}" for name in setting_grids(cfg, two_d) for ext in ("csv", "json")]
+
+
+def two_d_task_constraint(cfg: dict) -> str:
+    """The `task` wildcard's regex of rule underspec_grid_2d: a task followed in the grid's path
+    by a (source, target) pair that a 2D figure shows with it, so that the rule matches exactly
+    the 2D settings (a lookahead: one wildcard's regex cannot name the other wildcards);
+    matches nothing where no 2D figure is configured."""
+    alternatives = [f"{re.escape(task)}(?=/{re.escape(source)}-{re.escape(target)}/)"
+                    for task, source, target in two_d_settings(cfg)]
+    return "|".join(alternatives) or "(?!)"
 
 
 def grid_inputs(cfg: dict, encoder: str, task: str, source: str, target: str, seed) -> dict[str, str]:
@@ -71,11 +111,5 @@ def two_d_settings(cfg: dict) -> list[tuple[str, str, str]]:
 def grids(cfg: dict) -> list[str]:
     """Every grid CSV the figures read: 1D for every setting and variant; 2D (variant all)
     for the settings the 2D figures show."""
-    p = cfg["papers"][SLUG]
-    two_d = set(two_d_settings(cfg))
-    out = []
-    for st in settings(cfg):
-        out += [grid_stem(cfg, st, v, "1d") + ".csv" for v in p["variants"]]
-        if (st.task, st.source, st.target) in two_d:
-            out.append(grid_stem(cfg, st, "all", "2d") + ".csv")
-    return out
+    return [f"{grid_folder(cfg, st)}/{name}.csv"
+            for st in settings(cfg) for name in grid_job_grids(cfg, st.task, st.source, st.target)]
