@@ -62,9 +62,11 @@ def test_the_papers_blocks_and_profiles_come_from_their_folders():
     assert F.PRESET_KEY not in tiny and F.presets() == ["tiny"]
 
 
-def test_a_key_of_config_yaml_overrides_the_papers_default_and_the_preset_overrides_both(user_config):
-    user_config("\npapers:\n  crossmulti:\n    seeds: [7, 8]\nhparams:\n  dlfa: {lr: 3.0e-5}\n")
-    full, tiny = C.load_configs([]), C.load_configs([TINY])
+def test_a_key_of_config_yaml_overrides_the_papers_default_and_the_preset_overrides_both(user_config, tmp_path):
+    user_config("\npapers:\n  crossmulti:\n    seeds: [7, 8]\n")
+    mine = tmp_path / "mine.yaml"  # a paper's profile: overridden from a file of the user's
+    mine.write_text("hparams:\n  dlfa: {lr: 3.0e-5}\n")
+    full, tiny = C.load_configs([mine]), C.load_configs([mine, TINY])
     assert full["papers"]["crossmulti"]["seeds"] == [7, 8]
     assert full["papers"]["crossmulti"]["tasks"] == ["pos", "ner", "pawsx", "marc"]  # the rest: the paper's
     assert full["hparams"]["dlfa"]["lr"] == 3.0e-5 and full["hparams"]["dlfa"]["epochs"] == 5

@@ -119,6 +119,11 @@ class Paper:
     bill: PaperBill = field(default_factory=PaperBill)
     # the wildcards of its own rules' paths -> their regex (joined to xlt.dag.targets.WILDCARDS)
     wildcards: dict[str, str] = field(default_factory=dict)
+    # the encoder inits its rules make (xlt.dag.targets.InitKind: `<method>-…` in the encoders'
+    # path grammar) and the aux-set kinds it adds (kind -> its streams, xlt.dag.targets.AuxKind):
+    # registered with xlt.dag.targets when the registry is built
+    inits: tuple = ()
+    aux_kinds: dict[str, Callable] = field(default_factory=dict)
     # config -> {model directory: target languages} of the models whose fine-tune also selects per
     # target language on its dev set (oracle selection, xlt.stages.finetune's `oracle_langs`)
     oracle_models: Callable[[dict], dict[str, list[str]]] | None = None
