@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from xlt.dag.targets import InitKind, Init, aligned_pairs_file, encoder_dir, encoder_inputs, encoder_source, engine_options
+from xlt.dag.targets import Init, InitKind, aligned_pairs_file, encoder_dir, encoder_inputs, encoder_source, engine_options
 from xlt.errors import XltError
 
 
