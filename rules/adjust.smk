@@ -8,7 +8,7 @@
 # sample of aligned pairs, settings from config `adapt.adjust`.
 rule adjust_encoder:
     input:
-        unpack(lambda w: T.adjust_inputs(config, w.encoder, w.init)),
+        unpack(lambda w: P.adjust.inits.adjust_inputs(config, w.encoder, w.init)),
     output:
         directory(f"{RESULTS}/encoders/{{encoder}}/{{init}}"),
     log:
@@ -22,7 +22,7 @@ rule adjust_encoder:
         **R.job_resources(config, "adapt_encoder"),
     params:
         encoder=lambda w: T.encoder_source(config, w.encoder),
-        adjust=lambda w: as_json(T.adjust_config(config, w.init)),
+        adjust=lambda w: as_json(P.adjust.inits.adjust_config(config, w.init)),
         checkpoints=f"{RESULTS}/checkpoints/encoders/{{encoder}}/{{init}}",
     shell:
         "paper_job.py adjust encoder --encoder {params.encoder} --pairs {input.pairs}"

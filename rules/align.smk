@@ -79,7 +79,7 @@ rule align_sample:
 
 
 # Continual learning's own sample (an aux set of kind aligned_pairs, its `size`): another draw of
-# the same pool with the adjusted init's seed, not the adjustment's pairs (xlt.dag.targets.continual_pairs_file)
+# the same pool with the adjusted init's seed, not the adjustment's pairs (xlt/papers/adjust/inits.py, continual_pairs_file)
 use rule align_sample as align_continual_sample with:
     output:
         sample=f"{RESULTS}/align/en-{{xx}}/{{backend}}/samples/continual/n{{size}}.seed{{seed}}.jsonl",

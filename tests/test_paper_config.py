@@ -10,6 +10,7 @@ from tests.conftest import REPO
 from xlt.workflow import config as C
 from xlt.dag import targets as T
 from xlt.errors import XltError
+from xlt.io import read_yaml
 from xlt.papers import config_files as F
 
 TINY = REPO / "presets" / "tiny.yaml"
@@ -61,9 +62,11 @@ def test_the_papers_blocks_and_profiles_come_from_their_folders():
     assert F.PRESET_KEY not in tiny and F.presets() == ["tiny"]
 
 
-def test_a_key_of_config_yaml_overrides_the_papers_default_and_the_preset_overrides_both(user_config):
-    user_config("\npapers:\n  crossmulti:\n    seeds: [7, 8]\nhparams:\n  dlfa: {lr: 3.0e-5}\n")
-    full, tiny = C.load_configs([]), C.load_configs([TINY])
+def test_a_key_of_config_yaml_overrides_the_papers_default_and_the_preset_overrides_both(user_config, tmp_path):
+    user_config("\npapers:\n  crossmulti:\n    seeds: [7, 8]\n")
+    mine = tmp_path / "mine.yaml"  # a paper's profile: overridden from a file of the user's
+    mine.write_text("hparams:\n  dlfa: {lr: 3.0e-5}\n")
+    full, tiny = C.load_configs([mine]), C.load_configs([mine, TINY])
     assert full["papers"]["crossmulti"]["seeds"] == [7, 8]
     assert full["papers"]["crossmulti"]["tasks"] == ["pos", "ner", "pawsx", "marc"]  # the rest: the paper's
     assert full["hparams"]["dlfa"]["lr"] == 3.0e-5 and full["hparams"]["dlfa"]["epochs"] == 5
@@ -88,14 +91,44 @@ def test_an_unknown_key_in_a_papers_preset_names_that_file(papers_copy):
 
 
 @pytest.mark.parametrize("text,message", [
-    ("language_sets: {x: [en]}\n", r"xlt/papers/underspec/config.yaml: config key language_sets is not a paper's to set; allowed: papers, hparams"),
+    ("data: {x: {}}\n", r"xlt/papers/underspec/config.yaml: config key data is not a paper's to set; "
+                         r"allowed: papers, hparams, language_sets, aux_sets, adapt, zero_shot"),
     ("papers: {dlfa: {seeds: [1]}}\n", r"xlt/papers/underspec/config.yaml: config key papers.dlfa: a paper's file sets its own block only"),
     ("hparams: {crossmulti: {lr: 1.0}}\n", r"xlt/papers/underspec/config.yaml: config key hparams.crossmulti is also set by xlt/papers/crossmulti/config.yaml"),
+    ("language_sets: {crossmulti: [en]}\n", r"xlt/papers/underspec/config.yaml: config key language_sets.crossmulti is also set by xlt/papers/crossmulti/config.yaml"),
+    ("adapt: {adjust: {lr: 1.0}}\n", r"xlt/papers/underspec/config.yaml: config key adapt.adjust is also set by xlt/papers/adjust/config.yaml"),
 ])
-def test_a_papers_file_sets_its_own_block_and_profiles_only(papers_copy, text, message):
+def test_a_papers_file_sets_its_own_block_and_names_only(papers_copy, text, message):
     (papers_copy / "underspec" / "config.yaml").write_text(text)
     with pytest.raises(XltError, match=message):
         C.load_configs([])
+
+
+def test_the_papers_own_names_come_from_their_folders():
+    """What one paper alone reads (its language sets, aux sets, adaptation method, zero_shot's
+    profile) is declared in its folder, not in config.yaml, and reaches the merged config."""
+    shared, full = read_yaml(REPO / "config.yaml"), C.load_configs([])
+    owners = {key: label for label, data in F.layer() for key in F.declared(data)}
+    for key in ["language_sets.crossmulti", "aux_sets.crossmulti_fa", "language_sets.adjust", "adapt.adjust",
+                "aux_sets.adjust_continual", "language_sets.underspec", "zero_shot.hparams", "language_sets.xmixup_pos"]:
+        block, name = key.split(".")
+        assert key in owners and name not in (shared.get(block) or {}) and name in full[block], key
+    assert owners["zero_shot.hparams"] == "xlt/papers/underspec/config.yaml" and full["zero_shot"]["hparams"] == "underspec"
+    assert not set(F.declared(shared)) & set(owners)
+
+
+def test_config_yaml_declaring_a_papers_name_fails_naming_both_files(papers_copy, monkeypatch):
+    shared = papers_copy.parent.parent / "config.yaml"
+    shared.write_text((REPO / "config.yaml").read_text().replace("language_sets:\n", "language_sets:\n  adjust: [en]\n", 1))
+    monkeypatch.setattr(C, "DEFAULT_CONFIG", shared)
+    with pytest.raises(XltError, match=r"config.yaml: config key language_sets.adjust is also declared by "
+                                       r"xlt/papers/adjust/config.yaml; a name is declared once"):
+        C.load_configs([])
+    # a user's file overrides a paper's name
+    mine = papers_copy.parent.parent / "mine.yaml"
+    mine.write_text("language_sets: {adjust: [en, es]}\n")
+    monkeypatch.setattr(C, "DEFAULT_CONFIG", REPO / "config.yaml")
+    assert C.load_configs([mine])["language_sets"]["adjust"] == ["en", "es"]
 
 
 def test_an_unknown_paper_preset_names_the_file_and_the_presets(tmp_path):

@@ -19,9 +19,9 @@ inconclusive (the interval spans the line: with the seeds needed to decide it, f
 variance), not run (no cell of ours). Each claim is decided again without its collapsed seeds
 (the `†` of the tables: `per_seed` marks them), and shows the spread of its per-seed differences.
 
-    spec = parse_claims(yaml.safe_load(text), "xlt/papers/adjust/claims.yaml")
-    table = evaluate("adjust", spec.claims, {"tables/table2": "results/tables/adjust/table2.csv"}, reflects)
-    markdown = render(table, {"adjust": title}, {"adjust": spec.left_out})
+    spec = parse_claims(yaml.safe_load(text), "xlt/papers/<slug>/claims.yaml")
+    table = evaluate(slug, spec.claims, {"tables/table2": "results/tables/<slug>/table2.csv"}, reflects)
+    markdown = render(table, {slug: title}, {slug: spec.left_out})
 """
 
 from __future__ import annotations

@@ -11,8 +11,9 @@ language and metric, and the averages over languages):
 
 Its models and evaluations are the shared rules' (finetune, evaluate) at the paths of
 xlt.dag.targets, `results/models/{encoder}/pretrained/{task}/<source>.<hparams>/seed{seed}/`:
-where a paper trains the same recipe (tiny preset: underspec's θ_src, adjust's originals,
-dlfa's baseline on PAWS-X), the model is trained once and both read it.
+where a paper trains the same recipe (the paper whose profile is zero_shot.hparams: its English
+models; on the tiny preset, the papers that share that profile's models too), the model is trained
+once and both read it.
 
 `<encoder>` is a name of config `encoders`, a local Hugging Face model directory, or a Hub id
 (`owner/name`). One not in `encoders` is declared there (`declared_encoders`) under a name

@@ -16,8 +16,9 @@ from xlt.errors import XltError
 from xlt.papers.adjust import plan as A
 from xlt.papers.adjust.checks import check
 from xlt.papers.adjust.tables import table2
-from xlt.papers import get_table, table_inputs
-from xlt.dag.targets import WILDCARDS, Adjusted, Init, adjust_config, adjust_inputs, aux_inputs, aux_streams
+from xlt.papers import get_table, table_inputs, wildcard_constraints
+from xlt.dag.targets import Init, aux_inputs, aux_streams
+from xlt.papers.adjust.inits import Adjusted, adjust_config, adjust_inputs
 
 
 @pytest.fixture(scope="module")
@@ -29,12 +30,12 @@ def test_an_adjusted_init_has_one_spelling_per_setting():
     for name in ("adjust-hi-n300-seed2", "adjust-hi-n300-seed2-start", "adjust-ru-n5000-seed1-words",
                  "adjust-hi-n300-seed1-end-cls_sep", "adjust-hi-n300-seed1-subword", "adjust-hi-n300-seed1-subword-words"):
         it = Init.parse(name)
-        assert isinstance(it, Adjusted) and it.name == name and re.fullmatch(WILDCARDS["init"], name)
+        assert isinstance(it, Adjusted) and it.name == name and re.fullmatch(wildcard_constraints()["init"], name)
     assert Adjusted("hi", 300, 2, "avg", "all").name == "adjust-hi-n300-seed2"  # defaults are not spelt
     assert Adjusted.parse("adjust-hi-n300-seed1-subword-cls") == Adjusted("hi", 300, 1, "subword", "cls")
     for bad in ("adjust-hi-300", "adjust-hi-n300-seed1-avg", "adjust-hi-n300-seed1-all", "adjust-hi-n300-seed1-cls-start",
                 "adjust-hi-n300-seed1-subword-start", "adjust-hi-n300-seed1-cls-subword"):
-        assert not re.fullmatch(WILDCARDS["init"], bad)
+        assert not re.fullmatch(wildcard_constraints()["init"], bad)
         with pytest.raises(XltError, match=re.escape(Adjusted.GRAMMAR)):
             Init.parse(bad)
 

@@ -25,8 +25,9 @@ from xlt.world.schema import resolve
 
 WILDCARDS = {"xx": r"[a-z]{2,3}", "backend": "|".join(BACKENDS), "size": r"\d+"}
 AER_FORMATS = ("md", "csv")
-# The index's title and caption of the stage's table: no paper plugin declares them.
-TITLES = {"align": "Word alignment (the bitext of the adjust paper, aligned and scored)"}
+# The index's title and caption of the stage's table: no paper plugin declares them. {readers}:
+# the papers whose models read the aligned pairs (Paper.reads_alignment), filled in by the index.
+TITLES = {"align": "Word alignment (the bitext of {readers}, aligned and scored)"}
 CAPTIONS = {
     ("align", "aer"): "Alignment error rate (precision, recall, AER %) of each configured aligner and stage of its "
                       "links against the world's gold links, per language pair.",

@@ -46,8 +46,8 @@ TABLE_FORMATS = ("csv", "md", "tex", "html")  # html: the Markdown rendered, as 
 FIGURE_FORMATS = ("png", "pdf", "csv")  # the CSV holds the numbers plotted
 WILDCARDS = {
     "encoder": r"[A-Za-z0-9_]+",
-    # see Init and Adjusted
-    "init": r"pretrained|mlm-[a-z]+(\.[a-z0-9_]+)?-[A-Za-z0-9_]+|adjust-[a-z]{2,3}-n\d+-seed\d+(-(start|end|subword))?(-(words|cls|cls_sep))?",
+    # see Init; the kinds a paper registers (InitKind) join it in init_pattern()
+    "init": r"pretrained|mlm-[a-z]+(\.[a-z0-9_]+)?-[A-Za-z0-9_]+",
     "task": r"[a-z]+(\.[a-z0-9_]+)?",  # a dataset: <task>[.<set>]
     "testset": r"[a-z]+(\.[a-z0-9_]+)?",  # another dataset of the model's task (an eval `on-<testset>`)
     "entry": r"[a-z0-9][a-z0-9.-]*",  # a catalog entry (xlt/sources/catalog.yaml)
@@ -80,13 +80,24 @@ class Recipe:
         return cls(tuple(langs.split("+")), hparams, aux or None)
 
 
+# An aux set's `kind` (none: task streams) -> its streams, (cfg, recipe, set name, the set,
+# encoder, init) -> [{"kind", "data", "reference"?, …}]: a paper registers the kinds it adds
+# (xlt.papers.base.Paper.aux_kinds; its schema.yaml's extends declares their config)
+AuxKind = Callable[[dict, str, str, dict, "str | None", str], list[dict]]
+AUX_KINDS: dict[str, AuxKind] = {}
+
+
+def register_aux_kind(kind: str, streams: AuxKind) -> None:
+    if AUX_KINDS.setdefault(kind, streams) is not streams:
+        raise XltError(f"aux set kind {kind!r} is registered twice")
+
+
 def aux_streams(cfg: dict, recipe: str, dataset: str, encoder: str | None = None, init: str = "pretrained") -> list[dict]:
     """The auxiliary streams of a recipe's aux set for the main task of `dataset`. A task set
     gives [{"task", "data", "weight", "batch_size"?}] (none for a task it gives none), each
-    reading the training split of its dataset in the recipe's languages. An aligned-pairs set
-    (continual learning) gives one stream of the adjusted init's own sample of aligned pairs,
-    anchored to the encoder as released: [{"kind", "data", "reference", "weight", …}]; its pairs
-    are a fresh sample of the set's `size` (continual_pairs_file), not the adjustment's."""
+    reading the training split of its dataset in the recipe's languages. A set of another
+    `kind` gives the streams its registered kind (AUX_KINDS) makes of it: [{"kind", "data",
+    "reference"?, …}] (a "reference": the encoder as released, which an anchor term reads)."""
     name = Recipe.parse(recipe).aux
     if name is None:
         return []
@@ -94,17 +105,10 @@ def aux_streams(cfg: dict, recipe: str, dataset: str, encoder: str | None = None
     if name not in sets:
         raise XltError(f"recipe {recipe!r}: unknown aux set {name!r}; allowed: {', '.join(sorted(sets)) or '(none)'}")
     aux = sets[name]
-    if aux.get("kind") == "aligned_pairs":
-        it = Init.parse(init)
-        if not isinstance(it, Adjusted):
-            raise XltError(f"recipe {recipe!r}: aux set {name!r} (aligned pairs) needs an adjusted encoder init "
-                           f"({Adjusted.GRAMMAR}); got {init!r}")
-        return [{"kind": "aligned_pairs", "data": continual_pairs_file(cfg, it, aux["size"]),
-                 "reference": encoder_source(cfg, encoder),
-                 "weight": aux["weight"],
-                 "anchor_weight": aux.get("anchor_weight", 1.0), "word_vectors": it.word_vectors, "tokens": it.tokens,
-                 "max_length": adjust_config(cfg, init)["max_length"],
-                 **({"batch_size": aux["batch_size"]} if "batch_size" in aux else {})}]
+    if "kind" in aux:
+        if aux["kind"] not in AUX_KINDS:
+            raise XltError(f"aux set {name!r}: unknown kind {aux['kind']!r}; allowed: {', '.join(sorted(AUX_KINDS)) or '(none)'}")
+        return AUX_KINDS[aux["kind"]](cfg, recipe, name, aux, encoder, init)
     return [{"task": task_of(d), "data": data_dir(cfg, d), "weight": aux["weight"],
              **({"batch_size": aux["batch_size"]} if "batch_size" in aux else {})}
             for d in aux["tasks"].get(task_of(dataset), [])]
@@ -146,7 +150,7 @@ def eval_file(cfg: dict, encoder: str, init: str, task: str, recipe: str, seed: 
 
 
 # A single language may stand for a language set in an evaluation's path: a model whose table
-# reads one column is scored on that language alone (adjust's adjusted models).
+# reads one column is scored on that language alone (e.g. a model adapted to one language).
 ONE_LANGUAGE = re.compile(r"[a-z]{2,3}")
 
 
@@ -194,10 +198,41 @@ PRETRAINED = "pretrained"
 
 
 @dataclass(frozen=True)
+class InitKind:
+    """An encoder init a paper's rule makes, `<method>-…` (registered with register_init_kind):
+    its names' regex (joined to the `init` wildcard), their grammar as messages spell it, and
+    its parser (a name -> an object with `.name` and `.method`; XltError naming the grammar)."""
+
+    method: str
+    pattern: str
+    grammar: str
+    parse: Callable[[str], object]
+
+
+INIT_KINDS: dict[str, InitKind] = {}  # method -> its kind; the papers' (xlt.papers.base.Paper.inits)
+
+
+def register_init_kind(kind: InitKind) -> None:
+    if kind.method in (PRETRAINED, "mlm") or INIT_KINDS.setdefault(kind.method, kind) is not kind:
+        raise XltError(f"encoder init kind {kind.method!r} is registered twice")
+
+
+def init_pattern() -> str:
+    """The `init` wildcard's regex: the built-in inits' and every registered kind's."""
+    return "|".join([WILDCARDS["init"], *(k.pattern for k in INIT_KINDS.values())])
+
+
+def _init_grammars() -> str:
+    names = ["'pretrained'", "'mlm-<dataset>-<language set>'", *(repr(k.grammar) for k in INIT_KINDS.values())]
+    return f"{', '.join(names[:-1])} or {names[-1]}"
+
+
+@dataclass(frozen=True)
 class Init:
     """Where fine-tuning starts: the encoder as released (`pretrained`), or the encoder
     adapted by a rule: `mlm-<dataset>-<language set>` is MLM on the training text of a
-    dataset in the languages of a language set (domain adaptation), with config `adapt.mlm`."""
+    dataset in the languages of a language set (domain adaptation), with config `adapt.mlm`;
+    `<method>-…` of a registered kind (INIT_KINDS) is parsed by that kind."""
 
     method: str | None = None
     dataset: str | None = None
@@ -208,48 +243,17 @@ class Init:
         return PRETRAINED if self.method is None else f"{self.method}-{self.dataset}-{self.langset}"
 
     @classmethod
-    def parse(cls, name: str) -> "Init | Adjusted":
+    def parse(cls, name: str):
+        """An Init, or the object a registered kind parses its names into."""
         if name == PRETRAINED:
             return cls()
-        if name.startswith(f"{Adjusted.method}-"):
-            return Adjusted.parse(name)
         method, _, rest = name.partition("-")
+        if method in INIT_KINDS:
+            return INIT_KINDS[method].parse(name)
         dataset, _, langset = rest.rpartition("-")
         if method != "mlm" or not dataset or not langset:
-            raise XltError(f"encoder init {name!r}: expected 'pretrained', 'mlm-<dataset>-<language set>' or "
-                           f"{Adjusted.GRAMMAR!r}")
+            raise XltError(f"encoder init {name!r}: expected {_init_grammars()}")
         return cls(method, dataset, langset)
-
-
-@dataclass(frozen=True)
-class Adjusted:
-    """An encoder adjusted across languages (the adjust paper, Cao et al. 2020) on a sample of
-    `size` aligned en–`pair` sentence pairs drawn with `seed` (the alignment stage's sample),
-    with config `adapt.adjust`: `adjust-<pair>-n<size>-seed<seed>[-<word vectors>][-<tokens>]`.
-    The defaults (subwords averaged, every token aligned) are not spelt, so a setting has one
-    name; `-start` / `-end` / `-subword` and `-words` / `-cls` / `-cls_sep` are Tables 6 and 7's
-    variants (`-subword`: links between the encoder's subwords, the stage's subword branch)."""
-
-    pair: str
-    size: int
-    seed: int
-    word_vectors: str = "avg"
-    tokens: str = "all"
-    method = "adjust"
-    GRAMMAR = "adjust-<xx>-n<size>-seed<seed>[-start|-end|-subword][-words|-cls|-cls_sep]"
-
-    @property
-    def name(self) -> str:
-        return (f"{self.method}-{self.pair}-n{self.size}-seed{self.seed}"
-                + ("" if self.word_vectors == "avg" else f"-{self.word_vectors}")
-                + ("" if self.tokens == "all" else f"-{self.tokens}"))
-
-    @classmethod
-    def parse(cls, name: str) -> "Adjusted":
-        m = re.fullmatch(r"adjust-([a-z]{2,3})-n(\d+)-seed(\d+)(?:-(start|end|subword))?(?:-(words|cls|cls_sep))?", name)
-        if not m:
-            raise XltError(f"encoder init {name!r}: expected {cls.GRAMMAR!r}")
-        return cls(m[1], int(m[2]), int(m[3]), m[4] or "avg", m[5] or "all")
 
 
 def encoder_dir(cfg: dict, name: str, init: str = PRETRAINED) -> str:
@@ -315,43 +319,6 @@ def aligned_pairs_file(cfg: dict, xx: str, size: int, seed: int, subwords_of: st
     were aligned instead of the words (the stage's subword branch, xlt.align.subword)."""
     pair = f"{cfg['results']}/align/en-{xx}" + (f"/subword-{subwords_of}" if subwords_of else "")
     return f"{pair}/{cfg['align']['backend']}/samples/n{size}.seed{seed}.jsonl"
-
-
-def adjusted_pairs_file(cfg: dict, encoder: str, it: "Adjusted") -> str:
-    """The aligned pairs an adjusted init reads: its sample of words, or of `encoder`'s subwords."""
-    return aligned_pairs_file(cfg, it.pair, it.size, it.seed, encoder if it.word_vectors == "subword" else None)
-
-
-CONTINUAL_DRAW = "continual"  # the alignment stage's draw of continual learning's samples (rules/align.smk)
-
-
-def continual_pairs_file(cfg: dict, it: "Adjusted", size: int) -> str:
-    """Continual learning's own sample of `size` aligned pairs (the adjust authors draw 30K anew
-    for it): the pair and seed of the adjusted init, another draw than the adjustment's."""
-    if it.word_vectors == "subword":
-        raise XltError(f"encoder init {it.name!r}: continual learning draws its own sample of word pairs; an init "
-                       "ending in -subword (pairs aligned as subwords) has none (not built: no table asks for it)")
-    pair = f"{cfg['results']}/align/en-{it.pair}/{cfg['align']['backend']}"
-    return f"{pair}/samples/{CONTINUAL_DRAW}/n{size}.seed{it.seed}.jsonl"
-
-
-def adjust_inputs(cfg: dict, encoder: str, init: str) -> dict[str, list[str]]:
-    """An adjustment's inputs: the encoder it starts from and its sample of aligned pairs."""
-    it = Init.parse(init)
-    if not isinstance(it, Adjusted):
-        raise XltError(f"{encoder_dir(cfg, encoder, init)}: not made by cross-lingual adjustment ({Adjusted.GRAMMAR})")
-    return {"encoder": encoder_inputs(cfg, encoder), "pairs": [adjusted_pairs_file(cfg, encoder, it)]}
-
-
-def adjust_config(cfg: dict, init: str) -> dict:
-    """The AdjustConfig of an adjusted init: config `adapt.adjust` (with the `engine` options),
-    the init's seed and its variant (word vectors, aligned tokens)."""
-    it = Adjusted.parse(init)
-    block = (cfg.get("adapt") or {}).get("adjust")
-    if block is None:
-        raise XltError(f"encoder init {init!r} needs config key adapt.adjust (the adjustment's settings)")
-    return {**engine_options(cfg, block), "seed": it.seed, "word_vectors": it.word_vectors, "tokens": it.tokens,
-            "max_length": block.get("max_length", 512)}  # AdjustConfig's default
 
 
 def adapt_languages(cfg: dict, init: str) -> list[str]:
@@ -601,7 +568,7 @@ def download_plan(cfg: dict) -> dict[str, list[str]]:
     """Every catalog source the configured papers read, with its languages; none with the world.
     The named sets of a task a paper reads (`data.<task>.sets`: test sets other jobs evaluate on)
     are read too: they are prepared only when a job asks for them, but fetched with the rest;
-    so is the alignment stage's bitext when a configured paper reads aligned pairs (adjust)."""
+    so is the alignment stage's bitext when a configured paper reads aligned pairs (Paper.reads_alignment)."""
     if cfg.get("world"):
         return {}
     if not EXTRA_DOWNLOADS:

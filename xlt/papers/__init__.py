@@ -53,6 +53,12 @@ def _registered(namespace: dict) -> dict[str, Paper]:
 from xlt.papers import crossmulti, dlfa, adjust, underspec, xmixup  # noqa: E402, I001
 
 PAPERS: dict[str, Paper] = _registered(globals())
+# what the papers add to the path grammar: their encoder inits and aux-set kinds
+for _paper in PAPERS.values():
+    for _kind in _paper.inits:
+        T.register_init_kind(_kind)
+    for _name, _streams in _paper.aux_kinds.items():
+        T.register_aux_kind(_name, _streams)
 INDEX = "index.md"  # results/tables/index.md: every table beside its caption (xlt.workflow.report)
 
 __all__ = ["PAPERS", "Figure", "Paper", "Table", "get_paper", "get_table", "get_figure", "all_tables"]
@@ -381,7 +387,7 @@ def claims_page(inputs: list[str], out_md: str, out_csv: str) -> None:
 
 def wildcard_constraints() -> dict[str, str]:
     """Every wildcard's regex: the path grammar's (xlt.dag.targets.WILDCARDS) and the papers' own."""
-    out = dict(T.WILDCARDS)
+    out = {**T.WILDCARDS, "init": T.init_pattern()}
     for slug, paper in PAPERS.items():
         for name, regex in paper.wildcards.items():
             if out.setdefault(name, regex) != regex:

@@ -16,6 +16,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the annotation only: the registry hands the kinds to the path grammar
+    from xlt.dag.targets import AuxKind, InitKind
 
 # (paper config block or a table's own spec, input files) -> (long table, Markdown, LaTeX)
 TableBuilder = Callable[[dict, list[str]], tuple]
@@ -119,6 +123,11 @@ class Paper:
     bill: PaperBill = field(default_factory=PaperBill)
     # the wildcards of its own rules' paths -> their regex (joined to xlt.dag.targets.WILDCARDS)
     wildcards: dict[str, str] = field(default_factory=dict)
+    # the encoder inits its rules make (xlt.dag.targets.InitKind: `<method>-…` in the encoders'
+    # path grammar) and the aux-set kinds it adds (kind -> its streams, xlt.dag.targets.AuxKind):
+    # registered with xlt.dag.targets when the registry is built
+    inits: tuple[InitKind, ...] = ()
+    aux_kinds: dict[str, AuxKind] = field(default_factory=dict)
     # config -> {model directory: target languages} of the models whose fine-tune also selects per
     # target language on its dev set (oracle selection, xlt.stages.finetune's `oracle_langs`)
     oracle_models: Callable[[dict], dict[str, list[str]]] | None = None

@@ -2,8 +2,10 @@
 
 Each registered paper may hold, in its folder:
 
-    xlt/papers/<slug>/config.yaml            its full-scale defaults: `papers.<slug>` and the
-                                             fine-tuning profiles it declares (`hparams.<name>`)
+    xlt/papers/<slug>/config.yaml            its full-scale defaults: `papers.<slug>`, and the
+                                             names it declares in the shared blocks (DECLARED):
+                                             fine-tuning profiles (`hparams.<name>`), language
+                                             sets, aux sets, adaptation methods (`adapt.<method>`)
     xlt/papers/<slug>/presets/<preset>.yaml  its values in a preset (e.g. tiny.yaml: the tiny
                                              preset's trims), over the defaults
 
@@ -13,6 +15,10 @@ then each config source in order (config.yaml, each --configfile, --config), a s
 overrides a paper's default, and the tiny preset's file overrides both (as it did when the papers'
 blocks lived in config.yaml and presets/tiny.yaml). `paper_preset` itself is consumed here: the
 merged config does not hold it.
+
+A declared name belongs to one file: two papers declaring it fail, and so does the shared
+config.yaml declaring a name a paper declares (naming both files). A user's --configfile or
+--config still overrides any of them.
 """
 
 from __future__ import annotations
@@ -27,7 +33,11 @@ FOLDER = Path(__file__).resolve().parent
 REPO = FOLDER.parent.parent
 PRESET_KEY = "paper_preset"  # in a config source: merge the papers' presets/<value>.yaml beneath it
 DEFAULTS = "config.yaml"
-KEYS = ("papers", "hparams")  # what a paper's config file may set
+OWN = "papers"  # a paper's own block, papers.<slug>
+# the shared blocks a paper may declare names in, each name its own: what the paper alone reads
+DECLARED = ("hparams", "language_sets", "aux_sets", "adapt", "zero_shot")
+KEYS = (OWN, *DECLARED)  # what a paper's config file may set
+SHARED = "config.yaml"  # the shared settings (the repository's): it declares no name a paper declares
 
 
 def _label(path: Path) -> str:
@@ -49,7 +59,7 @@ def presets() -> list[str]:
 
 
 def _read(slug: str, path: Path) -> dict:
-    """A paper's config file, checked: only `papers.<slug>` and `hparams` profiles."""
+    """A paper's config file, checked: only `papers.<slug>` and names in the DECLARED blocks."""
     label = _label(path)
     data = read_yaml(path) or {}
     if not isinstance(data, dict):
@@ -61,36 +71,60 @@ def _read(slug: str, path: Path) -> dict:
     for key in KEYS:
         if not isinstance(data.get(key, {}), dict):
             raise XltError(f"{label}: config key {key}: expected a mapping, got {type(data[key]).__name__}")
-    others = sorted(set(data.get("papers", {})) - {slug})
+    others = sorted(set(data.get(OWN, {})) - {slug})
     if others:
         raise XltError(f"{label}: config key papers.{others[0]}: a paper's file sets its own block only; allowed: papers.{slug}")
     return data
 
 
+def declared(data: dict) -> list[str]:
+    """The names a config mapping sets in the DECLARED blocks, as keys `<block>.<name>`."""
+    return [f"{block}.{name}" for block in DECLARED if isinstance(data.get(block), dict) for name in data[block]]
+
+
 def layer(preset: str | None = None) -> list[tuple[str, dict]]:
     """(file, mapping) of every registered paper that has a file for `preset` (None: its
-    defaults), in registry order. Two papers declaring one hparams profile fail: which one
-    wins would depend on the registry's order."""
+    defaults), in registry order. Two papers declaring one name fail: which one wins would
+    depend on the registry's order."""
     out, owner = [], {}
     for slug in PAPERS:
         path = paper_file(slug, preset)
         if not path.is_file():
             continue
         data = _read(slug, path)
-        for name in data.get("hparams", {}):
-            if name in owner:
-                raise XltError(f"{_label(path)}: config key hparams.{name} is also set by {owner[name]}; "
-                               "a profile belongs to one paper")
-            owner[name] = _label(path)
+        for key in declared(data):
+            if key in owner:
+                raise XltError(f"{_label(path)}: config key {key} is also set by {owner[key]}; "
+                               "a name belongs to one paper")
+            owner[key] = _label(path)
         out.append((_label(path), data))
     return out
+
+
+def _is_shared(label: str) -> bool:
+    """Whether a config source is the repository's shared config.yaml (labels are paths relative
+    to the working folder, or absolute)."""
+    return Path(label).resolve() == (REPO / SHARED).resolve()
+
+
+def check_shared(label: str, data: dict, papers: list[tuple[str, dict]]) -> None:
+    """The shared config.yaml declares no name a paper's defaults declare: a name is declared
+    once, a paper's in its folder (a user's --configfile still overrides it)."""
+    owner = {key: paper_label for paper_label, paper in papers for key in declared(paper)}
+    for key in declared(data):
+        if key in owner:
+            raise XltError(f"{label}: config key {key} is also declared by {owner[key]}; a name is declared "
+                           f"once: a paper's in its folder, a shared one in {SHARED} (override a paper's from a --configfile)")
 
 
 def with_paper_files(sources: list[tuple[str, dict]]) -> list[tuple[str, dict]]:
     """`sources` ((label, mapping) in merge order) with the papers' files where they belong:
     their defaults first, their values in a preset just before the source naming it."""
     out = layer()
+    defaults = list(out)
     for label, data in sources:
+        if isinstance(data, dict) and _is_shared(label):
+            check_shared(label, data, defaults)
         if isinstance(data, dict) and PRESET_KEY in data:
             data = dict(data)
             preset = data.pop(PRESET_KEY)

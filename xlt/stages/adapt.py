@@ -1,7 +1,6 @@
-"""Encoder adaptation before fine-tuning: MLM on a task's training text (crossmulti's +DA).
-
-Cao-style alignment adjustment (the adjust paper) joins here as a second method of
-`targets.Init`."""
+"""Encoder adaptation before fine-tuning: MLM on a task's training text (domain adaptation,
+e.g. a paper's +DA). A paper's own adaptation method is an init kind it registers
+(xlt.dag.targets.InitKind), made by its own rule."""
 
 from __future__ import annotations
 

@@ -499,9 +499,9 @@ def _qa_translated(lang: str, split: str, path: Path, raw_root: Path, spec: dict
                                        stats=count, unmatched="self" if train else "keep", **files)
     counts = {"skipped_answers": skipped.get("answers", 0), "skipped_questions": skipped.get("questions", 0),
               "unmatched": count["unmatched"]}
-    if train and count["unmatched"] == len(out):
+    if train and count["unmatched"] == len(out):  # paired with itself: as the xmixup authors' code does
         log.warning("%s: no translated question has its English original's id in %s: each of the %d is paired with "
-                    "itself (no mixup partner), as the xmixup authors' code does", path, own_file, len(out))
+                    "itself (no source-side partner)", path, own_file, len(out))
     record_quirks(None, lang, split, path, counts)  # the log; the manifest keeps them under translated_qa
     if stats is not None:
         stats.setdefault("translated_qa", {})[f"{lang}/{split}"] = counts

@@ -3,7 +3,7 @@ Snakemake report (`snakemake --report report.html`, report/*.rst), both from the
 plugins (xlt.papers).
 
     write_index(files, "results/tables/index.md")   # files: results/{tables,figures}/<paper>/<item>.<ext>
-    rst_caption("crossmulti", "table2")             # a report caption, escaped for reStructuredText
+    rst_caption(slug, "table2")                     # a report caption, escaped for reStructuredText
 """
 
 from __future__ import annotations
@@ -54,7 +54,10 @@ def index_markdown(files: list[str], index_path: str) -> str:
 def _title(paper: str) -> str:
     if paper in P.PAPERS:
         return P.title(paper)
-    return TITLES[paper] if paper in TITLES else paper_title(paper)
+    if paper in TITLES:
+        readers = [slug for slug, p in P.PAPERS.items() if p.reads_alignment]
+        return TITLES[paper].format(readers=f"the {' and '.join(readers)} paper{'s' * (len(readers) > 1)}")
+    return paper_title(paper)
 
 
 def _caption(paper: str, item: str) -> str:

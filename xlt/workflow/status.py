@@ -22,7 +22,7 @@ from pathlib import Path
 
 from xlt import papers as P
 from xlt.workflow.config import REPO, load_configs
-from xlt.papers.config_files import layer, paper_file
+from xlt.papers.config_files import declared, layer, paper_file
 from xlt.papers.published import list_published
 
 BEGIN = "<!-- status: generated from the paper plugins; regenerate with: python -m xlt.workflow.status --write README.md -->"
@@ -117,7 +117,7 @@ def papers_table(page: Path = REPO / "docs" / "papers.md") -> str:
         trim = trims.get(preset.relative_to(REPO).as_posix())
         trimmed = "–" if trim is None else (
             _link(preset, page) + ": " + ", ".join([f"`{k}`" for k in (trim.get("papers") or {}).get(slug, {})]
-                                                   + [f"`hparams.{k}`" for k in trim.get("hparams") or {}]))
+                                                   + [f"`{k}`" for k in declared(trim)]))
         rows.append(f"| `{slug}`: {P.title(slug)} | {_link(REPO / 'xlt' / 'papers' / slug / 'README.md', page)} "
                     f"| {settings} | {trimmed} | {describe(st['tiny'])} | {describe(st['full_only'])} "
                     f"| {describe(st['published_only'])} |")

@@ -3,7 +3,7 @@ Zero-Shot Transfer.
 
 A row's `model`: `original` = EN fine-tuning of the encoder as released (the EN-only model
 other papers train with the same profile: one model), `adjusted` = EN fine-tuning of the
-encoder adjusted on en–xx aligned pairs (init `adjust-<xx>-n<size>-seed<seed>`, xlt.dag.targets.
+encoder adjusted on en–xx aligned pairs (init `adjust-<xx>-n<size>-seed<seed>`, inits.
 Adjusted; one adjustment per target language and seed, as the authors' scripts do), and
 `adjusted_continual` = the same with continual learning (the recipe's aux set, Eq. 2). Every
 model is scored on every language of the paper's set; a column xx reads the models adjusted
@@ -19,6 +19,7 @@ from __future__ import annotations
 from xlt.papers.adjust.checks import check
 from xlt.papers.adjust.figures import draw
 from xlt.papers.adjust import bill
+from xlt.papers.adjust.inits import AUX_KINDS, INIT_KIND
 from xlt.papers.adjust.plan import (SLUG, WILDCARDS, data_sizes, figure_inputs, figure_spec, table2_inputs, table3_inputs, table4_inputs,
                                     table8_inputs, table9_inputs, table_spec)
 from xlt.papers.adjust.tables import VARIANT_NOTES, table2, table3, table4, table8, table9, variant_table
@@ -49,6 +50,8 @@ PAPER = Paper(
     data_sizes=data_sizes,
     bill=bill.BILL,
     wildcards=WILDCARDS,
+    inits=(INIT_KIND,),  # adjust-<xx>-n<size>-seed<seed>[…], made by rules/adjust.smk
+    aux_kinds=AUX_KINDS,  # continual learning's aligned pairs
     claims="claims.yaml",
     reads_alignment=True,  # its adjusted encoders learn from aligned word pairs
 )

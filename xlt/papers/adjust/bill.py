@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import re
 
-from xlt.dag import targets as T
+from xlt.papers.adjust.inits import Adjusted, adjust_config
 from xlt.papers.base import BillRule, PaperBill
 from xlt.dag.work import FLOPS, Work, mean_tokens
 
 
 def adjust_encoder(cfg: dict, w: dict, ex) -> list[Work]:
     """Epochs over the sampled pairs: both sides trained, the anchor reads the English side."""
-    it, a = T.Adjusted.parse(w["init"]), T.adjust_config(cfg, w["init"])
+    it, a = Adjusted.parse(w["init"]), adjust_config(cfg, w["init"])
     n = a.get("epochs", 1) * it.size
     return [Work(FLOPS, train=2 * n * mean_tokens("bitext"), infer=n * mean_tokens("bitext"))]
 

@@ -10,7 +10,7 @@ def adjust_encoder_job(encoder: str, pairs: list[str], adjust: dict, out: str, c
                        revision: str | None = None) -> None:
     """Adjust an encoder (Hub id or directory) across languages on a sample of aligned sentence
     pairs (Cao et al. 2020; `pairs`: the alignment stage's JSON lines); save it in HF format with
-    its provenance. `adjust`: the AdjustConfig (xlt.dag.targets.adjust_config)."""
+    its provenance. `adjust`: the AdjustConfig (xlt.papers.adjust.inits.adjust_config)."""
     cfg = AdjustConfig.from_dict({**adjust, "progress": True}, where="--adjust")
     adjust_encoder(cfg, encoder, pairs, out, checkpoint_dir, revision=revision,
                    resolved_config={"adjust": cfg.to_dict(), "encoder": encoder, "revision": revision, "pairs": pairs})

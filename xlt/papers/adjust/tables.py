@@ -11,7 +11,7 @@ from xlt.papers.adjust.plan import QA_SETS, SLUG, VARIANT_KEY, _variant_inputs, 
 from xlt.papers.base import Table
 from xlt.papers.published import load_published
 from xlt.tables import COLLAPSE_NOTE, account, account_all, add_marks, eval_rows, paper_vs_ours, render_grid
-from xlt.dag.targets import Adjusted
+from xlt.papers.adjust.inits import Adjusted
 
 PUBLISHED_DATASET = {"xnli": "xnli", "ner": "wikiann", "qa": "xquad"}  # the published tables' dataset key per task
 LABELS = {"original": "Original", "adjusted": "Adjusted", "adjusted_continual": "Adjusted + continual",
