@@ -117,17 +117,18 @@ def test_the_papers_own_names_come_from_their_folders():
     assert not set(F.declared(shared)) & set(owners)
 
 
-def test_config_yaml_declaring_a_papers_name_fails_naming_both_files(papers_copy, monkeypatch):
+def test_an_edited_config_yaml_overrides_a_papers_name(papers_copy, monkeypatch):
+    """A cluster's edited config.yaml sets a paper's language set or profile key: it wins, as a
+    --configfile does (the repository's own config.yaml declares none: the test above)."""
     shared = papers_copy.parent.parent / "config.yaml"
-    shared.write_text((REPO / "config.yaml").read_text().replace("language_sets:\n", "language_sets:\n  adjust: [en]\n", 1))
+    shared.write_text((REPO / "config.yaml").read_text().replace("language_sets:\n", "language_sets:\n  adjust: [en]\n", 1)
+                      + "\nhparams:\n  dlfa: {lr: 3.0e-5}\n")
     monkeypatch.setattr(C, "DEFAULT_CONFIG", shared)
-    with pytest.raises(XltError, match=r"config.yaml: config key language_sets.adjust is also declared by "
-                                       r"xlt/papers/adjust/config.yaml; a name is declared once"):
-        C.load_configs([])
-    # a user's file overrides a paper's name
-    mine = papers_copy.parent.parent / "mine.yaml"
+    full = C.load_configs([])
+    assert full["language_sets"]["adjust"] == ["en"]
+    assert full["hparams"]["dlfa"]["lr"] == 3.0e-5 and full["hparams"]["dlfa"]["epochs"] == 5  # the rest: the paper's
+    mine = papers_copy.parent.parent / "mine.yaml"  # a user's file over both
     mine.write_text("language_sets: {adjust: [en, es]}\n")
-    monkeypatch.setattr(C, "DEFAULT_CONFIG", REPO / "config.yaml")
     assert C.load_configs([mine])["language_sets"]["adjust"] == ["en", "es"]
 
 

@@ -16,9 +16,9 @@ overrides a paper's default, and the tiny preset's file overrides both (as it di
 blocks lived in config.yaml and presets/tiny.yaml). `paper_preset` itself is consumed here: the
 merged config does not hold it.
 
-A declared name belongs to one file: two papers declaring it fail, and so does the shared
-config.yaml declaring a name a paper declares (naming both files). A user's --configfile or
---config still overrides any of them.
+A declared name belongs to one paper: two papers declaring it fail (naming both files). The
+repository's config.yaml declares none of them (a test holds it to that); a key set there, like one
+of a --configfile or --config, overrides the paper's value (a cluster's edited config.yaml works).
 """
 
 from __future__ import annotations
@@ -37,7 +37,6 @@ OWN = "papers"  # a paper's own block, papers.<slug>
 # the shared blocks a paper may declare names in, each name its own: what the paper alone reads
 DECLARED = ("hparams", "language_sets", "aux_sets", "adapt", "zero_shot")
 KEYS = (OWN, *DECLARED)  # what a paper's config file may set
-SHARED = "config.yaml"  # the shared settings (the repository's): it declares no name a paper declares
 
 
 def _label(path: Path) -> str:
@@ -101,30 +100,11 @@ def layer(preset: str | None = None) -> list[tuple[str, dict]]:
     return out
 
 
-def _is_shared(label: str) -> bool:
-    """Whether a config source is the repository's shared config.yaml (labels are paths relative
-    to the working folder, or absolute)."""
-    return Path(label).resolve() == (REPO / SHARED).resolve()
-
-
-def check_shared(label: str, data: dict, papers: list[tuple[str, dict]]) -> None:
-    """The shared config.yaml declares no name a paper's defaults declare: a name is declared
-    once, a paper's in its folder (a user's --configfile still overrides it)."""
-    owner = {key: paper_label for paper_label, paper in papers for key in declared(paper)}
-    for key in declared(data):
-        if key in owner:
-            raise XltError(f"{label}: config key {key} is also declared by {owner[key]}; a name is declared "
-                           f"once: a paper's in its folder, a shared one in {SHARED} (override a paper's from a --configfile)")
-
-
 def with_paper_files(sources: list[tuple[str, dict]]) -> list[tuple[str, dict]]:
     """`sources` ((label, mapping) in merge order) with the papers' files where they belong:
     their defaults first, their values in a preset just before the source naming it."""
     out = layer()
-    defaults = list(out)
     for label, data in sources:
-        if isinstance(data, dict) and _is_shared(label):
-            check_shared(label, data, defaults)
         if isinstance(data, dict) and PRESET_KEY in data:
             data = dict(data)
             preset = data.pop(PRESET_KEY)
