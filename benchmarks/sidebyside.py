@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import random
 import sys
 from pathlib import Path
 from typing import Callable
@@ -29,6 +30,27 @@ def world_texts(n_train: int, n_dev: int, n_pretrain: int) -> tuple[dict, dict[s
     world = {"seed": 13, "languages": {"en": {"order": "SVO"}, "de": {"order": "SVO", "case_suffix": True}},
              "sizes": {"train": n_train, "dev": n_dev, "test": 10}, "tasks": ["pos"]}
     return world, pretraining_text(world, n_pretrain)
+
+
+def aligned_pairs(n: int, seed: int) -> list[dict]:
+    """`n` EN-DE pairs of the benchmark world with at least one 1-to-1 gold link (the aligned-pairs
+    benchmarks: the adjustment's and the mixup extra's)."""
+    # deferred: the world and the aligner only where a benchmark reads aligned pairs
+    from xlt.align.links import one_to_one
+    from xlt.world import World
+    from xlt.world.datasets import gold_alignment
+
+    world = World(world_texts(10, 10, 1)[0])
+    en, de = world.realiser("en"), world.realiser("de")
+    rng = random.Random(seed)
+    out = []
+    while len(out) < n:
+        meaning = world.sampler.any_sentence(rng)
+        s_en, s_de = en.sentence(meaning, rng), de.sentence(meaning, rng)
+        links = one_to_one(gold_alignment(s_en, s_de))
+        if links and s_en.surface_tokens != s_de.surface_tokens:
+            out.append({"src": s_en.surface_tokens, "tgt": s_de.surface_tokens, "links": [list(x) for x in links]})
+    return out
 
 
 def build_tokenizer(root: Path, texts: list[str]) -> Path:

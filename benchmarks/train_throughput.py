@@ -111,7 +111,7 @@ def run_hf(enc: Path, data: Path, args, out: Path, sampling: str, bf16: bool) ->
 
 
 def finetune_args(doc: str):
-    """The options of a POS fine-tuning benchmark (this one, dlfa_overhead.py), parsed; quiet
+    """The options of a POS fine-tuning benchmark (this one, and dlfa's overhead benchmark), parsed; quiet
     libraries and the thread count set."""
     ap = make_parser(doc, batch_size=32, lr=1e-4)
     ap.add_argument("--train", type=int, default=4000, help="training sentences")

@@ -34,7 +34,7 @@ def test_benchmark_small_mode_reports_every_side(script, tmp_path):
 
 def test_dlfa_overhead_small_mode_reports_both_sides(tmp_path):
     out = tmp_path / "result.json"
-    run = subprocess.run([sys.executable, str(REPO / "benchmarks" / "dlfa_overhead.py"), *SMALL["train_throughput.py"],
+    run = subprocess.run([sys.executable, str(REPO / "xlt/papers/dlfa/benchmarks/overhead.py"), *SMALL["train_throughput.py"],
                           "--repeats", "1", "--json", str(out)], capture_output=True, text=True, timeout=300, cwd=tmp_path,
                          env={**os.environ, "HF_HUB_OFFLINE": "1"})
     assert run.returncode == 0, run.stderr[-3000:]
@@ -46,7 +46,7 @@ def test_dlfa_overhead_small_mode_reports_both_sides(tmp_path):
 
 def test_adjust_throughput_small_mode_reports_every_side(tmp_path):
     out = tmp_path / "result.json"
-    run = subprocess.run([sys.executable, str(REPO / "benchmarks" / "adjust_throughput.py"), "--pairs", "64", "--heldout", "16",
+    run = subprocess.run([sys.executable, str(REPO / "xlt/papers/adjust/benchmarks/throughput.py"), "--pairs", "64", "--heldout", "16",
                           "--encoder-steps", "2", "--repeats", "1", "--json", str(out)], capture_output=True, text=True,
                          timeout=300, cwd=tmp_path, env={**os.environ, "HF_HUB_OFFLINE": "1"})
     assert run.returncode == 0, run.stderr[-3000:]
@@ -59,7 +59,7 @@ def test_adjust_throughput_small_mode_reports_every_side(tmp_path):
 
 def test_xmixup_throughput_small_mode_reports_both_sides(tmp_path):
     out = tmp_path / "result.json"
-    run = subprocess.run([sys.executable, str(REPO / "benchmarks" / "xmixup_throughput.py"), "--pairs", "32", "--dev", "8",
+    run = subprocess.run([sys.executable, str(REPO / "xlt/papers/xmixup/benchmarks/throughput.py"), "--pairs", "32", "--dev", "8",
                           "--batch-size", "8", "--encoder-steps", "2", "--repeats", "1", "--json", str(out)],
                          capture_output=True, text=True, timeout=300, cwd=tmp_path, env={**os.environ, "HF_HUB_OFFLINE": "1"})
     assert run.returncode == 0, run.stderr[-3000:]

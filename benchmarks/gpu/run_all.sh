@@ -60,7 +60,7 @@ section A_packing "$T_A" "$PY" benchmarks/gpu_throughput.py "${SIZE[@]}" --workl
   --sides ours ours_packed --pack 1 4 8 --budget-minutes "$BUDGET_A" --json "$OUTDIR/pack_$STAMP.json"
 section B_side_order "$T_B" "$PY" benchmarks/gpu_throughput.py "${SIZE[@]}" --workloads pair \
   --sides hf_best ours hf_best --budget-minutes "$BUDGET_B" --json "$OUTDIR/order_$STAMP.json"
-section C_grid "$T_C" "$PY" benchmarks/grid_point_cost.py "${GRID[@]}" --full-grid --json "$OUTDIR/grid_$STAMP.json"
+section C_grid "$T_C" "$PY" xlt/papers/underspec/benchmarks/grid_point_cost.py "${GRID[@]}" --full-grid --json "$OUTDIR/grid_$STAMP.json"
 
 if [ "$OUTDIR" != "$DEST" ]; then cp "$OUTDIR"/*_"$STAMP".json "$DEST"/ 2>/dev/null; fi
 ls -l "$OUTDIR"

@@ -30,6 +30,6 @@ BILL = PaperBill(
                  centroids),
     ),
     # X-Mixup encodes both sides of every pair: two forwards and backwards per example
-    # (benchmarks/xmixup_throughput.py: 2.17x a translate-train step)
+    # (xlt/papers/xmixup/benchmarks/throughput.py: 2.17x a translate-train step)
     train_multiples={"xmixup": 2},
 )

@@ -84,11 +84,11 @@ def _shown(value) -> str:
 
 
 # why the zero-shot row can sit at chance on the tiny world where its profile's head is one linear
-# layer on [CLS] (benchmarks/underspec_tiny_head.py measured the settings one at a time)
+# layer on [CLS] (xlt/papers/underspec/benchmarks/tiny_head.py measured the settings one at a time)
 ZERO_SHOT_LINEAR_HEAD = ("Zero-shot marked †: its profile's head is one linear layer on [CLS] (its authors' classifier). "
                          "The tiny encoder learned no sentence-level objective (MLM only), so its [CLS] state starts "
                          "uninformative; within the tiny profile's steps some seeds stay at chance while others learn. "
-                         "Measured over seeds, one setting changed at a time, by benchmarks/underspec_tiny_head.py (its "
+                         "Measured over seeds, one setting changed at a time, by xlt/papers/underspec/benchmarks/tiny_head.py (its "
                          "JSON beside it): the head, not Adam's β2 or the head's dropout, decides it.")
 
 
@@ -96,7 +96,7 @@ MIXUP_COLLAPSE = ("X-Mixup marked †: its consistency terms (MSE of the pooled 
                   "predictions) are both zero when the encoder gives every input the same state; a small encoder "
                   "fine-tuned at a high learning rate (the tiny preset: lr 1e-3, the paper 5e-6) can reach that "
                   "state before the task loss takes hold, and then predicts one class. Measured over seeds and "
-                  "ablations on the tiny world by benchmarks/xmixup_tiny_seeds.py (its JSON beside it).")
+                  "ablations on the tiny world by xlt/papers/xmixup/benchmarks/tiny_seeds.py (its JSON beside it).")
 
 
 def _collapsed(ours: pd.DataFrame | None, models: tuple[str, ...]) -> bool:

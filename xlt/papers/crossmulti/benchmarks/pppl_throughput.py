@@ -6,19 +6,22 @@ Both sides score the same sentences (the tiny world's EN and DE text) with the s
 (WordPiece + a short MLM training, built here); both must give the same PPPL. Sides alternate,
 the fastest repeat counts (sidebyside.py).
 
-    python benchmarks/pppl_throughput.py [--sentences 200] [--repeats 3] [--batch-size 256]
+    python xlt/papers/crossmulti/benchmarks/pppl_throughput.py [--sentences 200] [--repeats 3] [--batch-size 256]
 """
 
 from __future__ import annotations
 
 import json
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 import torch
 
-from sidebyside import alternate, build_world_and_encoder, world_texts
+# the shared side-by-side helpers live in the repository's benchmarks/ (sidebyside.py, train_throughput.py)
+sys.path.insert(0, str(Path(__file__).resolve().parents[4] / "benchmarks"))
+from sidebyside import alternate, build_world_and_encoder, world_texts  # noqa: E402
 
 from xlt.process.cli import quiet_libraries
 

@@ -7,19 +7,22 @@ token: the heavier case). Runs alternate; each side's fastest repeat counts. Pri
 per side, the dev accuracy of that run and the overhead (plain samples/s / DLFA samples/s − 1;
 the issue's bound is 10%).
 
-    python benchmarks/dlfa_overhead.py [--train 4000] [--epochs 3] [--repeats 3] [--json out.json]
+    python xlt/papers/dlfa/benchmarks/overhead.py [--train 4000] [--epochs 3] [--repeats 3] [--json out.json]
 """
 
 from __future__ import annotations
 
 import json
+import sys
 import tempfile
 from pathlib import Path
 
 import torch
 
-from sidebyside import alternate, build_world_and_encoder
-from train_throughput import finetune_args, run_ours
+# the shared side-by-side helpers live in the repository's benchmarks/ (sidebyside.py, train_throughput.py)
+sys.path.insert(0, str(Path(__file__).resolve().parents[4] / "benchmarks"))
+from sidebyside import alternate, build_world_and_encoder  # noqa: E402
+from train_throughput import finetune_args, run_ours  # noqa: E402
 
 DLFA = ({"name": "dlfa", "layer": 2},)
 

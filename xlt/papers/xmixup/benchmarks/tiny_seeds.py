@@ -15,7 +15,7 @@ and averaged, the share of the most predicted class, the collapse verdict and, p
 spread of its last layer's [CLS] states across the English dev examples (a collapsed encoder
 gives every input nearly the same state).
 
-    python benchmarks/xmixup_tiny_seeds.py [--results results] [--seeds 1 2 3] [--json benchmarks/xmixup_tiny_seeds.json]
+    python xlt/papers/xmixup/benchmarks/tiny_seeds.py [--results results] [--seeds 1 2 3] [--json xlt/papers/xmixup/benchmarks/tiny_seeds.json]
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[4]
 VARIANTS = {"translate_train": None, "xmixup": "", "wo_mse": "-nomse", "wo_mse_kl": "-nomse-nokl", "wo_mixup": "-nomix"}
 LANGS = ["en", "ar", "de", "hi", "ru", "zh"]
 

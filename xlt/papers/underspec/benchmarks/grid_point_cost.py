@@ -17,10 +17,10 @@ Without --models the benchmark makes its own three models (a BERT of the given s
 the task's head, a WordPiece vocabulary trained on synthetic text, random weights perturbed
 per endpoint) and synthetic dev sets, saved in the model format the workflow writes:
 
-    PYTHONPATH=. python benchmarks/grid_point_cost.py                      # CPU, small BERT, ~1 min
-    PYTHONPATH=. python benchmarks/grid_point_cost.py --device cuda --hidden 768 --layers 12 \\
+    PYTHONPATH=. python xlt/papers/underspec/benchmarks/grid_point_cost.py                      # CPU, small BERT, ~1 min
+    PYTHONPATH=. python xlt/papers/underspec/benchmarks/grid_point_cost.py --device cuda --hidden 768 --layers 12 \\
         --heads 12 --vocab 119547 --examples 2490 --task xnli              # mBERT-sized, XNLI-dev-sized
-    PYTHONPATH=. python benchmarks/grid_point_cost.py --models BI SRC TGT --data results/data/ner \\
+    PYTHONPATH=. python xlt/papers/underspec/benchmarks/grid_point_cost.py --models BI SRC TGT --data results/data/ner \\
         --source en --target de                                            # trained models
 """
 
@@ -36,7 +36,7 @@ from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[4]))
 
 from xlt.papers.underspec.interpolate import alpha_grid_1d  # noqa: E402
 

@@ -14,20 +14,22 @@ checkpoints (X-Mixup evaluates both sides of a dev record, a cost of its own rep
 Printed: training samples/s per side and the ratio of a mixup step's time to a
 translate-train step's (the issue's bound: 2.2x).
 
-    python benchmarks/xmixup_throughput.py [--pairs 2048] [--epochs 1] [--repeats 3] [--json out.json]
+    python xlt/papers/xmixup/benchmarks/throughput.py [--pairs 2048] [--epochs 1] [--repeats 3] [--json out.json]
 """
 
 from __future__ import annotations
 
 import json
 import random
+import sys
 import tempfile
 from pathlib import Path
 
 import torch
 
-from adjust_throughput import aligned_pairs
-from sidebyside import alternate, build_world_and_encoder, make_parser
+# the shared side-by-side helpers live in the repository's benchmarks/ (sidebyside.py, train_throughput.py)
+sys.path.insert(0, str(Path(__file__).resolve().parents[4] / "benchmarks"))
+from sidebyside import aligned_pairs, alternate, build_world_and_encoder, make_parser  # noqa: E402
 
 from xlt.process.cli import quiet_libraries
 

@@ -14,7 +14,7 @@ one setting changed at a time:
 Written per (variant, seed): the selected model's English dev accuracy, the share of its most
 predicted class and the collapse verdict (`xlt.stages.finetune`, the config's `collapse:` rule).
 
-    python benchmarks/underspec_tiny_head.py [--results results] [--seeds 1 2 3] [--json benchmarks/underspec_tiny_head.json]
+    python xlt/papers/underspec/benchmarks/tiny_head.py [--results results] [--seeds 1 2 3] [--json xlt/papers/underspec/benchmarks/tiny_head.json]
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[4]
 VARIANTS = {
     "as_is": {},
     "beta2_0999": {"adam_betas": [0.9, 0.999]},
@@ -76,7 +76,7 @@ def main():
     ap.add_argument("--results", type=Path, default=REPO / "results", help="a finished `make tables` run's results folder")
     ap.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     ap.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
-    ap.add_argument("--json", type=Path, default=REPO / "benchmarks/underspec_tiny_head.json")
+    ap.add_argument("--json", type=Path, default=REPO / "xlt/papers/underspec/benchmarks/tiny_head.json")
     a = ap.parse_args()
     run(a.results, a.seeds, a.variants, a.json)
 

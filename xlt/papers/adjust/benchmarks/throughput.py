@@ -29,45 +29,28 @@ Each side's time runs from the encoder directory to the saved adjusted encoder. 
 column is Eq. 1 on held-out pairs, computed by one function for both sides' saved encoders
 (eval mode): it should agree in magnitude.
 
-    python benchmarks/adjust_throughput.py [--pairs 1024] [--repeats 3] [--threads 1]
+    python xlt/papers/adjust/benchmarks/throughput.py [--pairs 1024] [--repeats 3] [--threads 1]
 """
 
 from __future__ import annotations
 
 import json
-import random
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 import torch
 
-from sidebyside import alternate, build_world_and_encoder, report, world_texts
+# the shared side-by-side helpers live in the repository's benchmarks/ (sidebyside.py, train_throughput.py)
+sys.path.insert(0, str(Path(__file__).resolve().parents[4] / "benchmarks"))
+from sidebyside import aligned_pairs, alternate, build_world_and_encoder, report  # noqa: E402
 
 from xlt.process.cli import quiet_libraries
 
 XLT = "xlt adjust_encoder"
 AUTHORS = "authors' loop (4 pairs / forward)"
 PER_PAIR = "one pair per forward"
-
-
-def aligned_pairs(n: int, seed: int) -> list[dict]:
-    """`n` EN-DE pairs of the benchmark world with at least one 1-to-1 gold link."""
-    from xlt.align.links import one_to_one
-    from xlt.world import World
-    from xlt.world.datasets import gold_alignment
-
-    world = World(world_texts(10, 10, 1)[0])
-    en, de = world.realiser("en"), world.realiser("de")
-    rng = random.Random(seed)
-    out = []
-    while len(out) < n:
-        meaning = world.sampler.any_sentence(rng)
-        s_en, s_de = en.sentence(meaning, rng), de.sentence(meaning, rng)
-        links = one_to_one(gold_alignment(s_en, s_de))
-        if links and s_en.surface_tokens != s_de.surface_tokens:
-            out.append({"src": s_en.surface_tokens, "tgt": s_de.surface_tokens, "links": [list(x) for x in links]})
-    return out
 
 
 def annotate(bert, tokenizer, sentences: list[list[str]]) -> torch.Tensor:
