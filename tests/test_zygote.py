@@ -65,6 +65,19 @@ def test_served_job_equals_own_process(server, tmp_path):
     assert s["pid"] != o["pid"]
 
 
+def test_served_jobs_find_the_papers_extras_registered(server, tmp_path):
+    """The server loads the engine's plugins before it forks (zygote.PRELOAD_CALLS), so a served
+    job that loads a model finds a paper's extra without importing anything; its own process
+    starts with the engine's alone and loads them when it meets one (xlt.engine.plugins)."""
+    import json
+
+    (tmp_path / "s").mkdir(), (tmp_path / "o").mkdir()
+    for where, via in (("s", server), ("o", None)):
+        assert job(["--out", "e.pt"], tmp_path / where, via).returncode == 0
+    served, own = (json.loads((tmp_path / n / "e.pt.json").read_text())["extras"] for n in ("s", "o"))
+    assert {"scalar_mix", "dlfa", "xmixup"} <= set(served) and own == ["scalar_mix"]
+
+
 def test_errors_and_exit_status_pass_through(server, tmp_path):
     r = job(["--out", "x.pt", "--fail", "bad value in the input"], tmp_path, server)
     assert r.returncode == 1

@@ -33,9 +33,7 @@ def main():
     a = ap.parse_args()
     set_threads(a.threads)
     from xlt.stages.finetune import finetune
-    from xlt.papers.recipes import load_recipes
 
-    load_recipes()  # the papers' fine-tune extensions (X-Mixup, continual learning), before training
     if len(a.seed) > 1:
         from xlt.stages.finetune import finetune_pack
 

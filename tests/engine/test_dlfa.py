@@ -9,9 +9,10 @@ import torch
 
 from xlt.engine.train_config import TrainConfig
 from xlt.engine.evalset import EvalSet, load_records, max_positions
-from xlt.engine.extras import DLFA, build_extra
+from xlt.engine.extras import build_extra
 from xlt.engine.model import load_model
 from xlt.errors import XltError
+from xlt.papers.dlfa.recipe import DLFA
 
 CONFIG = SimpleNamespace(num_hidden_layers=3, hidden_size=16)
 HP = {"lr": 1e-3, "epochs": 1, "batch_size": 8, "max_length": 32, "stride": 8, "progress": False}
@@ -123,6 +124,46 @@ def test_a_dlfa_model_reloads_and_predicts_identically(dlfa_model, toy_data):
     single = torch.cat([model({k: v[i:i + 1] for k, v in b.items()})["logits"].flatten()
                         for _, b in ev.batches for i in range(len(b["input_ids"]))])
     torch.testing.assert_close(single, outs[0], rtol=0, atol=1e-5)
+
+
+LOAD_ALONE = """
+import json, sys
+import torch
+torch.set_num_threads(1)
+from xlt.engine.model import load_model
+from xlt.engine.evalset import EvalSet, load_records, max_positions
+from xlt.engine.train_config import TrainConfig
+assert not any(m.startswith("xlt.papers") for m in sys.modules), "the engine imported a paper"
+model, tok, meta = load_model(sys.argv[1])
+ev = EvalSet.build(model.task, load_records([sys.argv[2]]), tok, TrainConfig.from_dict(meta["train_config"]),
+                   max_positions(model, tok))
+extra = model.extras[0]
+print(json.dumps({"extra": f"{type(extra).__module__}.{type(extra).__qualname__}",
+                  "logits": torch.cat([model(b)["logits"].flatten() for _, b in ev.batches]).tolist()}))
+"""
+
+
+def test_a_saved_dlfa_model_loads_in_a_process_that_imported_no_paper(dlfa_model, toy_data):
+    """A job that loads a model (evaluation, an analysis, a benchmark) imports no paper itself:
+    the spec's extra name loads the papers' registrations (xlt.engine.plugins, the package's
+    entry point), and the model predicts as it does here."""
+    import json
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    test = toy_data / "marc" / "en" / "test.jsonl"
+    run = subprocess.run([sys.executable, "-c", LOAD_ALONE, str(dlfa_model), str(test)], cwd=REPO,
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    out = json.loads(run.stdout.strip().splitlines()[-1])
+    assert out["extra"] == "xlt.papers.dlfa.recipe.DLFA"
+    model, tok, meta = load_model(dlfa_model)
+    ev = EvalSet.build(model.task, load_records([test]), tok, TrainConfig.from_dict(meta["train_config"]), max_positions(model, tok))
+    with torch.no_grad():
+        here = torch.cat([model(b)["logits"].flatten() for _, b in ev.batches])
+    assert torch.equal(torch.tensor(out["logits"], dtype=here.dtype), here)
 
 
 def test_a_dlfa_model_trains_bit_identically_on_cpu(dlfa_model, tiny_encoder, toy_data, tmp_path):

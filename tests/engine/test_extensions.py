@@ -20,15 +20,21 @@ MIX = {"name": "xmixup", "layer": 1}
 
 @pytest.fixture
 def registry(monkeypatch):
-    """The registry, empty, for this test alone (the papers' registrations come back after)."""
+    """The registry, empty, for this test alone, as in a process where no paper's plugin is
+    installed (the papers' registrations come back after)."""
+    from xlt.engine import plugins
+
     monkeypatch.setattr(X, "EXTENSIONS", {})
+    monkeypatch.setattr(plugins, "_loaded", [])
     return X.EXTENSIONS
 
 
-def test_the_workflow_loads_every_papers_extension():
+def test_the_engine_loads_every_papers_extension_through_its_entry_point():
+    from xlt.engine.plugins import load_plugins
     from xlt.papers.recipes import load_recipes
 
-    assert load_recipes() == ["xlt.papers.adjust.recipe", "xlt.papers.xmixup.recipe"]
+    assert load_plugins() == ["papers = xlt.papers.recipes:load_recipes"]
+    assert sorted(load_recipes()) == ["xlt.papers.adjust.recipe", "xlt.papers.dlfa.recipe", "xlt.papers.xmixup.recipe"]
     assert {"xmixup", "adjust_continual"} <= set(X.EXTENSIONS)
     assert X.aux_kinds() == ["task", "aligned_pairs", "soft_labels"]
 
@@ -37,7 +43,7 @@ def test_an_auxiliary_kind_nobody_registered_stops_the_run_naming_the_registered
     from xlt.engine.recipes.finetune import train
 
     cfg = TrainConfig.from_dict({**HP, "task": "pos", "encoder": str(tmp_path / "no-encoder")})
-    with pytest.raises(XltError, match=r"auxiliary stream kind\(s\) \['aligned_pairs'\]; allowed: task$"):
+    with pytest.raises(XltError, match=r"auxiliary stream kind\(s\) \['aligned_pairs'\]; allowed: task \(no plugin loaded"):
         train(cfg, [], [], tmp_path / "m", tmp_path / "ck", aux=[{"kind": "aligned_pairs", "files": []}])
 
 
@@ -48,7 +54,7 @@ def test_an_extra_that_trains_through_an_extension_never_trains_without_one(regi
 
     cfg = TrainConfig.from_dict({**HP, "task": "pawsx", "encoder": str(tmp_path / "no-encoder"), "extras": [MIX]})
     with pytest.raises(XltError, match=r"extra\(s\) \['xmixup'\] train through their paper's fine-tune extension, "
-                                       r"and none is registered \(registered: none\).*load_recipes"):
+                                       r"and none is registered \(registered: none\) \(no plugin loaded.*make install"):
         train(cfg, [], [], tmp_path / "m", tmp_path / "ck")
 
 

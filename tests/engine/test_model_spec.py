@@ -75,6 +75,44 @@ def test_an_unknown_extra_names_the_known_ones(tiny_encoder, toy_data, tmp_path)
         train(cfg, [toy_data / "pos" / "en" / "train.jsonl"], [toy_data / "pos" / "en" / "dev.jsonl"], tmp_path / "m", tmp_path / "c")
 
 
+def test_an_unknown_extra_names_the_papers_ones_once_their_plugins_loaded():
+    """A name the engine does not know loads the papers' registrations first (its entry point),
+    so the error names theirs too."""
+    from types import SimpleNamespace
+
+    from xlt.engine.extras import build_extra
+
+    with pytest.raises(XltError, match=r"unknown extra 'fusion9'; known: scalar_mix, .*\(loaded the plugins of "
+                                       r"entry-point group 'xlt.engine': papers = xlt.papers.recipes:load_recipes\)") as e:
+        build_extra({"name": "fusion9"}, SimpleNamespace(num_hidden_layers=2, hidden_size=8))
+    assert {"dlfa", "xmixup"} <= set(str(e.value).split("known: ")[1].split(" (")[0].split(", "))
+
+
+def test_an_unknown_extra_says_when_no_plugin_registered_any(monkeypatch):
+    """Where the package's metadata declares no plugin (not installed), the error says so."""
+    from types import SimpleNamespace
+
+    from xlt.engine import extras, plugins
+
+    monkeypatch.setattr(extras, "EXTRAS", {"scalar_mix": extras.ScalarMix})
+    monkeypatch.setattr(plugins, "_loaded", None)
+    monkeypatch.setattr(plugins, "entry_points", lambda group: [])
+    with pytest.raises(XltError, match=r"unknown extra 'dlfa'; known: scalar_mix \(no plugin loaded: the package "
+                                       r"declares none of entry-point group 'xlt.engine' here.*make install"):
+        extras.build_extra({"name": "dlfa", "layer": 1}, SimpleNamespace(num_hidden_layers=2, hidden_size=8))
+
+
+def test_a_second_extra_claiming_a_name_is_refused_naming_both(monkeypatch):
+    from xlt.engine import extras
+
+    monkeypatch.setattr(extras, "EXTRAS", dict(extras.EXTRAS))
+    assert extras.register_extra(extras.ScalarMix) is extras.ScalarMix  # the same class again: no change
+    with pytest.raises(XltError, match=r"claims the name 'scalar_mix', already xlt.engine.extras.ScalarMix's"):
+        extras.register_extra(type("Other", (extras.Extra,), {"name": "scalar_mix"}))
+    with pytest.raises(XltError, match="an Extra subclass with a name"):
+        extras.register_extra(type("Nameless", (extras.Extra,), {}))
+
+
 def test_evaluation_is_full_precision_even_inside_autocast(model_with_extra, toy_data):
     model, tok, meta = load_model(model_with_extra)
     records = load_records([toy_data / "pos" / "en" / "test.jsonl"])

@@ -1,4 +1,4 @@
-"""X-Mixup (xlt.engine.extras.XMixup, xlt.papers.xmixup.recipe): Eq. 2-4 computed by hand
+"""X-Mixup (xlt.papers.xmixup.extra.XMixup, xlt.papers.xmixup.recipe): Eq. 2-4 computed by hand
 inside the first layer match the engine's; λ = 0 leaves the target as it was (at identity
 LayerNorms) and the source without effect; the attention entropy ignores padding; scheduled sampling follows its formula and is
 seeded by the step; both forwards give one loss and gradient; a trained model reloads and
@@ -18,7 +18,7 @@ from transformers import BertConfig, BertModel
 from tests.conftest import REPO, WORDS, _sentence
 from xlt.engine.train_config import TrainConfig
 from xlt.engine.evalset import EvalSet, load_records, max_positions
-from xlt.engine.extras import XMixup, build_extra
+from xlt.engine.extras import build_extra
 from xlt.engine.hooks import LayerView
 from xlt.engine.model import ModelSpec, build_model, load_model, load_encoder, save_model
 from xlt.engine.objectives import Objective
@@ -94,8 +94,8 @@ def test_eq_2_to_4_by_hand_inside_the_first_layer_match_the_engine(lean):
     model = _random_model(layer=1)
     _scramble_norms(model)
     with torch.no_grad():
-        model.xmixup.w.fill_(0.7)
-        model.xmixup.b.fill_(-0.4)
+        model.source_reader.w.fill_(0.7)
+        model.source_reader.b.fill_(-0.4)
     model.eval()
     model.fast_path = lean
     enc, (first, second) = model.encoder, model.encoder.encoder.layer
@@ -163,7 +163,7 @@ def test_mixup_changes_the_target_and_the_ablation_without_mixup_does_not():
 
 def test_the_attention_entropy_and_the_mixup_ignore_padding():
     model = _random_model().eval()
-    extra, layer = model.xmixup, model.encoder.encoder.layer[0]
+    extra, layer = model.source_reader, model.encoder.encoder.layer[0]
     g = torch.Generator().manual_seed(5)
     lengths_t, lengths_s = [5, 3], [4, 2]
     h_t, h_s = torch.randn(2, 5, 32, generator=g), torch.randn(2, 4, 32, generator=g)
@@ -250,8 +250,7 @@ TRAIN = """
 import json, sys, torch
 torch.set_num_threads(1)
 from xlt.engine.train_config import TrainConfig
-from xlt.engine.recipes.finetune import train
-import xlt.papers.xmixup.recipe  # registers the xmixup extra's fine-tune extension
+from xlt.engine.recipes.finetune import train  # imports no paper: the xmixup extra's name loads its recipe (xlt.engine.plugins)
 a = json.loads(sys.argv[1])
 train(TrainConfig.from_dict(a["cfg"]), [a["train"]], [a["dev"]], a["out"], a["ckpt"], kill_after_steps=a.get("kill"))
 """
@@ -283,7 +282,7 @@ def test_an_xmixup_model_reloads_and_predicts_identically_from_both_sides_or_its
     assert meta["spec"]["extras"] == [MIX]
     assert meta["xmixup"]["back_translated"] == 24 and "p = k / (k + exp(step / k))" in meta["xmixup"]["scheduled_sampling"]
     assert set(meta["train"]["history"][0]["dev"]) == {str(paired_data / "dev.jsonl")}
-    assert model.xmixup.w.item() != 1.0 and model.xmixup.b.item() != 0.0  # the mixup ratio was trained
+    assert model.source_reader.w.item() != 1.0 and model.source_reader.b.item() != 0.0  # the mixup ratio was trained
     save_model(model, tok, tmp_path / "again", meta)
     again, _, _ = load_model(tmp_path / "again")
     records = load_records([paired_data / "test.jsonl"])
@@ -339,7 +338,7 @@ def test_both_forwards_give_one_xmixup_loss_and_gradient(tiny_encoder):
     assert stream.sides == ("source", "target", "source_bt")
     batch = stream.collate(stream.next_indices())
     assert batch["target"]["attention_mask"].min() == 0 and batch["source"]["attention_mask"].min() == 0
-    objective = Objective(xmixup.xmixup_terms(model.xmixup, "pawsx", 1, tok.pad_token_id, kind))
+    objective = Objective(xmixup.xmixup_terms(model.source_reader, "pawsx", 1, tok.pad_token_id, kind))
     lean_loss, parts, lean = _loss_and_grads(model, objective, batch, True)
     hf_loss, _, hf = _loss_and_grads(model, objective, batch, False)
     assert set(parts) == {"src", "tgt", "mse", "kl"} and all(float(v) > 0 for v in parts.values())

@@ -69,7 +69,7 @@ def _teacher(tiny_encoder, seed: int):
 
 def _parts(model, tok, kind, stream, soft=None):
     batch = stream.collate(stream.batches(0)[0])
-    objective = Objective(xmixup.xmixup_terms(model.xmixup, model.task.name, 1, tok.pad_token_id, kind, soft))
+    objective = Objective(xmixup.xmixup_terms(model.source_reader, model.task.name, 1, tok.pad_token_id, kind, soft))
     model.train()
     model.zero_grad()
     loss, parts = objective(model, {model.task.name: batch}, 0)
@@ -89,7 +89,7 @@ def test_a_tagging_step_learns_the_source_models_soft_labels_on_the_target_side(
         assert all("labels" not in f["target"] and "labels" in f["source"] for f in stream.features)
         loss, parts[teacher_seed] = _parts(model, tok, model.kind, stream, soft)
         assert torch.isfinite(loss) and set(parts[teacher_seed]) == {"src", "tgt", "mse"}  # no KL: tagging
-        assert model.xmixup.w.grad is not None and model.heads["pos"].out.weight.grad.abs().sum() > 0
+        assert model.source_reader.w.grad is not None and model.heads["pos"].out.weight.grad.abs().sum() > 0
     assert float(parts[1]["src"]) == float(parts[2]["src"])  # the source side learns its own gold
     assert abs(float(parts[1]["tgt"]) - float(parts[2]["tgt"])) > 1e-4  # the target side, the source model's tags
 
@@ -97,7 +97,7 @@ def test_a_tagging_step_learns_the_source_models_soft_labels_on_the_target_side(
 def test_tagging_without_soft_labels_or_with_a_back_translation_fails_with_one_line(tiny_encoder, tmp_path):
     model, tok, cfg = _setup(tiny_encoder, "pos")
     with pytest.raises(XltError, match="soft labels; none given"):
-        xmixup.xmixup_terms(model.xmixup, "pos", 1, tok.pad_token_id, model.kind)
+        xmixup.xmixup_terms(model.source_reader, "pos", 1, tok.pad_token_id, model.kind)
     records = _tagging_records(2, 0)
     records[1]["source_bt"] = records[1]["source"]
     write_jsonl(tmp_path / "train.jsonl", records)

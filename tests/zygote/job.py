@@ -19,7 +19,10 @@ def main():
 
     import torch
 
+    from xlt.engine.extras import EXTRAS
     from xlt.errors import XltError
+
+    registered = sorted(EXTRAS)  # before anything asks: what the process found registered
 
     if args.wait_for:
         import signal
@@ -52,7 +55,7 @@ def main():
     with open(args.out + ".json", "w") as f:
         json.dump({"argv": sys.argv[1:], "cwd": os.getcwd(), "threads": torch.get_num_threads(),
                    "marker": os.environ.get("ZYGOTE_TEST_MARKER"), "pid": os.getpid(),
-                   "served": os.environ.get("XLT_ZYGOTE_JOB") == "1"}, f)
+                   "served": os.environ.get("XLT_ZYGOTE_JOB") == "1", "extras": registered}, f)
     if args.exit is not None:
         sys.exit(args.exit)
 

@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 
 import torch
 
-from xlt.engine.extras import XMixup, xmixup_not_built
 from xlt.engine.features import Encoded
 from xlt.engine.kinds import Kind, kind_of
 from xlt.engine.evaluation import EvalMode
@@ -61,8 +60,9 @@ class EvalSet:
         `positions`: the encoder's sequence limit (`max_positions`); parsing uses it to parse
         the first `cfg.parse_max_words` words whatever their subword count. `kind`: the task's,
         as the job resolved it (looked up here when not given). `with_source` (a model with
-        the xmixup extra): a record's "source" (its English translation, translate-test) is
-        encoded too and runs beside it (xlt.engine.model.TaskModel.with_source). `mode`: the
+        an extra that reads the paired source side): a record's "source" (e.g. its English
+        translation, translate-test) is encoded too and runs beside it
+        (xlt.engine.model.TaskModel.with_source). `mode`: the
         precision and batching of its forwards (`xlt.engine.evaluation.eval_mode`; default
         fp32, `cfg.eval_batch_size` sentences per batch).
         """
@@ -134,9 +134,9 @@ def source_side(task: Task, record: dict, key: str = "source", where: str = "rec
 
 def attach_sources(task: Task, kind: Kind, records: list[dict], enc: Encoded, tokenizer, cfg) -> None:
     """Give each feature of a record that has a "source" that side's feature ("source"): its
-    first (a long source cut into windows mixes its first window in, as the authors' code)."""
-    if kind.name not in XMixup.KINDS:
-        raise XltError(xmixup_not_built(kind.name))
+    first (a long source cut into windows pairs its first window with each window of the
+    record). The kinds a paired forward handles are its extra's (`Extra.kinds`), checked where
+    the model is built."""
     with_source = [i for i, r in enumerate(records) if "source" in r]
     if not with_source:
         return
@@ -153,4 +153,4 @@ def evaluate_records(model, tokenizer, task, records, cfg, device, mode: EvalMod
     """Encode and score once; to score the same records repeatedly, keep an `EvalSet`."""
     kind = model.kind if getattr(model, "task", None) == task else None  # the model's, resolved when it was built
     return EvalSet.build(task, records, tokenizer, cfg, max_positions(model, tokenizer), kind=kind,
-                         with_source=getattr(model, "xmixup", None) is not None, mode=mode).score(model, device)
+                         with_source=getattr(model, "source_reader", None) is not None, mode=mode).score(model, device)

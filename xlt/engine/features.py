@@ -174,13 +174,13 @@ def encode_qa(records: list[dict], tokenizer, max_length: int, stride: int, trai
     return Encoded(feats, [len(f["input_ids"]) for f in feats])
 
 
-# Which subwords make a word's vector in an aligned pair (Cao et al. 2020; the adjust paper's
-# Table 6): the first, the last, or the average of all; or "subword": the pair's tokens are
-# already the encoder's subwords, aligned as such (the alignment stage's subword branch,
-# xlt.align.subword), each its own vector.
+# Which subwords make a word's vector in an aligned pair (Cao et al. 2020; a study of the
+# adjustment's choices compares them): the first, the last, or the average of all; or
+# "subword": the pair's tokens are already the encoder's subwords, aligned as such (the
+# alignment stage's subword branch, xlt.align.subword), each its own vector.
 WORD_VECTORS = ("start", "end", "avg", "subword")
-# Which tokens of a pair are aligned (the adjust paper's Table 7): its words and both specials
-# (the main setting), the words only, [CLS] only, or [CLS] and [SEP] only.
+# Which tokens of a pair are aligned (a study of the adjustment's choices compares them): its
+# words and both specials (the main setting), the words only, [CLS] only, or [CLS] and [SEP] only.
 ALIGNED_TOKENS = ("all", "words", "cls", "cls_sep")
 
 

@@ -8,7 +8,7 @@ every later layer reads the replacement, the earlier ones are untouched. A conte
 layer k sees that layer's attention context (every head's output, concatenated, before the
 output projection) and may replace it the same way. An attended hook at layer k sees the
 output of layer k's attention sub-layer (after its residual and LayerNorm), before the
-layer's feed-forward reads it, and may replace it (X-Mixup mixes there).
+layer's feed-forward reads it, and may replace it (a manifold mixup mixes there).
 
 The lean training forward (`xlt.engine.fastpath`) calls hooks in its own loop; the Hugging Face
 forward runs them as torch module hooks, put in place for one call and removed after it, ahead

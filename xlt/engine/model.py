@@ -9,7 +9,6 @@ refuses a file whose weights do not match it.
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -17,7 +16,7 @@ import torch
 from safetensors.torch import load_file, save_file
 from torch import nn
 
-from xlt.engine.extras import MIXUP_SOURCE, build_extra, xmixup_not_built, xmixup_of
+from xlt.engine.extras import build_extra, check_extras, source_reader_of
 from xlt.engine.fastpath import REPRESENTATIONS, encode, encode_pair, use_keep_mask_dropout
 from xlt.engine.hooks import LayerHooks
 from xlt.engine.kinds import Kind, resolve
@@ -27,7 +26,7 @@ from xlt.registry import Task
 from xlt.process.network import HUB_OFFLINE_VARIABLES, hub_offline, offline_variables, offline_words
 
 MODEL_META = "xlt_model.json"
-SOURCE = "source"  # a record's / a batch's source side (X-Mixup: the English original or translation)
+SOURCE = "source"  # a record's / a batch's paired source side (e.g. the English original of a translation)
 MODULES = "modules.safetensors"
 
 
@@ -117,8 +116,7 @@ class TaskModel(nn.Module):
         self.task, self.kind = tasks[spec.task]
         self.encoder = encoder
         self.extras = nn.ModuleList([build_extra(e, encoder.config) for e in spec.extras])
-        if (mixup := xmixup_of(self.extras)) is not None and self.kind.name not in mixup.KINDS:
-            raise XltError(xmixup_not_built(self.kind.name))
+        check_extras(self.extras, self.kind.name)
         hidden = encoder.config.hidden_size
         self.heads = nn.ModuleDict({name: kind.build_head(task, hidden, spec.dropout, spec.classifier)
                                     for name, (task, kind) in tasks.items()})
@@ -126,10 +124,10 @@ class TaskModel(nn.Module):
         self.fast_path = True  # training steps through the lean forward where it applies (engine.fast_path)
 
     @property
-    def xmixup(self):
-        """The X-Mixup extra (xlt.engine.extras.XMixup), if the model has one: a batch that
-        carries its source then runs both sides (`with_source`)."""
-        return xmixup_of(self.extras)
+    def source_reader(self):
+        """The extra that reads a batch's paired source side (`Extra.reads_source`), if the
+        model has one: a batch that carries its source then runs both sides (`with_source`)."""
+        return source_reader_of(self.extras)
 
     @property
     def head(self) -> nn.Module:
@@ -151,38 +149,30 @@ class TaskModel(nn.Module):
     def forward(self, batch: dict, task: str | None = None):
         """The head of `task` (default: the main task) on the batch; with task
         REPRESENTATIONS, a paired batch's encoder outputs, both sides (continual learning's
-        alignment terms read them; no extra or head acts). A model with the xmixup extra
-        given a batch that carries its source (`SOURCE`: the source side's batch) runs both
-        sides (`with_source`)."""
+        alignment terms read them; no extra or head acts). A model with an extra that reads the
+        source side, given a batch that carries its source (`SOURCE`: the source side's batch),
+        runs both sides (`with_source`)."""
         if task == REPRESENTATIONS:
             return encode_pair(self.encoder, batch, self.fast_path)
-        if self.xmixup is not None and SOURCE in batch:
+        if SOURCE in batch and self.source_reader is not None:
             return self.with_source(batch, task)
         return self.heads[task or self.task.name](self.features(batch), batch)
 
     def with_source(self, batch: dict, task: str | None = None) -> dict:
-        """X-Mixup's forward (Yang et al. 2022, §4.1, §4.3): the source side runs plainly with
-        its attention sub-layer's output in the mixup layer recorded, then the target side with
-        it mixed in there (xlt.engine.extras.XMixup). "logits": classification, the log of the mean of both sides' class
-        distributions (the paper's inference averages the probabilities; its argmax is
-        theirs); tagging and span QA, the target's own (§4.3: their labels are the target's
-        words and spans). Each side's logits and features (the head's input) for the
-        training terms."""
+        """A paired forward, for the extra that reads the source side (`source_reader`): the
+        source side runs plainly while the extra's recorder notes what it reads of it
+        (`Extra.source_recorder`), then the target side with that in its batch. "logits": the
+        extra's prediction from both sides' logits (`Extra.paired_logits`); each side's logits
+        and features (the head's input) for the training terms."""
         source = batch[SOURCE]
-        recorder = LayerHooks()
-        site = self.xmixup.site
-        states = recorder.record([site], where="attended")
+        recorder, carried = self.source_reader.source_recorder()
         h_s = self.features(source, recorder)
         target = {k: v for k, v in batch.items() if k != SOURCE}
-        target[MIXUP_SOURCE] = {"hidden": states[site], "attention_mask": source["attention_mask"]}
+        target.update(carried(source))
         h_t = self.features(target)
         head = self.heads[task or self.task.name]
         ls, lt = head(h_s, source)["logits"], head(h_t, target)["logits"]
-        if self.kind.name == "classification":
-            both = torch.stack([ls.float().log_softmax(-1), lt.float().log_softmax(-1)])
-            logits = both.logsumexp(0) - math.log(2)
-        else:
-            logits = lt
+        logits = self.source_reader.paired_logits(self.kind.name, ls, lt)
         return {"logits": logits, "source_logits": ls, "target_logits": lt, "source_features": h_s, "target_features": h_t}
 
 

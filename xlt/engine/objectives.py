@@ -5,8 +5,9 @@ objective is Σ weight · term. The building blocks here: the task's own loss (i
 CE for tagging/classification/QA, the parser's arc + relation CE), MLM masking (pretraining
 and domain adaptation), and over a paired stream of aligned sentences the alignment and
 anchor terms of cross-lingual adjustment (Cao et al. 2020), the anchor against a frozen
-reference encoder (xlt.engine.reference). X-Mixup's four terms (two sides' CE, MSE of pooled
-representations, KL) are built on these in the xmixup paper's recipe (xlt/papers/xmixup/recipe.py).
+reference encoder (xlt.engine.reference). A paper's terms over a paired stream (e.g. manifold
+mixup's: two sides' CE, MSE of pooled representations, KL) are built on these in its recipe
+module (xlt/papers/<slug>/recipe.py).
 """
 
 from __future__ import annotations

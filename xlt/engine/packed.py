@@ -49,7 +49,7 @@ def why_not_packable(model) -> str | None:
     if not lean_supported(model.encoder):
         return f"encoder type {getattr(model.encoder.config, 'model_type', '?')} has no lean forward"
     if len(model.extras):
-        return "a model with extras (dlfa, xmixup) trains alone"
+        return "a model with extras trains alone"
     if len(model.heads) != 1:
         return "a model with auxiliary heads trains alone"
     if not isinstance(model.head, PACKABLE_HEADS):

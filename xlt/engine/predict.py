@@ -23,7 +23,7 @@ def eval_batches(enc: Encoded, kind, pad_id: int, batch_size: int, max_tokens: i
     """Collated evaluation batches (length-sorted, gold fields left out), for `run_batches`:
     `batch_size` features each, or with `max_tokens` as many as fit in that many padded
     positions (`token_budget_batches`; widths rounded up to `pad_multiple`). Features that
-    carry their source side ("source": X-Mixup's translate-test input) are batched apart
+    carry their source side ("source": e.g. a translate-test input's English side) are batched apart
     from those that do not, each batch with its sources' batch under "source"."""
 
     def collated(features: list[dict]) -> dict:
@@ -51,7 +51,7 @@ def launch_batches(model, batches: list[tuple[list[int], dict]], device: torch.d
     """Queue every batch's forward pass and its outputs' copy to the host (only `keys`);
     `collect_outputs` waits for them. On a GPU no batch waits for the one before (one wait
     per evaluation, not one per batch), and a caller may queue more work before collecting
-    (the underspec grid writes the next point's weights meanwhile: the device runs them in
+    (an interpolation grid writes the next point's weights meanwhile: the device runs them in
     order). On a CPU each forward runs at once, as before.
 
     Full precision by default: bf16 rounds each weight by ~0.4%, coarser than the steps of an

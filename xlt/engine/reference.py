@@ -1,5 +1,5 @@
-"""A frozen reference encoder: an input of a loss term (adjust's f₀, the original model that
-the adjusted one must stay close to on English).
+"""A frozen reference encoder: an input of a loss term (e.g. cross-lingual adjustment's f₀,
+the original model that the adjusted one must stay close to on English).
 
 It is held outside the trained model on purpose: not a submodule, so it is in no state dict
 (never saved with the model, never in a checkpoint), in no optimizer and under no DDP wrapper.

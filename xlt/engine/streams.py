@@ -99,7 +99,7 @@ class PairedStream(Stream):
     step's batch is {"source": side batch, "target": side batch, **pair fields}."""
 
     pair_pad_values: dict = field(default_factory=dict)  # pair field -> padding value of its rows
-    sides: tuple = ("source", "target")  # more sides where a pair has them (X-Mixup's back-translation)
+    sides: tuple = ("source", "target")  # more sides where a pair has them (e.g. a back-translation of the target)
 
     @property
     def lengths(self) -> list[int]:

@@ -39,7 +39,7 @@ class TrainConfig:
     # AutoModelForSequenceClassification for the encoder: BERT's pretrained pooler + a linear layer,
     # RoBERTa's fresh dense head); other kinds have one head
     classifier: str = "dense"
-    select: str = "best"  # "best" dev epoch, or "last" epoch (the adjust paper's choice)
+    select: str = "best"  # "best" dev epoch, or "last" epoch (a paper that keeps the last, e.g. Cao-style adjustment's)
     # the languages whose dev sets model selection averages; None: the training languages' (no
     # target-language peeking). A list, e.g. [en]: translate-train data has English dev only
     dev_languages: list | None = None

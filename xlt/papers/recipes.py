@@ -1,8 +1,9 @@
-"""The papers' additions to fine-tuning: each paper's recipe module (xlt/papers/<slug>/recipe.py,
-where it has one) registers its extensions with the engine when imported
-(xlt.engine.recipes.extensions). The engine imports no paper, so whoever fine-tunes loads
-them first: the workflow's fine-tuning job (workflow_scripts/finetune.py). Torch: a recipe
-module imports the engine, so only a job loads them, never the DAG."""
+"""The papers' additions to the engine: each paper's recipe module (xlt/papers/<slug>/recipe.py,
+where it has one) registers its model extras (xlt.engine.extras) and fine-tune extensions
+(xlt.engine.recipes.extensions) when imported. The engine imports no paper: `load_recipes` is
+the package's entry point of group `xlt.engine` (pyproject.toml), which the engine calls when a
+registry is asked a name it does not know (xlt.engine.plugins), and the fork server before it
+forks. Torch: a recipe module imports the engine, so only a job loads them, never the DAG."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import importlib.util
 
 from xlt.papers import PAPERS
 
-RECIPE = "recipe"  # the module of a paper's package that registers its fine-tune extensions
+RECIPE = "recipe"  # the module of a paper's package that registers its extras and fine-tune extensions
 
 
 def load_recipes() -> list[str]:

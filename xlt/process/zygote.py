@@ -48,6 +48,10 @@ PRELOAD = (
     "seqeval.metrics", "yaml", "xlt.engine.recipes.finetune", "xlt.engine.recipes.mlm", "xlt.stages.finetune",
     "xlt.metrics", "xlt.tables", "xlt.papers",
 )
+# Called once the modules are imported ("module:function"): the papers' extras and fine-tune
+# extensions registered with the engine (xlt.engine.plugins), which a job would otherwise load
+# when it first meets one of their names.
+PRELOAD_CALLS = ("xlt.engine.plugins:load_plugins",)
 # transformers imports model classes on first attribute access
 PRELOAD_ATTRS = ("BertModel", "BertForMaskedLM", "BertTokenizerFast", "AutoTokenizer", "AutoModel",
                  "AutoModelForMaskedLM", "AutoConfig")
@@ -117,6 +121,12 @@ def _preload() -> None:
             importlib.import_module(name)
         except Exception as e:  # a job importing it itself gets the real error
             warnings.warn(f"zygote: preloading {name} failed: {e}", stacklevel=1)
+    for call in PRELOAD_CALLS:
+        module, function = call.split(":")
+        try:
+            getattr(importlib.import_module(module), function)()
+        except Exception as e:  # a job meeting a paper's name loads them itself and gets the real error
+            warnings.warn(f"zygote: preloading {call} failed: {e}", stacklevel=1)
     # deferred: loads transformers only when this runs
     import transformers
 

@@ -8,10 +8,10 @@ or kinds of auxiliary entries (`train(..., aux=[{"kind": …}])`). A run compose
 its configuration names; each may give the task's own (e.g. paired) stream and its loss terms,
 add streams of its own with their terms, and add a block to the saved model's metadata.
 
-The engine imports no paper: whoever runs fine-tuning imports the modules that register
-(the workflow's job: xlt.papers.recipes.load_recipes()). An extra that needs an extension
-(`Extra.needs_extension`) or an auxiliary kind that none registered fails before anything
-loads, naming what is registered.
+The engine imports no paper: a run that names an extra, an auxiliary kind or an extension
+it does not know loads the papers' registrations first (xlt.engine.plugins). An extra that
+needs an extension (`Extra.needs_extension`) or an auxiliary kind that none registered then
+fails before anything loads, naming what is registered.
 """
 
 from __future__ import annotations
@@ -19,8 +19,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from xlt.engine.extras import EXTRAS
+from xlt.engine.extras import extra_class
 from xlt.engine.kinds import Kind
+from xlt.engine.plugins import load_plugins, loaded_note
 from xlt.errors import XltError
 from xlt.registry import Task
 
@@ -100,16 +101,23 @@ def compose(cfg, aux: list[dict]) -> tuple[list[dict], list[FinetuneExtension]]:
     """Split a run's auxiliary entries into the engine's task streams and the extensions the
     run's configuration names (in name order: a run's terms and streams keep one order,
     whatever imported them first). Fails on an auxiliary kind, or an extra that trains only
-    through an extension (`Extra.needs_extension`), that no extension registered."""
-    allowed = aux_kinds()
-    if bad := sorted({a.get("kind") for a in aux} - {None, *allowed}):
-        raise XltError(f"auxiliary stream kind(s) {bad}; allowed: {', '.join(allowed)}")
+    through an extension (`Extra.needs_extension`), that no extension registered, after loading
+    the papers' registrations (xlt.engine.plugins) where one is missing; an unknown extra."""
     extras = [e.get("name") for e in cfg.extras]
-    served = {ext.extra for ext in EXTENSIONS.values()}
-    if missing := sorted({e for e in extras if e in EXTRAS and EXTRAS[e].needs_extension} - served):
+    needed = {e for e in extras if extra_class(e).needs_extension}
+
+    def unknown() -> tuple[list, list]:
+        served = {ext.extra for ext in EXTENSIONS.values()}
+        return sorted({a.get("kind") for a in aux} - {None, *aux_kinds()}), sorted(needed - served)
+
+    if any(unknown()):
+        load_plugins()
+    bad, missing = unknown()
+    if bad:
+        raise XltError(f"auxiliary stream kind(s) {bad}; allowed: {', '.join(aux_kinds())} {loaded_note()}")
+    if missing:
         raise XltError(f"extra(s) {missing} train through their paper's fine-tune extension, and none is registered "
-                       f"(registered: {', '.join(sorted(EXTENSIONS)) or 'none'}); the fine-tuning job imports them: "
-                       "xlt.papers.recipes.load_recipes()")
+                       f"(registered: {', '.join(sorted(EXTENSIONS)) or 'none'}) {loaded_note()}")
     active = []
     for name in sorted(EXTENSIONS):
         ext = EXTENSIONS[name]

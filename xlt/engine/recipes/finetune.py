@@ -37,8 +37,8 @@ def build_task_model(cfg: TrainConfig, encoder, aux: list[tuple[Task, Kind]] = (
     """The model of `cfg` (its task resolved once by the job: `main`, else here): the main
     head's initial weights depend on the seed alone
     (re-seeded after loading the encoder, whatever loading draws), so models of one seed
-    start from one initialisation whatever their training data, as the underspec paper's
-    θ_src / θ_tgt / θ_bi must; auxiliary heads draw from their own seeds, so adding one
+    start from one initialisation whatever their training data, as models interpolated
+    with each other must (e.g. θ_src / θ_tgt / θ_bi of one seed); auxiliary heads draw from their own seeds, so adding one
     leaves the main head and the training RNG as they were."""
     seed_everything(cfg.seed)
     main = main or resolve(cfg.task)

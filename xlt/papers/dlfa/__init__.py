@@ -2,7 +2,7 @@
 
 Settings (a row's `model`): `baseline` = plain EN fine-tuning with the paper's profile (the
 EN-only model other papers train with the same profile: one model), `d<X>` = DLFA fusing
-layer X with the last (extra `dlfa`, xlt.engine.extras), `d<X>_g` / `d<X>_l` = AIF with the
+layer X with the last (extra `dlfa`, recipe.py), `d<X>_g` / `d<X>_l` = AIF with the
 global / local branch only. Tables: I (data sizes), II (the layer sweep and the last-layer
 control), III (EN family vs the rest, the two best layers), IV (PAWS-X per language),
 V (branch ablation), VI (cosine similarity of parallel sentences, xlt.papers.dlfa.similarity),

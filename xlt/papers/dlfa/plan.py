@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import functools
 
-from xlt.engine.extra_options import DLFA_BRANCHES, DLFA_READINGS
 from xlt.errors import XltError
 from xlt.papers.base import DataSize
 from xlt.papers.published import load_published
@@ -13,6 +12,9 @@ from xlt.dag.targets import Recipe, dataset_name, eval_file, model_dir, paper_la
 
 SLUG = "dlfa"
 BRANCH_SUFFIX = {"both": "", "global": "_g", "local": "_l"}
+# the extra's options (xlt.papers.dlfa.recipe.DLFA), here without torch: the DAG reads tags
+READINGS = ("weight", "gated")  # Eq. 3 read as w = σ(…) (the AFF module's) or w = W ⊙ σ(…)
+BRANCHES = ("both", "global", "local")  # AIF's two branches, or one (Table V's ablation)
 
 
 # ---- recipe tags: the extra in the recipe's path --------------------------------------------
@@ -36,7 +38,7 @@ def extra_of_tag(tag: str) -> dict | None:
         raise XltError(f"extra tag {tag!r}: expected {TAG_GRAMMAR}")
     extra = {"name": "dlfa", "layer": int(head[4:])}
     for option in options:
-        key = "branches" if option in DLFA_BRANCHES else "reading" if option in DLFA_READINGS else None
+        key = "branches" if option in BRANCHES else "reading" if option in READINGS else None
         if key is None or key in extra:
             raise XltError(f"extra tag {tag!r}: option {option!r}; allowed: one of global, local and/or gated")
         extra[key] = option

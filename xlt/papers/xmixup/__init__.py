@@ -5,7 +5,7 @@ Three models per task and seed, one profile (`papers.xmixup.hparams`):
 - `trans_train`: fine-tuned on English and every target language's machine translation of
   it (the dataset `<task>.translate_train`, XTREME's translate-train), scored on every language;
 - `xmixup`: fine-tuned on the same translate-train pairs (the English original as the source
-  side, the translation as the target side) with the X-Mixup extra (xlt.engine.extras), spelt
+  side, the translation as the target side) with the X-Mixup extra (extra.py), spelt
   `<profile>-xmixup<layer>[-nomix][-fixed][-nomse][-nokl]` in the recipe; scored with both
   sides where a translate-test set gives the English side (`<task>.translate_test`:
   classification averages the two sides' logits) and on the plain test set (the target side

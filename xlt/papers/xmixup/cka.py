@@ -147,8 +147,9 @@ def _tokenized(tokenizer, chunk: list[dict], max_length: int) -> dict:
 
 
 def is_mixup_model(model) -> bool:
-    """The model carries the X-Mixup extra: it predicts from mixed target states."""
-    return getattr(model, "xmixup", None) is not None
+    """The model carries the X-Mixup extra (the one that reads the paired source side): it
+    predicts from mixed target states."""
+    return getattr(model, "source_reader", None) is not None
 
 
 def sentence_representations(model, tokenizer, records: list[dict], max_length: int, batch_size: int = 64,

@@ -1,7 +1,7 @@
 """X-Mixup (Yang et al. 2022, "Enhancing Cross-lingual Transfer by Manifold Mixup") on the
 fine-tuning loop: the paired training stream, scheduled sampling and the loss terms, plugged
 into the engine's fine-tuning as the xmixup extra's extension (`XMixupFinetune`, registered on
-import; xlt.engine.recipes.extensions).
+import; xlt.engine.recipes.extensions); importing it registers the extra too (extra.py).
 
 Training records are the task's records in the target language (machine translations,
 translate-train) with "source": the English original (xlt.engine.evalset.source_side:
@@ -10,7 +10,7 @@ translate-train) with "source": the English original (xlt.engine.evalset.source_
 "source_bt": a back-translation of the target into English. A step draws one
 batch of the paired stream; the source side (gold, or the back-translation with scheduled
 sampling) runs plainly, the target with the source mixed in at the mixup layer
-(xlt.engine.extras.XMixup, xlt.engine.model.TaskModel.with_source), one forward per step
+(xlt.papers.xmixup.extra.XMixup, xlt.engine.model.TaskModel.with_source), one forward per step
 whichever terms read it. The loss (§4.2): α·CE_src + (1−α)·CE_tgt + MSE(r_S, r_T) +
 KL(p_S ‖ p_T), r the mean of the last layer's states over the real tokens, p the predicted
 class distribution (KL: classification only). CE_tgt: classification, the pair's label;
@@ -33,13 +33,14 @@ import torch.nn.functional as F
 
 from xlt.engine.batching import collate, sequential_batches
 from xlt.engine.evalset import load_records, source_side
-from xlt.engine.extras import XMixup, xmixup_not_built
+from xlt.engine.extras import kind_not_built
 from xlt.engine.kinds import Kind
 from xlt.engine.model import SOURCE, load_model
 from xlt.engine.objectives import Term
 from xlt.engine.recipes.extensions import FinetuneExtension, FinetuneRun, register
 from xlt.engine.streams import PairedStream
 from xlt.errors import XltError
+from xlt.papers.xmixup.extra import XMixup
 from xlt.registry import Task
 
 SOFT_LABELS = "soft_labels"  # tagging's auxiliary entry {"kind", "model"}: the source model whose tags the target side learns
@@ -56,8 +57,8 @@ def check_config(extras: list[dict], kind: Kind, soft_labels: bool = False) -> N
     tagging without the source model whose soft labels the target side learns."""
     if not any(e.get("name") == "xmixup" for e in extras):
         return
-    if kind.name not in XMixup.KINDS:
-        raise XltError(xmixup_not_built(kind.name))
+    if kind.name not in XMixup.kinds:
+        raise XltError(kind_not_built(XMixup, kind.name))
     if kind.name == "tagging" and not soft_labels:
         raise XltError(NO_SOFT_LABELS)
 
@@ -278,7 +279,7 @@ class XMixupFinetune(FinetuneExtension):
             check_teacher(teacher, task, tokenizer, teacher_tok, where)
             self.soft = soft_labels(teacher, stream, cfg.eval_batch_size, run.device)
             del teacher
-        return stream, xmixup_terms(run.model.xmixup, task.name, cfg.seed, tokenizer.pad_token_id, kind, self.soft)
+        return stream, xmixup_terms(run.model.source_reader, task.name, cfg.seed, tokenizer.pad_token_id, kind, self.soft)
 
     def meta(self) -> dict:
         soft = self.soft
