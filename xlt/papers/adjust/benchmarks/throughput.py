@@ -112,7 +112,8 @@ def authors_loop(encoder: Path, pairs: list[dict], out: Path, split: int, batch:
     set_seed(seed)
     tokenizer = AutoTokenizer.from_pretrained(encoder)
     kw = dict(add_pooling_layer=False, hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1)
-    model, base = BertModel.from_pretrained(encoder, **kw), BertModel.from_pretrained(encoder, **kw)
+    model = BertModel.from_pretrained(encoder, use_safetensors=True, **kw)
+    base = BertModel.from_pretrained(encoder, use_safetensors=True, **kw)
     trainer = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=1.0, betas=(0.9, 0.98), eps=1e-9)
     warmup = int(len(pairs) * warmup_frac)
     base.eval()
@@ -143,8 +144,8 @@ def heldout_loss(adjusted: Path, original: Path, pairs: list[dict]) -> float:
     from transformers import AutoTokenizer, BertModel
 
     tokenizer = AutoTokenizer.from_pretrained(original)
-    model = BertModel.from_pretrained(adjusted, add_pooling_layer=False).eval()
-    base = BertModel.from_pretrained(original, add_pooling_layer=False).eval()
+    model = BertModel.from_pretrained(adjusted, add_pooling_layer=False, use_safetensors=True).eval()
+    base = BertModel.from_pretrained(original, add_pooling_layer=False, use_safetensors=True).eval()
     sums = [eq1_sums(model, base, tokenizer, pairs[k:k + 32]) for k in range(0, len(pairs), 32)]
     return float(sum(s[0] for s in sums) / sum(s[1] for s in sums) + sum(s[2] for s in sums) / sum(s[3] for s in sums))
 
