@@ -22,9 +22,8 @@ HASH_COMMENTS = {".yaml", ".yml", ".toml", ".cfg", ".txt", ".sh"}
 
 def names_pattern(names) -> re.Pattern:
     """A whole-word match of any of `names`, as `grep -w` reads words (letters, digits, _); a path
-    into a paper's folder (`xlt/papers/<slug>/…`, e.g. the GPU script running a paper's
-    benchmark) points at the paper's files and is not counted."""
-    return re.compile(r"(?<![A-Za-z0-9_])(?<!xlt/papers/)(" + "|".join(map(re.escape, names)) + r")(?![A-Za-z0-9_])")
+    into a paper's folder counts too (the GPU script finds the papers' sections by a glob)."""
+    return re.compile(r"(?<![A-Za-z0-9_])(" + "|".join(map(re.escape, names)) + r")(?![A-Za-z0-9_])")
 
 
 def in_scope(path: str, slugs) -> bool:
@@ -109,8 +108,7 @@ def test_a_papers_name_outside_its_files_is_only_in_comments():
     ("config.yaml", "a: adjust  # adjust\n# adjust\nb: 'x#adjust'\n", [(1, "a: adjust"), (3, "b: 'x#adjust'")]),
     ("Makefile", "x: # adjust\n\techo adjust\n", [(2, "echo adjust")]),
     ("report/workflow.rst", "adjust\n", [(1, "adjust")]),
-    # a path into the paper's folder points at its files; its import does not
-    ("run.sh", "python xlt/papers/adjust/benchmarks/x.py\n", []),
+    ("run.sh", "python xlt/papers/adjust/benchmarks/x.py\n", [(1, "python xlt/papers/adjust/benchmarks/x.py")]),
     ("x.py", "import xlt.papers.adjust.plan\n", [(1, "adjust")]),
 ])
 def test_what_counts_as_a_comment(path, text, expected):

@@ -3,8 +3,9 @@
 #   A  packing: ours vs ours_packed K = 1, 4, 8 on pairs and tagging, random mBERT-shaped
 #      encoder; ours' evaluation in fp32, bf16 and bf16 with token-budget batches (eval_variants)
 #   B  side order: hf_best, ours, hf_best in one process (both orders of the two sides)
-#   C  one underspec grid pair: a grid point vs a plain evaluation, and the whole 1D grid in
-#      fp32 and bf16 evaluation (mBERT shape, XNLI-dev-sized)
+#   then each paper's own sections, xlt/papers/<paper>/benchmarks/gpu_section.sh, sourced in
+#      name order with PY, DEVICE, OUTDIR, STAMP, PAPER_DIR (its folder) and `section` set here
+#      (today one: C, an interpolation grid pair)
 # JSON goes to $OUT (when set) and to benchmarks/gpu/ (the latter is what `make bill` reads once
 # copied back into the repository). No network needed: random weights, synthetic data.
 #
@@ -37,12 +38,10 @@ if [ "$DEVICE" = auto ] && ! "$PY" -c 'import torch; assert torch.cuda.is_availa
 
 if [ "$DEVICE" = cpu ]; then  # smoke sizes: checks that every section runs
   SIZE=(--shapes small --steps 4 --warmup-steps 1 --batch-size 4 --dev-examples 16 --threads 1 --device cpu)
-  GRID=(--device cpu --hidden 64 --layers 2 --heads 2 --vocab 2000 --examples 40 --repeats 1 --threads 1)
-  T_A=240; T_B=180; T_C=120; BUDGET_A=3; BUDGET_B=2
+  T_A=240; T_B=180; BUDGET_A=3; BUDGET_B=2
 else
   SIZE=(--shapes mbert --steps 120 --warmup-steps 30 --batch-size 32 --dev-examples 500 --device cuda)
-  GRID=(--device cuda --hidden 768 --layers 12 --heads 12 --vocab 119547 --examples 2490 --task xnli --repeats 2)
-  T_A=210; T_B=130; T_C=70; BUDGET_A=2.9; BUDGET_B=1.6
+  T_A=210; T_B=130; BUDGET_A=2.9; BUDGET_B=1.6
 fi
 
 status=0
@@ -60,7 +59,11 @@ section A_packing "$T_A" "$PY" benchmarks/gpu_throughput.py "${SIZE[@]}" --workl
   --sides ours ours_packed --pack 1 4 8 --budget-minutes "$BUDGET_A" --json "$OUTDIR/pack_$STAMP.json"
 section B_side_order "$T_B" "$PY" benchmarks/gpu_throughput.py "${SIZE[@]}" --workloads pair \
   --sides hf_best ours hf_best --budget-minutes "$BUDGET_B" --json "$OUTDIR/order_$STAMP.json"
-section C_grid "$T_C" "$PY" xlt/papers/underspec/benchmarks/grid_point_cost.py "${GRID[@]}" --full-grid --json "$OUTDIR/grid_$STAMP.json"
+for part in xlt/papers/*/benchmarks/gpu_section.sh; do
+  [ -f "$part" ] || continue
+  PAPER_DIR=$(dirname "$(dirname "$part")")
+  . "$part"
+done
 
 if [ "$OUTDIR" != "$DEST" ]; then cp "$OUTDIR"/*_"$STAMP".json "$DEST"/ 2>/dev/null; fi
 ls -l "$OUTDIR"
