@@ -92,13 +92,13 @@ def test_every_wildcard_is_constrained_and_no_constraint_leaves_its_folder():
 
 def test_rule_level_constraints_stay_inside_their_folder():
     found = 0
+    config = load_configs([])  # a constraint the plan computes from the config (underspec's 2D grids)
     for path in RULES:
         for block in re.findall(r"wildcard_constraints:\n((?:\s+\w+=.*\n)+)", path.read_text(encoding="utf-8")):
             for line in block.strip().splitlines():
                 name, _, expr = line.strip().rstrip(",").partition("=")
                 # the rule's own expression, e.g. "|".join(T.STATS_TABLES); a pack's rule (one per pack of
                 # config.yaml's seeds, rules/finetune.smk) is checked for each pack
-                config = load_configs([])  # a constraint the plan computes from the config (underspec's 2D grids)
                 packs = PACKS.packs(config) if "_pack" in expr else [None]
                 for pack in packs:
                     pattern = eval(expr, {"T": T, "P": P, "_pack": pack, "config": config})
