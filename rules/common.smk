@@ -14,6 +14,7 @@ from snakemake.logging import logger as snakemake_logger
 
 from xlt.workflow import packs as PACKS
 from xlt import papers as P
+from xlt import fidelity as FIDELITY
 from xlt.dag import resources as R
 from xlt.dag import targets as T
 from xlt import zeroshot as Z

@@ -26,11 +26,13 @@ rule paper_table:
         ENV
     params:
         spec=lambda w: as_json(P.table_spec(config, w.paper, w.table)),
+        ledger_notes=lambda w: as_json(FIDELITY.item_notes(config, w.paper, w.table)),
         caption=lambda w: rst_caption(w.paper, w.table),
         prefix=lambda w, output: output[0].rsplit(".", 1)[0],
     shell:
         "make_table.py --paper {wildcards.paper} --table {wildcards.table}"
-        " --spec {params.spec:q} --inputs {input} --out-prefix {params.prefix} 2> {log}"
+        " --spec {params.spec:q} --ledger-notes {params.ledger_notes:q} --inputs {input}"
+        " --out-prefix {params.prefix} 2> {log}"
 
 
 # A figure (PNG, PDF and the CSV of the numbers plotted), from what its paper's analysis wrote.
@@ -65,8 +67,10 @@ rule tables_index:
         "logs/tables/index.log",
     conda:
         ENV
+    params:
+        figure_notes=lambda w: as_json(P.index_figure_notes(config)),
     shell:
-        "tables_index.py --items {input} --out {output} 2> {log}"
+        "tables_index.py --items {input} --figure-notes {params.figure_notes:q} --out {output} 2> {log}"
 
 
 # Which findings of a paper hold (xlt.claims): its claims file decided on the CSVs of its tables

@@ -144,3 +144,24 @@ def test_notes_carry_deviations_and_this_runs_changes(toy):
     assert F.item_notes(tiny, "toy", "table2")[1] == (
         "This run (toy fidelity `lr`), learning rate: 0.001 (full scale 2e-05, `hparams.toy.lr`): the tiny encoder's scale.")
     assert F.item_notes(tiny, "toy", "fig9") == F.item_notes(full, "toy", "fig9")  # lr affects table2 only
+
+
+def test_a_tables_markdown_ends_with_the_ledgers_notes():
+    md = "## Table 2\n\n| | XNLI |\n|---|---|\n\n- a note of the table\n"
+    out = P.with_ledger_notes(md, ["Deviation (toy fidelity `clip`), gradient clipping: …"])
+    assert out.startswith(md.rstrip("\n"))
+    assert out.endswith(f"\n\n{P.LEDGER_HEADING}\n\n- Deviation (toy fidelity `clip`), gradient clipping: …\n")
+    assert P.with_ledger_notes(md, []) == md
+
+
+def test_the_index_lists_figure_notes_under_the_papers_figures():
+    from xlt.workflow.report import index_markdown
+
+    slug = next(s for s in P.PAPERS if P.get_paper(s).figures)
+    figs = [f.id for f in P.get_paper(slug).figures][:2]
+    files = [f"results/figures/{slug}/{f}.png" for f in figs]
+    notes = {slug: [["a note on both", figs], ["a note on a figure not listed", ["fig_none"]]]}
+    md = index_markdown(files, "results/tables/index.md", notes)
+    assert f"- ({', '.join(figs)}) a note on both" in md
+    assert "not listed" not in md
+    assert "fidelity ledger" not in index_markdown(files, "results/tables/index.md")

@@ -162,6 +162,16 @@ def item_notes(cfg: dict, slug: str, item: str) -> list[str]:
     return notes
 
 
+def figure_notes(cfg: dict, slug: str, figures: list[str]) -> list[list]:
+    """[note, [figure ids]] for the figures of `slug` the index lists: each note once, with the
+    figures it concerns, in the ledger's order (the index prints them under the paper's figures)."""
+    grouped: dict[str, list[str]] = {}
+    for fig in figures:
+        for note in item_notes(cfg, slug, fig):
+            grouped.setdefault(note, []).append(fig)
+    return [[note, figs] for note, figs in grouped.items()]
+
+
 def check_ours(slug: str, full: dict, tiny: dict) -> list[str]:
     """Every disagreement between the ledger's `ours` and the resolved configs: a full-scale
     value that is not config.yaml's, a tiny value that is not the tiny preset's, a tiny preset

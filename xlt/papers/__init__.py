@@ -24,6 +24,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
+from xlt import fidelity
 from xlt.align.targets import align_tables, bitext_sources
 from xlt.claims import ClaimsFile, check_references, evaluate, parse_claims, read_csv, render, write_csv
 from xlt.dag import targets as T
@@ -164,13 +165,25 @@ def figure_spec(cfg: dict, slug: str) -> dict:
     return paper.figure_spec(cfg) if paper.figure_spec else cfg["papers"][slug]
 
 
-def make_table(slug: str, table_id: str, spec: dict, inputs: list[str], out_prefix: str):
-    """Build one table and write <out_prefix>.{csv,md,tex}; return the long table."""
+def make_table(slug: str, table_id: str, spec: dict, inputs: list[str], out_prefix: str,
+               ledger_notes: list[str] = ()):
+    """Build one table and write <out_prefix>.{csv,md,tex}; return the long table. `ledger_notes`:
+    what the paper's fidelity ledger says of this table in this run (xlt.fidelity.item_notes)."""
     table, md, tex = get_table(slug, table_id).build(spec, inputs)
     check_accounted(table, published_cells(slug, table_id), f"{slug} {table_id}",
                     per_cell=not get_paper(slug).reasons_in_notes)
-    write_table(table, out_prefix, md, tex)
+    write_table(table, out_prefix, with_ledger_notes(md, ledger_notes), tex)
     return table
+
+
+LEDGER_HEADING = "Settings beside the paper (generated from the paper's fidelity ledger, fidelity.yaml):"
+
+
+def with_ledger_notes(md: str, notes) -> str:
+    """A table's Markdown with the ledger's notes after its own."""
+    if not notes:
+        return md
+    return md.rstrip("\n") + "\n\n" + LEDGER_HEADING + "\n\n" + "".join(f"- {n}\n" for n in notes)
 
 
 def published_cells(slug: str, table_id: str) -> int:
@@ -220,6 +233,11 @@ def configured(cfg: dict) -> list[str]:
 def tables_and_figures(cfg: dict) -> list[str]:
     """Every table and figure of the configured papers."""
     return [f for slug in configured(cfg) for f in paper_tables(cfg, slug) + paper_figures(cfg, slug)]
+
+
+def index_figure_notes(cfg: dict) -> dict[str, list[list]]:
+    """paper -> [[note, [figure ids]]]: the fidelity ledger's notes on the figures the index lists."""
+    return {slug: notes for slug in configured(cfg) if (notes := fidelity.figure_notes(cfg, slug, figure_names(cfg, slug)))}
 
 
 def index_items(cfg: dict) -> list[str]:

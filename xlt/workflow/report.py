@@ -31,9 +31,10 @@ def parse_item(path: str) -> tuple[str, str, str, str]:
     return p.parent.parent.name, p.parent.name, item, ext
 
 
-def index_markdown(files: list[str], index_path: str) -> str:
+def index_markdown(files: list[str], index_path: str, figure_notes: dict | None = None) -> str:
     """Markdown: per paper (title), each table and figure linked (every format) beside its
-    caption. Links are relative to the index's folder; order: the order of `files`."""
+    caption, then what the paper's fidelity ledger says of its figures (`figure_notes`: paper ->
+    [[note, [figure ids]]]). Links are relative to the index's folder; order: the order of `files`."""
     entries: dict[str, dict[str, dict[str, list[str]]]] = {}  # paper -> kind -> item -> links
     for f in files:
         kind, paper, item, _ = parse_item(f)
@@ -48,6 +49,12 @@ def index_markdown(files: list[str], index_path: str) -> str:
                 lines += [f"{KINDS[kind]}:", ""]
                 lines += [f"- {_links(paper, links)}: {_caption(paper, item)}" for item, links in items.items()]
                 lines.append("")
+        shown = set(kinds["figures"])
+        notes = [(n, [f for f in figs if f in shown]) for n, figs in (figure_notes or {}).get(paper, [])]
+        if notes := [(n, figs) for n, figs in notes if figs]:
+            lines += [f"Settings beside the paper, for its figures (from {paper}'s fidelity ledger):", ""]
+            lines += [f"- ({', '.join(figs)}) {n}" for n, figs in notes]
+            lines.append("")
     return "\n".join(lines)
 
 
@@ -74,10 +81,10 @@ def _links(paper: str, links: list[str]) -> str:
     return f"[{paper}/{Path(first).name}]({first}){also}"
 
 
-def write_index(files: list[str], out: str) -> None:
+def write_index(files: list[str], out: str, figure_notes: dict | None = None) -> None:
     if not files:
         raise XltError(f"{out}: no table or figure to list")
-    write_text(out, index_markdown(files, out))
+    write_text(out, index_markdown(files, out, figure_notes))
 
 
 def rst_escape(text: str) -> str:

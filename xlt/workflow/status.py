@@ -20,6 +20,7 @@ import sys
 from itertools import groupby
 from pathlib import Path
 
+from xlt import fidelity
 from xlt import papers as P
 from xlt.workflow.config import REPO, load_configs
 from xlt.papers.config_files import declared, layer, paper_file
@@ -132,8 +133,14 @@ def papers_block() -> str:
     return f"{PAPERS_BEGIN}\n{papers_table()}\n{PAPERS_END}"
 
 
+def ledger_block() -> str:
+    """docs/papers.md's list of each paper's deviations and silent-paper choices (xlt.fidelity)."""
+    return fidelity.ledger_block(P.PAPERS)
+
+
 # (begin marker, end marker, the generated block) of each block a file may hold
-BLOCKS = ((BEGIN, END, block), (PAPERS_BEGIN, PAPERS_END, papers_block))
+BLOCKS = ((BEGIN, END, block), (PAPERS_BEGIN, PAPERS_END, papers_block),
+          (fidelity.LEDGER_BEGIN, fidelity.LEDGER_END, ledger_block))
 
 
 def current_block(text: str, where: str, begin: str = BEGIN, end_marker: str = END) -> str:
