@@ -31,8 +31,8 @@ LABELS = {"zero_shot": "zero-shot", "trans_train": "translate-train", "xmixup": 
           "zero_shot_squad": "zero-shot (SQuAD v1.1)"}
 LABELS.update({f"{d}_{m}": f"{LABELS[d]} {m.upper()}" for d in ("xquad", "mlqa", "tydiqa") for m in ("f1", "em")})
 LABELS.update({"xlmr_base": "XLM-R base", "xtune_r1": "xTune R1", "xtune_r2": "xTune R2"})
-NOT_BUILT = ("no public translate-train data for tagging (XTREME ships none; the paper's Google translations and "
-             "their soft labels were not released), so X-Mixup for POS / NER (built in the engine) is not run: "
+NOT_BUILT = ("no fetched translate-train data for tagging (XTREME ships none; the authors' Google translations and "
+             "soft labels are only in the Google Drive folder their README links, which this workflow does not fetch), so X-Mixup for POS / NER (built in the engine) is not run: "
              "the paper's values only.")
 # Tables 16 (MLQA) and 17 (TyDiQA-GoldP): the qa named set each scores (papers.xmixup.qa_tests.<set>)
 # and the row ours zero-shot takes: XTREME's zero-shot row (the paper's mBERT / XLM-R rows) where
