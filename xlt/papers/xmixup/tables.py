@@ -94,8 +94,8 @@ ZERO_SHOT_LINEAR_HEAD = ("Zero-shot marked †: its profile's head is one linear
 
 MIXUP_COLLAPSE = ("X-Mixup marked †: its consistency terms (MSE of the pooled last layers, KL of the two sides' "
                   "predictions) are both zero when the encoder gives every input the same state; a small encoder "
-                  "fine-tuned at a high learning rate (the tiny preset: lr 1e-3, the paper 5e-6) can reach that "
-                  "state before the task loss takes hold, and then predicts one class. Measured over seeds and "
+                  "fine-tuned at a high learning rate (the tiny preset's: fidelity.yaml, lr_classification) can reach "
+                  "that state before the task loss takes hold, and then predicts one class. Measured over seeds and "
                   "ablations on the tiny world by xlt/papers/xmixup/benchmarks/tiny_seeds.py (its JSON beside it).")
 
 
