@@ -378,3 +378,15 @@ def test_kinds_not_built_fail_before_anything_loads(task, kind, tmp_path):
     cfg = TrainConfig.from_dict({**HP, "task": task, "encoder": str(tmp_path / "no-encoder"), "extras": [MIX]})
     with pytest.raises(XltError, match=f"xmixup: {kind} is not built; built for classification, tagging, span_qa"):
         train(cfg, [tmp_path / "train.jsonl"], [], tmp_path / "m", tmp_path / "ck")
+
+
+def test_without_mixup_inference_predicts_from_the_target_alone_and_with_it_averages_both_sides():
+    """Table 5's "w/o mixup" removes the mixup in training and inference: its paired prediction
+    is the target's own; X-Mixup's averages both sides' class probabilities (§4.3)."""
+    target, source = _side([7, 4, 6], 1), _side([5, 8, 3], 2)
+    with torch.no_grad():
+        out = _random_model(mixup=False).eval()({**target, "source": source})
+        mixed = _random_model().eval()({**target, "source": source})
+    assert torch.equal(out["logits"], out["target_logits"])
+    both = torch.stack([mixed["source_logits"].float().softmax(-1), mixed["target_logits"].float().softmax(-1)]).mean(0)
+    assert torch.allclose(mixed["logits"].float().exp(), both, atol=1e-6)

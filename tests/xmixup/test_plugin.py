@@ -65,7 +65,7 @@ def test_xmixup_is_scored_with_its_english_side_where_a_translate_test_set_exist
 def test_tagging_is_refused_for_want_of_public_translate_train_data(tiny_cfg):
     cfg = copy.deepcopy(tiny_cfg)
     cfg["papers"]["xmixup"]["tasks"] = ["ner"]
-    with pytest.raises(XltError, match="papers.xmixup.tasks: 'ner': no public translate-train data for tagging"):
+    with pytest.raises(XltError, match="papers.xmixup.tasks: 'ner': no fetched translate-train data for tagging"):
         check(cfg, cfg["papers"]["xmixup"])
 
 
@@ -312,14 +312,14 @@ def test_tagging_tables_read_another_papers_zero_shot_models_or_print_the_paper_
                                                       for x in langs}}))
     t13, md13, _ = get_table("xmixup", "table13").build(spec, table_inputs(cfg, "xmixup", "table13"))
     assert t13[(t13["model"] == "mbert") & (t13["lang"] == "de")]["ours_mean"].iloc[0] == 80.0
-    assert "no public translate-train data" in md13  # the X-Mixup rows: the paper's only, and why
+    assert "no fetched translate-train data" in md13  # the X-Mixup rows: the paper's only, and why
     t1, _, _ = get_table("xmixup", "table1").build(spec, table_inputs(cfg, "xmixup", "table1"))
     assert t1[(t1["task"] == "ner") & (t1["lang"] == "hi")]["ours_mean"].iloc[0] == 70.0
     tiny_spec = X.table_spec(tiny_cfg)  # the tiny preset names no zero-shot tagging models: no job, the reason
     for table_id in ("table1", "table13", "table14"):
         assert table_inputs(tiny_cfg, "xmixup", table_id) == []
         table, md, _ = get_table("xmixup", table_id).build(tiny_spec, [])
-        assert "no public translate-train data" in md and table["paper"].notna().all() and len(table) > 0
+        assert "no fetched translate-train data" in md and table["paper"].notna().all() and len(table) > 0
 
 
 def _eval(path: Path, task: str, model: str, seed: int, scores: dict) -> str:

@@ -8,7 +8,7 @@ Three models per task and seed, one profile (`papers.xmixup.hparams`):
   side, the translation as the target side) with the X-Mixup extra (extra.py), spelt
   `<profile>-xmixup<layer>[-nomix][-fixed][-nomse][-nokl]` in the recipe; scored with both
   sides where a translate-test set gives the English side (`<task>.translate_test`:
-  classification averages the two sides' logits) and on the plain test set (the target side
+  classification averages the two sides' class probabilities) and on the plain test set (the target side
   alone: Table 5's "w/o mixup inference").
 Tasks: XNLI, PAWS-X (classification) and QA (span QA: trained on XTREME's translated SQuAD,
 scored on XQuAD, MLQA; TyDiQA-GoldP's three models train on its own English train and its

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from xlt.errors import XltError, check_config_ref
-from xlt.papers.xmixup.plan import BUILT, LABELS, NOT_BUILT, QA_TESTS, SLUG, _langs, qa_test_model
+from xlt.papers.xmixup.plan import BUILT, LABELS, NOT_BUILT, QA_TESTS, SLUG, _langs, mixup_layer, qa_test_model
 from xlt.dag.targets import check_testset, task_languages
 from xlt.dag.throughput import encoder_depth
 
@@ -26,7 +26,7 @@ def _check_layers(cfg: dict, p: dict) -> None:
     depth = encoder_depth(cfg, p["encoder"])
     if depth is None:
         return
-    layers = {f"mixup_layer.{t}": p["mixup_layer"][t] for t in p["tasks"]}
+    layers = {f"mixup_layer.{t}": mixup_layer(p, t) for t in p["tasks"]}
     layers.update({f"figure5.layers[{i}]": x for i, x in enumerate((p.get("figure5") or {}).get("layers", []))})
     for key, layer in layers.items():
         if not 1 <= layer <= depth:

@@ -61,7 +61,8 @@ class XMixup(Extra):
     It reads the record's paired source side (`reads_source`): the model's paired forward
     (xlt.engine.model.TaskModel.with_source) runs the source first while `source_recorder`
     notes its attended state here, then the target with it (`MIXUP_SOURCE`); the extra only
-    acts when a batch carries it, and `mixup` false (the "w/o mixup" ablation) never mixes. The
+    acts when a batch carries it, and `mixup` false (the "w/o mixup" ablation) never mixes nor
+    averages the two sides at inference (`paired_logits`). The
     other parameters are the objective's (xlt/papers/xmixup/recipe.py): `alpha` weighs the
     source's task loss (1 − alpha the target's), `schedule_k` the scheduled sampling's k,
     `mse` and `kl` switch the consistency terms (KL acts on classification only: §4.2, a
@@ -113,8 +114,9 @@ class XMixup(Extra):
     def paired_logits(self, kind: str, source_logits: torch.Tensor, target_logits: torch.Tensor) -> torch.Tensor:
         """§4.3: classification, the log of the mean of both sides' class distributions (the
         paper's inference averages the probabilities; its argmax is theirs); tagging and span
-        QA, the target's own (their labels are the target's words and spans)."""
-        if kind == "classification":
+        QA, the target's own (their labels are the target's words and spans). Without `mixup`
+        (Table 5's "w/o mixup": no mixup in training nor inference) the target's own too."""
+        if kind == "classification" and self.mixup:
             both = torch.stack([source_logits.float().log_softmax(-1), target_logits.float().log_softmax(-1)])
             return both.logsumexp(0) - math.log(2)
         return target_logits

@@ -31,8 +31,8 @@ LABELS = {"zero_shot": "zero-shot", "trans_train": "translate-train", "xmixup": 
           "zero_shot_squad": "zero-shot (SQuAD v1.1)"}
 LABELS.update({f"{d}_{m}": f"{LABELS[d]} {m.upper()}" for d in ("xquad", "mlqa", "tydiqa") for m in ("f1", "em")})
 LABELS.update({"xlmr_base": "XLM-R base", "xtune_r1": "xTune R1", "xtune_r2": "xTune R2"})
-NOT_BUILT = ("no public translate-train data for tagging (XTREME ships none; the paper's Google translations and "
-             "their soft labels were not released), so X-Mixup for POS / NER (built in the engine) is not run: "
+NOT_BUILT = ("no fetched translate-train data for tagging (XTREME ships none; the authors' Google translations and "
+             "soft labels are only in the Google Drive folder their README links, which this workflow does not fetch), so X-Mixup for POS / NER (built in the engine) is not run: "
              "the paper's values only.")
 # Tables 16 (MLQA) and 17 (TyDiQA-GoldP): the qa named set each scores (papers.xmixup.qa_tests.<set>)
 # and the row ours zero-shot takes: XTREME's zero-shot row (the paper's mBERT / XLM-R rows) where
@@ -103,6 +103,14 @@ def targets(cfg: dict, task: str) -> list[str]:
     return [x for x in _langs(cfg, task) if x != source]
 
 
+def mixup_layer(p: dict, task: str) -> int:
+    """The layer X-Mixup mixes in for `task` on the paper's encoder: `mixup_layer.<task>`, an
+    integer or {encoder name: layer, default: layer} (§5: QA mixes in the 16th layer of a large
+    model, the 8th of a base one)."""
+    layer = p["mixup_layer"][task]
+    return layer.get(p["encoder"], layer["default"]) if isinstance(layer, dict) else layer
+
+
 def profile(p: dict, task: str) -> str:
     """The training profile of a task's three models (`task_hparams`, e.g. QA's 2 epochs; else `hparams`)."""
     return (p.get("task_hparams") or {}).get(task, p["hparams"])
@@ -125,7 +133,7 @@ def _translated_recipe(p: dict, task: str, model: str, target_langs: list[str], 
     if model == "trans_train":
         return Recipe((p["source"], *target_langs), hp).name
     if model == "xmixup":  # English a target too, mixed with itself (the authors' training languages)
-        tag = f"xmixup{p['mixup_layer'][task]}{TYPE_FLAGS[TASK_TYPE[task]]}"
+        tag = f"xmixup{mixup_layer(p, task)}{TYPE_FLAGS[TASK_TYPE[task]]}"
         return Recipe((p["source"], *target_langs), f"{hp}-{tag}").name
     raise XltError(f"xmixup model {model!r}; allowed: {', '.join(MODELS)}")
 

@@ -94,8 +94,8 @@ ZERO_SHOT_LINEAR_HEAD = ("Zero-shot marked †: its profile's head is one linear
 
 MIXUP_COLLAPSE = ("X-Mixup marked †: its consistency terms (MSE of the pooled last layers, KL of the two sides' "
                   "predictions) are both zero when the encoder gives every input the same state; a small encoder "
-                  "fine-tuned at a high learning rate (the tiny preset: lr 1e-3, the paper 5e-6) can reach that "
-                  "state before the task loss takes hold, and then predicts one class. Measured over seeds and "
+                  "fine-tuned at a high learning rate (the tiny preset's: fidelity.yaml, lr_classification) can reach "
+                  "that state before the task loss takes hold, and then predicts one class. Measured over seeds and "
                   "ablations on the tiny world by xlt/papers/xmixup/benchmarks/tiny_seeds.py (its JSON beside it).")
 
 
@@ -106,15 +106,41 @@ def _collapsed(ours: pd.DataFrame | None, models: tuple[str, ...]) -> bool:
     return bool((ours["model"].isin(models) & ours["collapsed"].eq(True)).any())
 
 
+def _encoder_note(spec: dict) -> str:
+    """Which published encoder ours stand beside: the baselines' rows are `encoder_label`'s, the
+    paper's X-Mixup rows are XLM-R large's; with another encoder of ours, each X-Mixup row's
+    label says so (`_labels`)."""
+    said = (f"Ours: encoder {spec['encoder']}; the paper's baseline rows beside ours are "
+            f"{LABELS[spec['encoder_label']]}'s, its X-Mixup rows XLM-R large's")
+    if spec["encoder"] == "xlmr_large":
+        return said + "."
+    return said + f": a Δ on an X-Mixup row compares ours ({spec['encoder']}) with XLM-R large, as its row label says."
+
+
+def _labels(spec: dict) -> dict:
+    """LABELS, the X-Mixup row named with both encoders where ours is not XLM-R large (the
+    paper's X-Mixup rows are XLM-R large's: a Δ there crosses encoders)."""
+    if spec["encoder"] == "xlmr_large":
+        return LABELS
+    return {**LABELS, "xmixup": f"X-Mixup (paper: XLM-R large; ours: {spec['encoder']})"}
+
+
+def _xquad_labels(spec: dict) -> dict:
+    """XQuAD's column labels with ours' language count where ours averages fewer languages than
+    the paper's (Table 15's): that Δ compares averages over different language sets."""
+    paper = [x for x in dict.fromkeys(load_published(SLUG, "table15")["lang"]) if x != "avg"]
+    ours = [x for x in spec["langs"].get("qa", []) if x in paper]
+    if "qa" not in _tasks(spec) or len(ours) >= len(paper):
+        return {}
+    flag = f" (ours: {len(ours)} of the paper's {len(paper)} languages; Δ across language sets)"
+    return {k: LABELS[k] + flag for k in ("xquad", "xquad_f1", "xquad_em")}
+
+
 def _notes(spec: dict, extra: list[str], ours: pd.DataFrame | None = None) -> list[str]:
-    return [f"Ours: encoder {spec['encoder']} beside the paper's {LABELS[spec['encoder_label']]} rows; seeds "
-            f"{spec['seeds']}; profile {spec['hparams']}"
+    return [_encoder_note(spec) + f" Seeds {spec['seeds']}; profile {spec['hparams']}"
             + "".join(f", {task}: {h}" for task, h in (spec.get("task_hparams") or {}).items() if task in _tasks(spec))
             + (_zero_shot_note(spec) if spec.get("zero_shot_hparams") else " for the three models")
-            + "; translate-train data: XTREME's (the paper's); model selection on English dev (the paper averages "
-            "every language's translate-dev set, which it did not release)." + _size_note(spec),
-            "Scheduled sampling: no back-translations are public (the paper's own were not released), so the source "
-            "side is always the gold English original.",
+            + "; translate-train data: XTREME's (the paper's)." + _size_note(spec),
             *extra, *([MIXUP_COLLAPSE] if _collapsed(ours, ("xmixup", "delta")) else []),
             *([ZERO_SHOT_LINEAR_HEAD] if spec.get("zero_shot_classifier") == "linear" and _collapsed(ours, ("zero_shot",)) else []),
             COLLAPSE_NOTE]
@@ -156,7 +182,7 @@ def table3(spec: dict, inputs: list[str]):
         *_not_run_notes(spec, published["task"]),
         "Avg.: the paper's only (it averages every task, QA included)."], avg)
     md, tex = render_grid(table, ["encoder", "model"], "column", "xmixup Table 3: main results (accuracy, average "
-                          "over languages)", notes, labels=LABELS)
+                          "over languages)", notes, labels={**LABELS, **_xquad_labels(spec)})
     return table, md, tex
 
 
@@ -182,7 +208,7 @@ def table8(spec: dict, inputs: list[str]):
                           f"{LABELS[spec['encoder_label']]} is zero-shot transfer (the paper's XTREME rows).",
                           *_not_run_notes(spec, published["task"])], pd.DataFrame(rows, columns=["model", "collapsed"]))
     md, tex = render_grid(table, ["model"], "dataset", "xmixup Table 8: cross-lingual transfer gap (points)", notes,
-                          labels=LABELS)
+                          labels={**_labels(spec), **_xquad_labels(spec)})
     return table, md, tex
 
 
@@ -231,7 +257,7 @@ def table7(spec: dict, inputs: list[str]):
                           *([f"Languages not in this run's XNLI set ({', '.join(shown)}) show the paper's values only."]
                             if shown else [])], acc)
     md, tex = render_grid(table, ["metric", "model"], "lang", title, notes,
-                          labels=LABELS, columns=spec["langs"]["xnli"])
+                          labels=_labels(spec), columns=spec["langs"]["xnli"])
     return table, md, tex
 
 
@@ -270,9 +296,9 @@ def table2(spec: dict, inputs: list[str]):
                           "(scipy.stats.spearmanr); the paper marks all four p < 0.05. Ours: " + "; ".join(pvalues) + ".",
                           *([f"{', '.join(LABELS[t] for t in not_run)}: not in papers.xmixup.tasks; the paper's values only."]
                             if not_run else [])])
-    md, tex = render_grid(table, ["setting"], "task", "xmixup Table 2: Spearman ρ of CKA and accuracy", notes, labels=LABELS)
+    md, tex = render_grid(table, ["setting"], "task", "xmixup Table 2: Spearman ρ of CKA and accuracy", notes, labels=_labels(spec))
     return table, md, tex
-NO_BACK_TRANSLATION = ("w/o scheduled sampling: not distinguishable here — no back-translations are public, so scheduled "
+NO_BACK_TRANSLATION = ("w/o scheduled sampling: not distinguishable here — no back-translations are fetched (the authors' are only in their Google Drive folder), so scheduled "
                        "sampling never replaces the gold source and the row would be X-Mixup itself; the paper's value only.")
 
 
@@ -352,7 +378,7 @@ def _per_language_table(spec: dict, inputs: list[str], table_id: str):
                           f"({ENCODER_ROW_SOURCE[paired]}), ours X-Mixup beside the paper's X-Mixup (XLM-R large), ours "
                           f"{LABELS[alone]} on a row of its own. avg: over the languages we run.",
                           "Languages we do not run show the paper's values only."], ours)
-    md, tex = render_grid(table, ["model"], "lang", title, notes, labels=LABELS,
+    md, tex = render_grid(table, ["model"], "lang", title, notes, labels=_labels(spec),
                           columns=[*spec["langs"][task], "avg"])
     return table, md, tex
 
@@ -430,7 +456,7 @@ def table6(spec: dict, inputs: list[str]):
         *(w for w in dict.fromkeys(table["why"]) if w)])
     table = table.assign(column=[f"{x} ({g})" if x != "avg" else "avg" for x, g in zip(table["lang"], table["group"])])
     order = [f"{x} ({g})" for x, g in paper_group.items() if x != "avg"] + ["avg"]
-    md, tex = render_grid(table, ["model"], "column", title, notes, labels={**LABELS, **{c: c for c in table["column"]}},
+    md, tex = render_grid(table, ["model"], "column", title, notes, labels={**_labels(spec), **{c: c for c in table["column"]}},
                           columns=order)
     return table.drop(columns="column"), md, tex
 
@@ -486,7 +512,7 @@ def table10(spec: dict, inputs: list[str]):
              "The recipes take them from this table (the paper's Table 10), so Δ = 0 says the models trained with "
              "the published values; p_k in optimizer steps.", *dict.fromkeys(w for w in table["why"] if w)]
     md, tex = render_grid(table, ["param"], "task_type", "xmixup Table 10: X-Mixup's α and p_k per task type", notes,
-                          labels=LABELS)
+                          labels=_labels(spec))
     return table, md, tex
 
 
@@ -511,7 +537,7 @@ def table15(spec: dict, inputs: list[str]):
                           "X-Mixup's targets: the target's span, with XQuAD's English translate-test mixed in.",
                           "Languages we do not run show the paper's values only (el, th, tr are not among the qa task's "
                           "languages). avg: over the languages we run."])
-    md, tex = render_grid(table, ["model", "metric"], "lang", title, notes, labels=LABELS,
+    md, tex = render_grid(table, ["model", "metric"], "lang", title, notes, labels=_labels(spec),
                           columns=[*spec["langs"]["qa"], "avg"])
     return table, md, tex
 
@@ -588,7 +614,7 @@ def _qa_test_table(table_id: str):
             f"language) on {LABELS[name]}'s test set (data.qa.sets.{name}), languages {', '.join(langs)}; rows: "
             + "; ".join(rows[m] for m in t["models"]) + ".",
             *(w for w in dict.fromkeys(table["why"]) if w)])
-        md, tex = render_grid(table, ["model", "metric"], "lang", title, notes, labels=LABELS,
+        md, tex = render_grid(table, ["model", "metric"], "lang", title, notes, labels=_labels(spec),
                               columns=[*paper_langs, *[x for x in langs if x not in paper_langs], "avg"])
         return table, md, tex
     return build
@@ -621,7 +647,7 @@ def _zero_shot_tagging_table(table_id: str):
                               f"{', '.join(f'{t} {m}' for t, m in z['metric'].items())}, beside the paper's "
                               f"{LABELS[spec['encoder_label']]} row (XTREME's zero-shot).",
                               f"X-Mixup and translate-train rows: {NOT_BUILT}"])
-        md, tex = render_grid(table, rows, "lang", title, notes, labels=LABELS)
+        md, tex = render_grid(table, rows, "lang", title, notes, labels=_labels(spec))
         return table, md, tex
     return build
 
