@@ -14,7 +14,7 @@ SLUG = "dlfa"
 BRANCH_SUFFIX = {"both": "", "global": "_g", "local": "_l"}
 # the extra's options (xlt.papers.dlfa.recipe.DLFA), here without torch: the DAG reads tags
 READINGS = ("weight", "gated")  # Eq. 3 read as w = σ(…) (the AFF module's) or w = W ⊙ σ(…)
-BRANCHES = ("both", "global", "local")  # AIF's two branches, or one (Table V's ablation)
+BRANCHES = ("both", "global", "local")  # AIF as the paper builds it, or two branches of one kind (Table V's ablation)
 
 
 # ---- recipe tags: the extra in the recipe's path --------------------------------------------
