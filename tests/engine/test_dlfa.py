@@ -1,6 +1,7 @@
 """dlfa's fusion extra: w ≡ 1 gives layer X, w ≡ 0 the last layer; padding changes nothing
 for the real tokens (mean and BatchNorm statistics are masked); both Eq. 3 readings and the
-branch ablations are selectable; a trained DLFA model reloads and predicts identically."""
+branch ablations (two branches of the kept kind, as the paper) are selectable; the control's
+gate gets an exactly zero gradient; a trained DLFA model reloads and predicts identically."""
 
 from types import SimpleNamespace
 
@@ -80,11 +81,48 @@ def test_both_eq3_readings_are_selectable_and_differ():
     assert not torch.equal(weight(states[-1], states, batch), gated(states[-1], states, batch))
 
 
-def test_ablations_keep_one_branch():
+def test_ablations_replace_the_removed_branch_with_one_of_the_kept_kind():
+    """Table V (Sect. V-A, Fig. 4): AIF_global has two global branches, AIF_local two local
+    ones, each with its own parameters, summed before σ."""
     global_only = build_extra({"name": "dlfa", "layer": 1, "branches": "global"}, CONFIG)
     local_only = build_extra({"name": "dlfa", "layer": 1, "branches": "local"}, CONFIG)
-    assert global_only.local_branch is None and global_only.global_branch is not None
-    assert local_only.global_branch is None and local_only.local_branch is not None
+    both = build_extra({"name": "dlfa", "layer": 1}, CONFIG)
+    assert global_only.local_branch is None and local_only.global_branch is None
+    assert global_only.aif_kinds == ("global", "global") and local_only.aif_kinds == ("local", "local")
+    for module in (global_only, local_only):
+        first, second = module.aif_branches()
+        assert first is not second and not torch.equal(first.down.weight, second.down.weight)
+    # the same parameter count as the full AIF: two branches each
+    count = lambda m: sum(p.numel() for p in m.parameters())  # noqa: E731
+    assert count(global_only) == count(local_only) == count(both)
+    states = _states(3, 5)
+    mask = torch.ones(3, 5, dtype=torch.bool)
+    mask[1, 3:] = False
+    z = states[-1]
+    with torch.no_grad():
+        global_only.train(False), local_only.train(False)
+        m = mask.unsqueeze(-1).float()
+        pooled = (z * m).sum(1) / m.sum(1)
+        rows = torch.ones(3, dtype=torch.bool)
+        g1, g2 = (b(pooled, rows).unsqueeze(1) for b in global_only.aif_branches())
+        assert torch.allclose(global_only.weight(z, mask), torch.sigmoid(g1 + g2).expand_as(z))
+        l1, l2 = (b(z, mask) for b in local_only.aif_branches())
+        assert torch.allclose(local_only.weight(z, mask)[mask], torch.sigmoid(l1 + l2)[mask])
+        # global-only: one weight per sentence, the same at every real token
+        w = global_only.weight(z, mask)
+        assert torch.allclose(w[:, 0], w[:, 4], rtol=1e-6, atol=0)
+
+
+def test_the_controls_gate_gets_an_exactly_zero_gradient():
+    """Fusing the last layer with itself (the control): out = h·w + h·(1 − w), whose gradient
+    in w cancels exactly, so AIF's parameters get zero gradients and never move."""
+    fusion = build_extra({"name": "dlfa", "layer": CONFIG.num_hidden_layers}, CONFIG)
+    fusion.train()
+    states = tuple(s.clone().requires_grad_(True) for s in _states(4, 6))
+    batch = {"attention_mask": torch.ones(4, 6, dtype=torch.long)}
+    fusion(states[-1], states, batch).pow(2).sum().backward()
+    grads = [p.grad for p in fusion.parameters() if p.requires_grad]
+    assert grads and all(g is not None and torch.count_nonzero(g) == 0 for g in grads)
 
 
 @pytest.mark.parametrize("spec, message", [

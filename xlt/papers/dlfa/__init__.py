@@ -18,20 +18,22 @@ from xlt.papers.base import Paper, RecipeTags, Table
 from xlt.papers.dlfa.checks import check
 from xlt.papers.dlfa import bill
 from xlt.papers.dlfa.plan import (SLUG, TAG_GRAMMAR, data_sizes, extra_of_tag, oracle_models, similarity_models, table2_inputs, table3_inputs, table4_inputs,
-                                  table5_inputs, table6_inputs, table7_inputs)
+                                  table5_inputs, table6_inputs, table7_inputs, table_spec)
 from xlt.papers.dlfa.tables import table1, table2, table3, table4, table5, table6, table7
 
 PAPER = Paper(
     SLUG,
     jobs=f"{__name__}.jobs",  # its jobs (jobs.py), run by workflow_scripts/paper_job.py
     tables=(
-        datasize.table(SLUG, table1),
-        Table("table2", inputs=table2_inputs, build=table2),
-        Table("table3", inputs=table3_inputs, build=table3),
-        Table("table4", inputs=table4_inputs, build=table4),
-        Table("table5", inputs=table5_inputs, build=table5),
-        Table("table6", inputs=table6_inputs, build=table6),
-        Table("table7", inputs=table7_inputs, build=table7),
+        # every table's spec carries its notes from the fidelity ledger (plan.table_spec)
+        Table("table1", inputs=lambda cfg: datasize.inputs(cfg, SLUG), build=table1,
+              spec=lambda cfg: {**datasize.spec(cfg, SLUG), "fidelity_notes": table_spec("table1")(cfg)["fidelity_notes"]}),
+        Table("table2", inputs=table2_inputs, build=table2, spec=table_spec("table2")),
+        Table("table3", inputs=table3_inputs, build=table3, spec=table_spec("table3")),
+        Table("table4", inputs=table4_inputs, build=table4, spec=table_spec("table4")),
+        Table("table5", inputs=table5_inputs, build=table5, spec=table_spec("table5")),
+        Table("table6", inputs=table6_inputs, build=table6, spec=table_spec("table6")),
+        Table("table7", inputs=table7_inputs, build=table7, spec=table_spec("table7")),
     ),
     check=check,
     recipe_tags=RecipeTags(TAG_GRAMMAR, extra_of_tag),

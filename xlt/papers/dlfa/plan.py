@@ -14,7 +14,7 @@ SLUG = "dlfa"
 BRANCH_SUFFIX = {"both": "", "global": "_g", "local": "_l"}
 # the extra's options (xlt.papers.dlfa.recipe.DLFA), here without torch: the DAG reads tags
 READINGS = ("weight", "gated")  # Eq. 3 read as w = σ(…) (the AFF module's) or w = W ⊙ σ(…)
-BRANCHES = ("both", "global", "local")  # AIF's two branches, or one (Table V's ablation)
+BRANCHES = ("both", "global", "local")  # AIF as the paper builds it, or two branches of one kind (Table V's ablation)
 
 
 # ---- recipe tags: the extra in the recipe's path --------------------------------------------
@@ -204,3 +204,21 @@ def table7_inputs(cfg: dict) -> list[str]:
     p = cfg["papers"][SLUG]
     t7 = p["table7"]
     return [f for task in t7["tasks"] for f in _evals(cfg, t7["encoder"], task, table7_settings(p))]
+
+
+# ---- what each table's builder gets ---------------------------------------------------------
+
+
+def table_spec(table_id: str):
+    """config -> the JSON a table's builder gets: papers.dlfa, the fine-tuning profile it names
+    (`profile`, for the recipe note) and the table's notes from the fidelity ledger
+    (`fidelity_notes`: each deviation and this run's scalings, xlt.fidelity.item_notes)."""
+
+    def spec(cfg: dict) -> dict:
+        from xlt.fidelity import item_notes  # deferred: the DAG reads this module, the ledger only the rule
+
+        block = cfg["papers"][SLUG]
+        return {**block, "profile": cfg.get("hparams", {}).get(block["hparams"], {}),
+                "fidelity_notes": item_notes(cfg, SLUG, table_id)}
+
+    return spec

@@ -55,8 +55,10 @@ class DLFA(Extra):
     AIF: a global branch on the mean over the real tokens of each sentence and a local branch
     per token, broadcast-added, then σ. `reading` picks Eq. 3's: "weight" (w = σ(…), as in
     the AFF module AIF follows) or "gated" (w = W ⊙ σ(…), Eq. 3's AIF(W) taken literally).
-    `branches`: "both", or "global" / "local" only (Table V's ablation). Padding enters
-    neither the mean nor any BatchNorm statistics (masked by the attention mask)."""
+    `branches`: "both", or Table V's ablation as the paper builds it (Sect. V-A, Fig. 4): the
+    removed branch replaced by one of the kept kind, so AIF keeps two branches, "global" two
+    global ones and "local" two local ones, each with its own parameters, summed before σ.
+    Padding enters neither the mean nor any BatchNorm statistics (masked by the attention mask)."""
 
     name = "dlfa"  # saved model specs name it so: it never changes
     READINGS = READINGS
@@ -76,19 +78,32 @@ class DLFA(Extra):
         self.layer, self.reading, self.branches = layer, reading, branches
         self.reads = (layer,)
         hidden = config.hidden_size
-        self.global_branch = AIFBranch(hidden, reduction) if branches != "local" else None
-        self.local_branch = AIFBranch(hidden, reduction) if branches != "global" else None
+        # AIF's two branches, the left (global in the paper's AIF) then the right (local); an
+        # ablation puts a second branch of the kept kind in the removed one's place
+        self.aif_kinds = {"both": ("global", "local"), "global": ("global", "global"), "local": ("local", "local")}[branches]
+        self.global_branch = AIFBranch(hidden, reduction) if "global" in self.aif_kinds else None
+        self.local_branch = AIFBranch(hidden, reduction) if "local" in self.aif_kinds else None
+        if branches != "both":  # the replacing branch: same kind, its own parameters
+            setattr(self, f"{branches}_branch_2", AIFBranch(hidden, reduction))
+
+    def aif_branches(self) -> list[AIFBranch]:
+        """AIF's two branches, in the order of `aif_kinds`."""
+        if self.branches == "both":
+            return [self.global_branch, self.local_branch]
+        return [getattr(self, f"{self.branches}_branch"), getattr(self, f"{self.branches}_branch_2")]
 
     def weight(self, z: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """w = AIF(z) for z (B, T, C) and the real-token mask (B, T)."""
         logits = torch.zeros_like(z)
-        if self.global_branch is not None:
+        if "global" in self.aif_kinds:
             m = mask.unsqueeze(-1).to(z.dtype)
             pooled = (z * m).sum(1) / m.sum(1).clamp(min=1)  # mean over the real tokens
             sentences = torch.ones(z.shape[0], dtype=torch.bool, device=z.device)
-            logits = logits + self.global_branch(pooled, sentences).unsqueeze(1)
-        if self.local_branch is not None:
-            logits = logits + self.local_branch(z, mask)
+        for branch, kind in zip(self.aif_branches(), self.aif_kinds):
+            if kind == "global":
+                logits = logits + branch(pooled, sentences).unsqueeze(1)
+            else:
+                logits = logits + branch(z, mask)
         w = torch.sigmoid(logits)
         return z * w if self.reading == "gated" else w
 

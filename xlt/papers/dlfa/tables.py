@@ -34,6 +34,7 @@ def table1(spec: dict, inputs: list[str]) -> tuple[pd.DataFrame, str, str]:
         "Train / dev / test: English; test min / max and langs: over the languages of the task "
         "that have a test set (" + "; ".join(f"{t} {len(s['languages'])}" for t, s in spec["tasks"].items()) + " configured).",
         "XNLI train: MultiNLI (data.xnli.train_source).",
+        *spec.get("fidelity_notes", []),
     ]
     md, tex = datasize.render(table, ["task"], "stat", "dlfa Table I: XTREME dataset statistics", spec, notes,
                               labels={**TASK_LABELS, **datasize.STAT_LABELS})  # fmt: skip
@@ -126,15 +127,21 @@ def _notes(spec: dict, ours: pd.DataFrame, encoder: str, extra: list[str], score
         f"{what}Encoder: {encoder}. Seeds: {seeds} (mean ± std of the per-seed averages).",
         *extra,
         *([COLLAPSE_NOTE] if scores else []),
+        *spec.get("fidelity_notes", []),  # the ledger's deviations and this run's scalings
     ]
 
 
-RECIPE_NOTE = (
-    "Fine-tuning: hparams profile {hparams}. The paper gives 5 epochs, batch 32, lr 2e-5, AdamW (Sect. IV) and says "
-    "all settings follow the XTREME benchmark; the rest is XTREME's scripts' (google-research/xtreme): no warmup, "
-    "linear decay, no weight decay, 128 subwords, the best checkpoint on dev (English dev here), and Hugging Face's "
-    "sequence classifier (mBERT: the pretrained pooler + a linear layer). POS is scored as XTREME scores it: "
-    "seqeval's span F1 over the tag sequences (seqeval_f1), not token accuracy.")
+def recipe_note(spec: dict) -> str:
+    """This run's fine-tuning profile, from the config; where each value comes from (paper,
+    XTREME's scripts) and every deviation: the ledger's notes below."""
+    p = spec.get("profile") or {}
+    values = [f"{label} {p[key]:g}" if isinstance(p[key], float) else f"{label} {p[key]}"
+              for key, label in (("lr", "lr"), ("epochs", "epochs"), ("batch_size", "batch"), ("warmup_ratio", "warmup ratio"),
+                                 ("weight_decay", "weight decay"), ("max_length", "max subwords"), ("select", "checkpoint"),
+                                 ("classifier", "classifier")) if key in p]
+    return (f"Fine-tuning: hparams profile {spec['hparams']}" + (f" ({', '.join(values)}; model selection on English dev)" if values else "")
+            + f": the paper's values where it gives them, XTREME's scripts' where it is silent (xlt/papers/{SLUG}/fidelity.yaml). "
+            "POS is scored as XTREME scores it: seqeval's span F1 over the tag sequences (seqeval_f1), not token accuracy.")
 
 
 def table2(spec: dict, inputs: list[str]) -> tuple[pd.DataFrame, str, str]:
@@ -155,8 +162,8 @@ def table2(spec: dict, inputs: list[str]) -> tuple[pd.DataFrame, str, str]:
         f"dX = DLFA fusing layer X with the last layer (Eq. 3 reading: {spec['reading']}); rows are matched to the "
         f"paper by layer number. control = the last layer fused with itself: ours d{spec['control']}, the paper's "
         "D_12 (given in the prose of Sect. V-A; XNLI not reported).",
-        CONTROL_NOTE,
-        RECIPE_NOTE.format(hparams=spec["hparams"]),
+        control_note(spec),
+        recipe_note(spec),
         (ORACLE_NOTE + " Here per language, then averaged as the headline." if spec.get("oracle") else oracle_off_note(SLUG)),
         "Best DLFA layer vs baseline, paired over seeds: " + "; ".join(tests) + ".",
     ])
@@ -168,10 +175,17 @@ def table2(spec: dict, inputs: list[str]) -> tuple[pd.DataFrame, str, str]:
 
 # ---- Tables III and IV: the two best layers ------------------------------------------------
 
-CONTROL_NOTE = ("The control row fuses the last layer with itself: w·h + (1 − w)·h is the baseline's function, "
-                "but computed with rounding (coarser in bf16), and its gate's parameters take Adam steps from "
-                "rounding-sized gradients; training amplifies that noise, so the two rows differ by run-to-run noise "
-                "of the same model, not by a finding.")
+def control_note(spec: dict) -> str:
+    """What the control row is, true for this run's profile (its weight decay)."""
+    decay = (spec.get("profile") or {}).get("weight_decay")
+    still = ("with no weight decay (this profile's), never move" if decay == 0 else
+             "move by weight decay only" if decay else "move by weight decay only, if the profile has any")
+    return ("The control row fuses the last layer with itself: out = h·w + h·(1 − w), whose gradient in w cancels "
+            f"exactly, so the gate's parameters get zero gradients and, {still} (tested); the output is h up to the "
+            "rounding of that sum (coarser in bf16), which training can amplify. The control and the baseline differ by "
+            "that arithmetic only: run-to-run noise of the same function, not a finding.")
+
+
 RANKS = ("best", "second")
 
 
@@ -227,8 +241,12 @@ def _family_claim(task: str, family: pd.DataFrame, chosen: dict[str, str]) -> st
             f"{gain[(upper, 'avg_noenf')]:+.2f}: {'holds' if holds else 'does not hold'} here")
 
 
-SWAP_NOTE = ("The paper's baseline fr (87.40) and es (87.00) look swapped: the row is XTREME's mBERT PAWS-X "
-             "result (Hu et al. 2020, the paper's [16]; avg 81.9, Table II's 81.94), which gives es 87.4 and fr 87.0; kept as printed.")
+def swap_note() -> str:
+    """The paper's Table IV baseline row, read from its published CSV: its fr and es look swapped."""
+    t = load_published(SLUG, "table4")
+    base = t[t["model"] == "baseline"].set_index("lang")["value"]
+    return (f"The paper's baseline fr ({base['fr']:.2f}) and es ({base['es']:.2f}) look swapped: the row is XTREME's "
+            "mBERT PAWS-X result (Hu et al. 2020, the paper's [16]), which has them the other way round; kept as printed.")
 
 
 def table4(spec: dict, inputs: list[str]) -> tuple[pd.DataFrame, str, str]:
@@ -238,7 +256,7 @@ def table4(spec: dict, inputs: list[str]) -> tuple[pd.DataFrame, str, str]:
     notes = _notes(spec, ours, spec["encoder"], [
         f"best / second = the two best PAWS-X layers of the sweep: ours {' / '.join(chosen.values())}, "
         f"paper {' / '.join(paper_best('pawsx'))}.",
-        SWAP_NOTE,
+        swap_note(),
     ])
     md, tex = render_grid(table, ["model"], "lang", "dlfa Table IV: PAWS-X accuracy per language", notes)
     return table, md, tex
@@ -302,10 +320,9 @@ def table5(spec: dict, inputs: list[str]) -> tuple[pd.DataFrame, str, str]:
 
 
 ABLATION_READING = (
-    "Ablation reading (the paper's Table V names its rows global / local only): _g keeps AIF's global branch "
-    "(pooled over tokens) and drops the local one, _l the reverse, w = σ(branch) in place of σ(global ⊕ local); "
-    "the rest of DLFA (fusion with the last layer, Eq. 3's reading) is unchanged. Our choice: the paper does not "
-    "spell the ablated module out.")
+    "_g / _l = AIF as the paper's ablation builds it (Sect. V-A, Fig. 4): the local branch replaced by a second global "
+    "one (_g), or the global branch by a second local one (_l); two branches of the kept kind, each its own parameters, "
+    "summed before σ; the rest of DLFA (fusion with the last layer, Eq. 3's reading) unchanged.")
 
 
 def table6(spec: dict, inputs: list[str]) -> tuple[pd.DataFrame, str, str]:
