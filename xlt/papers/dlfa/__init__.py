@@ -25,15 +25,14 @@ PAPER = Paper(
     SLUG,
     jobs=f"{__name__}.jobs",  # its jobs (jobs.py), run by workflow_scripts/paper_job.py
     tables=(
-        # every table's spec carries its notes from the fidelity ledger (plan.table_spec)
-        Table("table1", inputs=lambda cfg: datasize.inputs(cfg, SLUG), build=table1,
-              spec=lambda cfg: {**datasize.spec(cfg, SLUG), "fidelity_notes": table_spec("table1")(cfg)["fidelity_notes"]}),
-        Table("table2", inputs=table2_inputs, build=table2, spec=table_spec("table2")),
-        Table("table3", inputs=table3_inputs, build=table3, spec=table_spec("table3")),
-        Table("table4", inputs=table4_inputs, build=table4, spec=table_spec("table4")),
-        Table("table5", inputs=table5_inputs, build=table5, spec=table_spec("table5")),
-        Table("table6", inputs=table6_inputs, build=table6, spec=table_spec("table6")),
-        Table("table7", inputs=table7_inputs, build=table7, spec=table_spec("table7")),
+        datasize.table(SLUG, table1),
+        # the tables of our models: their spec carries this run's profile (plan.table_spec)
+        Table("table2", inputs=table2_inputs, build=table2, spec=table_spec),
+        Table("table3", inputs=table3_inputs, build=table3, spec=table_spec),
+        Table("table4", inputs=table4_inputs, build=table4, spec=table_spec),
+        Table("table5", inputs=table5_inputs, build=table5, spec=table_spec),
+        Table("table6", inputs=table6_inputs, build=table6, spec=table_spec),
+        Table("table7", inputs=table7_inputs, build=table7, spec=table_spec),
     ),
     check=check,
     recipe_tags=RecipeTags(TAG_GRAMMAR, extra_of_tag),

@@ -209,16 +209,9 @@ def table7_inputs(cfg: dict) -> list[str]:
 # ---- what each table's builder gets ---------------------------------------------------------
 
 
-def table_spec(table_id: str):
-    """config -> the JSON a table's builder gets: papers.dlfa, the fine-tuning profile it names
-    (`profile`, for the recipe note) and the table's notes from the fidelity ledger
-    (`fidelity_notes`: each deviation and this run's scalings, xlt.fidelity.item_notes)."""
-
-    def spec(cfg: dict) -> dict:
-        from xlt.fidelity import item_notes  # deferred: the DAG reads this module, the ledger only the rule
-
-        block = cfg["papers"][SLUG]
-        return {**block, "profile": cfg.get("hparams", {}).get(block["hparams"], {}),
-                "fidelity_notes": item_notes(cfg, SLUG, table_id)}
-
-    return spec
+def table_spec(cfg: dict) -> dict:
+    """The JSON a table's builder gets: papers.dlfa and the fine-tuning profile it names
+    (`profile`, for the recipe note). The ledger's notes are added to every table by the rule
+    (xlt.fidelity.item_notes)."""
+    block = cfg["papers"][SLUG]
+    return {**block, "profile": cfg.get("hparams", {}).get(block["hparams"], {})}

@@ -34,7 +34,6 @@ def table1(spec: dict, inputs: list[str]) -> tuple[pd.DataFrame, str, str]:
         "Train / dev / test: English; test min / max and langs: over the languages of the task "
         "that have a test set (" + "; ".join(f"{t} {len(s['languages'])}" for t, s in spec["tasks"].items()) + " configured).",
         "XNLI train: MultiNLI (data.xnli.train_source).",
-        *spec.get("fidelity_notes", []),
     ]
     md, tex = datasize.render(table, ["task"], "stat", "dlfa Table I: XTREME dataset statistics", spec, notes,
                               labels={**TASK_LABELS, **datasize.STAT_LABELS})  # fmt: skip
@@ -127,7 +126,6 @@ def _notes(spec: dict, ours: pd.DataFrame, encoder: str, extra: list[str], score
         f"{what}Encoder: {encoder}. Seeds: {seeds} (mean ± std of the per-seed averages).",
         *extra,
         *([COLLAPSE_NOTE] if scores else []),
-        *spec.get("fidelity_notes", []),  # the ledger's deviations and this run's scalings
     ]
 
 
