@@ -117,12 +117,13 @@ RHO_UNDEFINED = "ρ undefined: fewer than 3 shared heads in the cell (see the no
 
 
 def probe_note(probe: dict) -> str:
-    cap = probe.get("max_train_examples")
-    return (f"Probes train on at most {cap:,} EN training examples ({probe.get('epochs', '?')} epochs, "
-            f"analysis.probe.max_train_examples) and test on {probe.get('max_test_examples') or 'all'} per language. The "
-            "paper gives no probe training size; our choice (20,000 in config.yaml: WikiANN's training size in its "
-            "Table 1, so NER probes see all of it and PAWS-X / MARC a sample).") if cap else (
-            "Probes train on every EN training example (analysis.probe.max_train_examples unset).")
+    """What the probes of this run trained and tested on, from its config (the paper: the EN
+    training sets, all of them, and the four test sets; Sect. 3.2)."""
+    cap, test = probe.get("max_train_examples"), probe.get("max_test_examples")
+    train = f"at most {cap:,} EN training examples" if cap else "every EN training example"
+    return (f"Probes train on {train} ({probe.get('epochs', '?')} epochs; analysis.probe.max_train_examples) and "
+            f"test on {f'{test:,}' if test else 'all'} test examples per language (analysis.probe.max_test_examples).")
+
 
 VANILLA = "vanilla"  # the pretrained encoder; the paper's "mBERT" rows
 
