@@ -56,7 +56,7 @@ def base():
         (lambda c: c["encoders"].update(local={"path": "/nonexistent/encoder"}),
          r"config key encoders\.local\.path: /nonexistent/encoder is not a Hugging Face model directory"),
         (lambda c: c["papers"]["crossmulti"]["metric"].update(ner="f1"),
-         r"papers\.crossmulti\.metric\.ner: unknown metric of task ner 'f1'; allowed: accuracy, span_f1, span_f1_macro"),
+         r"papers\.crossmulti\.metric\.ner: unknown metric of task ner 'f1'; allowed: accuracy, span_f1, span_f1_macro, token_f1_macro"),
         (lambda c: c["papers"]["crossmulti"].update(treebanks="ancora"),
          r"papers\.crossmulti\.treebanks: unknown treebank set 'ancora'; allowed: es_ancora, xtreme\. Did you mean 'es_ancora'\?"),
         (lambda c: c["data"]["ud"]["treebanks"].pop("hi"),

@@ -103,7 +103,7 @@ def test_ner_span_f1():
     #           LOC  1 1 1 -> 1 ;  ORG 1 1 0 -> 0    macro = (2/3 + 1 + 0)/3 = 5/9 = 55.556
     # token accuracy on raw tags: s1 3/4 (I-LOC != B-LOC), s2 2/3, s3 1/2 -> 6/9 = 66.667
     m = compute_metrics("ner", golds, preds)
-    assert list(m) == ["span_f1", "span_f1_macro", "accuracy"]
+    assert list(m) == ["span_f1", "span_f1_macro", "accuracy", "token_f1_macro"]
     assert m["span_f1"] == approx(400 / 7)
     assert m["span_f1_macro"] == approx(500 / 9)
     assert m["accuracy"] == approx(600 / 9)
@@ -118,7 +118,21 @@ def test_ner_type_change_is_two_spans():
 
 def test_ner_no_entities_anywhere_is_zero():
     m = compute_metrics("ner", [["O", "O"]], [["O", "O"]])
-    assert m == {"span_f1": 0.0, "span_f1_macro": 0.0, "accuracy": 100.0}
+    assert m == {"span_f1": 0.0, "span_f1_macro": 0.0, "accuracy": 100.0, "token_f1_macro": 100.0}
+
+
+def test_ner_token_f1_macro_is_a_tag_score():
+    # crossmulti's NER "F1-macro": scikit-learn's macro F1 over the raw tags (O a class), not spans
+    golds = [["B-PER", "I-PER", "O", "B-LOC"], ["B-ORG", "I-ORG", "O"], ["B-PER", "O"]]
+    preds = [["B-PER", "I-PER", "O", "I-LOC"], ["B-ORG", "O", "O"], ["O", "O"]]
+    # per tag (present in gold or pred): B-PER 2/3, I-PER 1, O (P 3/5, R 1) 3/4, B-LOC 0,
+    # I-LOC 0 (predicted only), B-ORG 1, I-ORG 0  -> (2/3 + 1 + 3/4 + 1) / 7 = 41/84
+    m = compute_metrics("ner", golds, preds)
+    assert m["token_f1_macro"] == approx(4100 / 84)
+    # a span error of one token costs a span, but only a tag's share of the tag score
+    golds, preds = [["B-PER", "I-PER", "I-PER", "O"]], [["B-PER", "I-PER", "O", "O"]]
+    m = compute_metrics("ner", golds, preds)
+    assert m["span_f1"] == 0.0 and m["token_f1_macro"] > 50
 
 
 # ----------------------------------------------------------------------------- classification

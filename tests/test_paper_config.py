@@ -148,7 +148,7 @@ def test_a_profile_names_its_selection_metric_per_task():
     assert T.hparams(cfg, "en.crossmulti", "pos.es_ancora")["select_metric"] == "f1_macro"
     # a profile named as no paper, or renamed, keeps what it says: no lookup by the profile's name
     cfg["hparams"]["mine"] = dict(cfg["hparams"]["crossmulti"])
-    assert T.hparams(cfg, "en.mine", "ner")["select_metric"] == "span_f1_macro"
+    assert T.hparams(cfg, "en.mine", "ner")["select_metric"] == "token_f1_macro"
     del cfg["hparams"]["crossmulti"]["select_metric"]
     assert "select_metric" not in T.hparams(cfg, "en.crossmulti", "ner")
     # a task's own setting wins over the profile's mapping

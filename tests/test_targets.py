@@ -57,7 +57,7 @@ def test_an_adapted_encoder_is_a_directory_the_dag_makes():
 def test_model_selection_uses_the_metric_the_paper_reports():
     cfg = base()
     assert T.hparams(cfg, "en.crossmulti", "pos.es_ancora")["select_metric"] == "f1_macro"
-    assert T.hparams(cfg, "en.crossmulti", "ner")["select_metric"] == "span_f1_macro"
+    assert T.hparams(cfg, "en.crossmulti", "ner")["select_metric"] == "token_f1_macro"
     assert T.hparams(cfg, "en.underspec", "ner")["select_metric"] == "span_f1"
     cfg["hparams"]["crossmulti"]["select_metric"] = "accuracy"  # a profile's own choice wins
     assert T.hparams(cfg, "en.crossmulti", "pos")["select_metric"] == "accuracy"

@@ -197,7 +197,7 @@ def test_tiny_adapted_encoder_is_made_then_fine_tuned(tmp_path, zygote):
     assert {Path(p).parts[-2] for p in enc["provenance"]["data_sha256"]} == {"en", "de", "es", "fr"}
     meta = json.loads((tmp_path / model / "xlt_model.json").read_text())
     assert meta["train_config"]["encoder"] == "results/encoders/tiny/mlm-ner-crossmulti"
-    assert meta["train_config"]["select_metric"] == "span_f1_macro"  # what crossmulti's table reports
+    assert meta["train_config"]["select_metric"] == "token_f1_macro"  # what crossmulti's table reports
 
 
 @pytest.mark.slow

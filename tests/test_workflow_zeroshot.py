@@ -84,7 +84,7 @@ def test_adding_a_language_walkthrough_scores_the_new_set(walked):
     assert "bg" in langs  # a toy language the tiny preset does not have
     table = pd.read_csv(workdir / "results/tables/zero_shot/tiny.ner.my_langs.csv")
     assert list(dict.fromkeys(table["lang"])) == [*langs, "avg", "avg_targets"]
-    assert set(table["metric"]) == {"span_f1", "span_f1_macro", "accuracy"} and (table["n_seeds"] == 2).all()
+    assert set(table["metric"]) == {"span_f1", "span_f1_macro", "accuracy", "token_f1_macro"} and (table["n_seeds"] == 2).all()
     assert table["ours_mean"].notna().all()
     md = (workdir / "results/tables/zero_shot/tiny.ner.my_langs.md").read_text()
     assert "| bg | " in md and "| fr | " not in md

@@ -72,7 +72,7 @@ TASKS: dict[str, Task] = {
             input="tokens",
             label_field="tags",
             labels=WIKIANN_TAGS,
-            metrics=("span_f1", "span_f1_macro", "accuracy"),
+            metrics=("span_f1", "span_f1_macro", "accuracy", "token_f1_macro"),
             source="wikiann",
             languages=("en", "de", "es", "fr", "ar", "hi", "ru", "vi", "zh") + XTREME_NER_MORE,
         ),

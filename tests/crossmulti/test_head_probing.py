@@ -103,16 +103,52 @@ def test_table4_marks_significant_rho_with_its_p(tmp_path):
     multi = cell.loc[("pos", "multi", "pos", 80, "spearman")]
     top = A.top_heads(base, k)
     assert multi["ours_mean"] == pytest.approx(1.0)
-    assert multi["pvalue"] == pytest.approx(spearmanr(strong[top], base[top])[1]) and multi["pvalue"] < A.TABLE4_ALPHA
+    assert multi["pvalue"] == pytest.approx(A.spearman_test(strong[top], base[top])[1]) and multi["pvalue"] < A.TABLE4_ALPHA
     assert multi["ours_mark"] == "*" and multi["n_significant"] == 2
     ner = cell.loc[("ner", "cross", "pos", 80, "spearman")]
     shared = np.intersect1d(A.top_heads(weak, k), top)
-    p_weak = spearmanr(weak[shared], base[shared])[1]
+    p_weak = A.spearman_test(weak[shared], base[shared])[1]
     assert p_weak >= A.TABLE4_ALPHA and ner["pvalue"] == pytest.approx(p_weak)
     assert ner["ours_mark"] == "" and ner["n_significant"] == 1
     assert cell.loc[("pos", "multi", "pos", 80, "overlap")]["ours_mark"] == ""  # overlaps carry no test
     assert "1.00* ± 0.00" in md
     assert "p < 0.05" in md and "at most k" in md
+
+
+def test_rho_over_three_heads_has_its_exact_p():
+    """ρ = 1 over 3 heads: the t approximation says p = 0; of the 3! pairings one gives ρ = 1 and
+    one ρ = −1, so the exact two-sided p is 2/6 = 1/3 (not significant)."""
+    x, y = np.array([0.1, 0.2, 0.3]), np.array([0.5, 0.7, 0.9])
+    assert spearmanr(x, y)[1] == pytest.approx(0.0)
+    rho, p = A.spearman_test(x, y)
+    assert rho == pytest.approx(1.0) and p == pytest.approx(1 / 3)
+    assert A.spearman_test(np.arange(4.0), -np.arange(4.0)) == pytest.approx((-1.0, 2 / 24))  # 2 of 4! pairings
+    # exact up to EXACT_MAX_N heads: ρ = 1 over 7 has p = 2/7!
+    assert A.spearman_test(np.arange(7.0), np.arange(7.0) ** 2)[1] == pytest.approx(2 / 5040)
+    # beyond, a seeded Monte Carlo test: never 0, the same p run to run
+    x = np.arange(12.0)
+    p1, p2 = A.spearman_test(x, x ** 3)[1], A.spearman_test(x, x ** 3)[1]
+    assert p1 == p2 == pytest.approx(2 / (A.PERMUTATIONS + 1))  # two-sided: twice the one-sided (1 + 0) / (n + 1)
+    assert np.isnan(A.spearman_test(np.ones(4), np.arange(4.0))[1])  # all tied: ρ undefined
+
+
+def test_table4_does_not_star_a_perfect_rho_over_three_heads(tmp_path):
+    rows = []
+
+    def add(task, setting, values):
+        for h, v in enumerate(values):
+            rows.append({"unit": "head", "task": task, "setting": setting, "seed": 1, "probe_task": "pos",
+                         "layer": h // HEADS, "head": h % HEADS, "value": v})
+
+    base = np.zeros(16)
+    base[:3] = [0.9, 0.8, 0.7]  # three heads above the rest: the top 4 of every K leaves the tied 0s out
+    add("none", "vanilla", np.zeros(16))
+    add("pos", "cross", base)
+    add("pos", "multi", base / 2)
+    table, _ = build_table4(tmp_path, pd.DataFrame(rows), "three")
+    cell = table.set_index(["task", "setting", "probe_task", "topk", "metric"]).loc[("pos", "multi", "pos", 40, "spearman")]
+    assert cell["ours_mean"] == pytest.approx(1.0) and cell["pvalue"] == pytest.approx(1 / 3)
+    assert cell["ours_mark"] == ""
 
 
 def test_table4_shows_the_papers_marks():

@@ -38,8 +38,9 @@ PAPER = Paper(
         Table("table6", inputs=table6_inputs, build=table6, spec=with_profile),
     ),
     figures=(
-        Figure("fig1", "Normalised attention-head updates (relative L1 change of each head's Q/K/V rows and O "
-               "columns) of the cross and multi models and multi − cross, per task; Spearman ρ cross vs multi."),
+        Figure("fig1", "Normalised attention-head updates (L1 change of each head's Q/K/V rows and O columns, "
+               "as a share of its model's total) of the cross and multi models and multi − cross, per task; "
+               "Spearman ρ cross vs multi."),
         *(Figure(f"figa{i}", f"Per-head probing on {name}: every cross and multi model's heads, the most "
                  "contributive marked green, the least red.", when=lambda p, t=task: t in p["tasks"])
           for i, (task, name) in enumerate((("pos", "POS"), ("ner", "NER"), ("pawsx", "PI"), ("marc", "SA")), 1)),

@@ -14,12 +14,24 @@ from xlt.papers.crossmulti.tables import over_vanilla, read_csvs, scaled_k, top_
 from xlt.tables import TASK_LABELS
 
 
+def normalise_updates(updates: pd.DataFrame) -> pd.DataFrame:
+    """Each model's (task, setting, seed) head updates as shares of its total (they sum to 1):
+    the paper's "normalized absolute attention-head updates" read per model, so a multi model
+    trained on 4× the steps of its cross twin is compared by where its update goes, not by how
+    much larger all of it is; multi − cross then sums to 0 and has both signs."""
+    out = updates.copy()
+    out["update"] = out["update"] / out.groupby(["task", "setting", "seed"])["update"].transform("sum")
+    return out
+
+
 def head_update_maps(updates: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, tuple[float, float, float]]]:
-    """Seed-mean maps (task, layer, head: cross, multi, diff) and, per task, Spearman ρ between the
-    cross and multi maps: its mean and std over seeds, and the largest of the seeds' two-sided
-    p (scipy.stats.spearmanr): every seed's ρ has a p at most that."""
+    """Seed-mean maps of the normalised updates (`normalise_updates`; task, layer, head: cross,
+    multi, diff) and, per task, Spearman ρ between the cross and multi maps: its mean and std
+    over seeds, and the largest of the seeds' two-sided p (scipy.stats.spearmanr): every seed's
+    ρ has a p at most that."""
     from scipy.stats import spearmanr  # scipy: only in the figure job, not when the plan is read
 
+    updates = normalise_updates(updates)
     mean = updates.groupby(["task", "setting", "layer", "head"])["update"].mean().unstack("setting").reset_index()
     mean["diff"] = mean["multi"] - mean["cross"]
     rhos = {}
@@ -91,7 +103,8 @@ def figure1(spec: dict, updates: pd.DataFrame, out_dir: str) -> None:
             ax.set_title(f"{name}-{col}" + (f" (ρ={rho[0]:.2f}, {p_text(rho[2])})" if col == "diff" else ""), fontsize=9)
             _head_map(ax, m)
             fig.colorbar(im, ax=ax, fraction=0.046, format="%.2g")  # no offset text ("1e−5") over the colorbar
-    fit_suptitle(fig, "Relative attention-head updates; diff = multi − cross (blue: multi updates more); "
+    fit_suptitle(fig, "Attention-head updates, each a share of its model's total; diff = multi − cross "
+                 "(blue: multi updates more); "
                  "ρ: Spearman, cross vs multi, seed mean; p: the largest over seeds")
     short = {k.partition(".")[0]: v for k, v in rhos.items()}
     maps["rho_cross_multi"] = maps["task"].map({k: v[0] for k, v in short.items()})

@@ -2,12 +2,15 @@
 
 A head h of layer l owns rows h·d … (h+1)·d − 1 of the query, key and value projections
 (weights and biases) and the same columns of the attention output projection O (O's bias is
-shared by all heads and belongs to none). Its update is normalised by the head's own size:
+shared by all heads and belongs to none). Its update is the paper's "absolute weight update"
+(Sect. 3.3.1), the L1 norm of the change over those slices:
 
-    update(l, h) = Σ |W_ft − W_pre| / Σ |W_pre|    over those slices (a relative L1 change),
+    update(l, h) = Σ |W_ft − W_pre|
 
-so heads of different layers, and encoders of different sizes, are on one scale. The paper
-does not say how it normalises; this is our choice (docs/papers.md).
+Figure 1 normalises each model's map (`figures.head_update_maps`): a head's share of its
+model's total update, so a cross and a multi model, trained for different numbers of steps,
+are compared by where their updates go, and multi − cross has both signs (fidelity
+`head_update_normalisation`).
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ def head_slices(state: dict[str, torch.Tensor], layer: int, head: int, head_dim:
 
 def head_updates(pretrained: dict[str, torch.Tensor], finetuned: dict[str, torch.Tensor], layers: int,
                  heads: int) -> np.ndarray:
-    """(layers × heads) relative L1 updates of every head."""
+    """(layers × heads) absolute (L1) updates of every head."""
     hidden = pretrained["encoder.layer.0.attention.self.query.weight"].shape[0]
     d = hidden // heads
     out = np.zeros((layers, heads))
@@ -45,9 +48,7 @@ def head_updates(pretrained: dict[str, torch.Tensor], finetuned: dict[str, torch
         for h in range(heads):
             pre = head_slices(pretrained, layer, h, d)
             ft = head_slices(finetuned, layer, h, d)
-            change = sum(float((b.double() - a.double()).abs().sum()) for a, b in zip(pre, ft))
-            size = sum(float(a.double().abs().sum()) for a in pre)
-            out[layer, h] = change / size
+            out[layer, h] = sum(float((b.double() - a.double()).abs().sum()) for a, b in zip(pre, ft))
     return out
 
 

@@ -45,12 +45,11 @@ def table2(spec: dict, inputs: list[str]) -> tuple[pd.DataFrame, str, str]:
 
 
 def select_note(spec: dict) -> str:
-    """Which epoch is kept: the paper is silent (5 epochs, lr 1e-5, batch 32 only)."""
+    """Which epoch is kept (the paper is silent: fidelity `selection`)."""
     select = spec.get("select", "best")
     which = ("the epoch with the best dev score, averaged over the training languages' dev sets (cross: EN "
              "dev only; multi: the four)" if select == "best" else "the last epoch")
-    return (f"Checkpoint: {which} (hparams profile {spec.get('hparams', '?')}, select: {select}). The paper does not say; "
-            "our choice (Hugging Face's Trainer, whose implementation it names, keeps the last epoch unless told otherwise).")
+    return f"Checkpoint: {which} (hparams profile {spec.get('hparams', '?')}, select: {select})."
 
 
 def table1(spec: dict, inputs: list[str]) -> tuple[pd.DataFrame, str, str]:
@@ -94,9 +93,7 @@ def table6(spec: dict, inputs: list[str]) -> tuple[pd.DataFrame, str, str]:
 
 
 def da_note(mlm: dict) -> str:
-    return (f"+DA's MLM: {mlm['steps']:,} steps of {mlm['batch_size']} sequences, lr {mlm['lr']:g}, 15% masking "
-            "(adapt.mlm). The paper gives no DA settings; our choice (config.yaml's full-scale values follow BERT's "
-            "continued-pretraining defaults).")
+    return f"+DA's MLM: {mlm['steps']:,} steps of {mlm['batch_size']} sequences, lr {mlm['lr']:g}, 15% masking (adapt.mlm)."
 
 
 def analysis_table(name: str):
@@ -117,12 +114,13 @@ RHO_UNDEFINED = "ρ undefined: fewer than 3 shared heads in the cell (see the no
 
 
 def probe_note(probe: dict) -> str:
-    cap = probe.get("max_train_examples")
-    return (f"Probes train on at most {cap:,} EN training examples ({probe.get('epochs', '?')} epochs, "
-            f"analysis.probe.max_train_examples) and test on {probe.get('max_test_examples') or 'all'} per language. The "
-            "paper gives no probe training size; our choice (20,000 in config.yaml: WikiANN's training size in its "
-            "Table 1, so NER probes see all of it and PAWS-X / MARC a sample).") if cap else (
-            "Probes train on every EN training example (analysis.probe.max_train_examples unset).")
+    """What the probes of this run trained and tested on, from its config (the paper: the EN
+    training sets, all of them, and the four test sets; Sect. 3.2)."""
+    cap, test = probe.get("max_train_examples"), probe.get("max_test_examples")
+    train = f"at most {cap:,} EN training examples" if cap else "every EN training example"
+    return (f"Probes train on {train} ({probe.get('epochs', '?')} epochs; analysis.probe.max_train_examples) and "
+            f"test on {f'{test:,}' if test else 'all'} test examples per language (analysis.probe.max_test_examples).")
+
 
 VANILLA = "vanilla"  # the pretrained encoder; the paper's "mBERT" rows
 
@@ -204,16 +202,44 @@ def top_heads(scores: np.ndarray, k: int) -> np.ndarray:
     return np.flatnonzero(scores > cut)
 
 
+EXACT_MAX_N = 7  # up to 7! = 5,040 pairings the permutation test enumerates them all (8!: 45 ms a cell)
+PERMUTATIONS = 9_999  # beyond: a seeded Monte Carlo permutation test, p ≥ 1/10,000
+RHO_TEST = (f"a two-sided permutation test of Spearman's ρ (scipy.stats.permutation_test over the pairings: "
+            f"exact, every pairing, up to {EXACT_MAX_N} shared heads; else {PERMUTATIONS:,} seeded random "
+            "pairings), so ρ = 1.00 over 3 heads has p = 1/3, not the t approximation's 0")
+
+
+def spearman_test(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """Spearman's ρ (tied scores get average ranks) and its two-sided permutation p (`RHO_TEST`):
+    exact for a handful of heads, where the t approximation of scipy.stats.spearmanr calls a
+    perfect ρ over 3 heads p = 0."""
+    # scipy: only in the table job, not when the plan is read
+    from scipy.stats import permutation_test, rankdata, spearmanr
+
+    rx, ry = rankdata(x), rankdata(y)
+    rx, ry = rx - rx.mean(), ry - ry.mean()
+    sy = float(np.sqrt((ry * ry).sum()))
+    sx = float(np.sqrt((rx * rx).sum()))
+    if sx == 0 or sy == 0:  # every score tied on a side: ρ undefined
+        return math.nan, math.nan
+
+    def rho(a, axis=-1):  # Pearson of the ranks; a pairing permutes a's ranks against y's
+        return (a * ry).sum(axis=axis) / (sx * sy)
+
+    exact = len(x) <= EXACT_MAX_N
+    res = permutation_test((rx,), rho, permutation_type="pairings", vectorized=True, alternative="two-sided",
+                           n_resamples=np.inf if exact else PERMUTATIONS, rng=np.random.default_rng(0))
+    return float(spearmanr(x, y).statistic), float(res.pvalue)
+
+
 def topk_compare(model: np.ndarray, base: np.ndarray, k: int) -> tuple[int, float, float]:
     """Overlap of the top-k heads (`top_heads`: ties at the cut-off left out) and Spearman ρ (and
-    its two-sided p; tied scores get average ranks) of both models' scores over the overlap."""
+    its two-sided permutation p, `spearman_test`) of both models' scores over the overlap."""
     shared = np.intersect1d(top_heads(model, k), top_heads(base, k))
     if len(shared) < 3:
         return len(shared), math.nan, math.nan
-    from scipy.stats import spearmanr  # scipy: only in the table job, not when the plan is read
-
-    rho, p = spearmanr(model[shared], base[shared])
-    return len(shared), float(rho), float(p)
+    rho, p = spearman_test(model[shared], base[shared])
+    return len(shared), rho, p
 
 
 def over_vanilla(probes: pd.DataFrame) -> pd.DataFrame:
@@ -299,9 +325,9 @@ def table4(spec: dict, inputs: list[str]):
              "is its probe on the fine-tuned model minus its probe on the vanilla (pretrained) encoder, as Table 3's "
              "(the paper's Sect. 3.2 method).",
              f"Top-k heads: {TOP_HEADS_RULE}",
-             f"ρ*: Spearman's ρ significant (two-sided p < {TABLE4_ALPHA}, scipy.stats.spearmanr) in every seed "
+             f"ρ*: Spearman's ρ significant (p < {TABLE4_ALPHA}; {RHO_TEST}) in every seed "
              "of the cell; the CSV's pvalue is the largest p over those seeds, n_significant counts the seeds "
-             "below α (the paper marks significant ρ with * and gives no α: ours).",
+             "below α (the paper marks significant ρ with * and gives no α or test: ours).",
              f"Seeds: {sorted(ours['seed'].unique().tolist())}.",
              *(["† here: the model or its baseline (the same seed's cross model) collapsed."]
                if ours["collapsed"].any() else [])]
