@@ -56,7 +56,7 @@ def test_an_adjustment_reads_its_seeds_sample_with_the_configured_settings(tiny_
     sub = adjust_inputs(cfg, "tiny", "adjust-hi-n300-seed1-subword")
     assert sub["pairs"] == [f"{cfg['results']}/align/en-hi/subword-tiny/{cfg['align']['backend']}/samples/n300.seed1.jsonl"]
     assert adjust_config(cfg, "adjust-hi-n300-seed1-subword")["word_vectors"] == "subword"
-    with pytest.raises(XltError, match="continual learning draws its own sample of word pairs; an init ending in -subword"):
+    with pytest.raises(XltError, match="continual learning reads word pairs; an init ending in -subword"):
         aux_streams(cfg, "en.underspec.adjust_continual", "xnli", "tiny", "adjust-hi-n300-seed1-subword")
 
 
@@ -78,9 +78,11 @@ def test_the_adjustment_cuts_sentences_at_512_subwords_as_the_authors_code(tiny_
     assert links[128] <= 126 and links[cut] == len(words)
 
 
-def test_continual_learning_streams_its_own_sample_anchored_to_the_released_encoder(tiny_cfg):
-    """The authors draw continual learning's 30K pairs anew (not the adjustment's): a second draw
-    of the init's pair and seed, of the aux set's size (the tiny preset: the adjustment's 300)."""
+def test_continual_learning_streams_the_adjustments_draw_anchored_to_the_released_encoder(tiny_cfg):
+    """The authors' continual 30K are random.sample(pool, 30000) right after set_seed(seed), as
+    the adjustment's 30K are: with equal seeds the same pairs. config.yaml (draw: adjustment)
+    reads the alignment stage's sample of that size and seed, the main adjustment's own pairs;
+    the tiny preset keeps its landed second draw (draw: continual)."""
     cfg = tiny_cfg
     (stream,) = aux_streams(cfg, "en.underspec.adjust_continual", "xnli", "tiny", "adjust-hi-n300-seed1-end")
     assert stream["kind"] == "aligned_pairs"
@@ -88,8 +90,11 @@ def test_continual_learning_streams_its_own_sample_anchored_to_the_released_enco
     assert stream["data"] not in adjust_inputs(cfg, "tiny", "adjust-hi-n300-seed1-end")["pairs"]
     assert cfg["aux_sets"]["adjust_continual"]["size"] == cfg["papers"]["adjust"]["size"]
     full = load_configs(["config.yaml"])
-    (paper,) = aux_streams(full, "en.adjust.adjust_continual", "xnli", "mbert", "adjust-ru-n5000-seed3")
-    assert paper["data"].endswith("/align/en-ru/systran_align/samples/continual/n30000.seed3.jsonl")
+    (paper,) = aux_streams(full, "en.adjust.adjust_continual", "xnli", "mbert", "adjust-ru-n30000-seed3")
+    assert paper["data"].endswith("/align/en-ru/systran_align/samples/n30000.seed3.jsonl")
+    assert [paper["data"]] == adjust_inputs(full, "mbert", "adjust-ru-n30000-seed3")["pairs"]
+    (other,) = aux_streams(full, "en.adjust.adjust_continual", "xnli", "mbert", "adjust-ru-n5000-seed3")
+    assert other["data"] == paper["data"]  # 30K drawn with seed 3, whatever the init's own size
     assert stream["reference"] == f"{cfg['results']}/encoders/tiny/pretrained"
     assert (stream["weight"], stream["anchor_weight"], stream["batch_size"], stream["word_vectors"]) == (0.01, 1.0, 16, "end")
     assert aux_inputs(cfg, "en.underspec.adjust_continual", "xnli", "tiny", "adjust-hi-n300-seed1") == [
