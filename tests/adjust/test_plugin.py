@@ -15,7 +15,7 @@ from xlt.workflow.config import load_configs
 from xlt.errors import XltError
 from xlt.papers.adjust import plan as A
 from xlt.papers.adjust.checks import check
-from xlt.papers.adjust.tables import table2
+from xlt.papers.adjust.tables import continual_note, table2
 from xlt.papers import get_table, table_inputs, wildcard_constraints
 from xlt.dag.targets import Init, aux_inputs, aux_streams
 from xlt.papers.adjust.inits import Adjusted, adjust_config, adjust_inputs
@@ -217,9 +217,14 @@ def test_table2_puts_each_adjusted_model_in_its_own_column_with_the_papers_marks
     mixed = cell.loc[("xnli_mixed", "adjusted", "hi")]
     assert mixed["paper"] > 0 and pd.isna(mixed["ours_mean"])  # published, not configured: the cell is kept
     assert "xnli_mixed: not configured" in md and "systran_align" in md and "paired t-test" in md
-    # the authors' pair filter, cut and continual sample, from the config
-    assert "a link joining two identical words" in md and "cut at 256 subwords (adapt.adjust.max_length" in md
-    assert "its own sample of 300 aligned pairs per seed (aux_sets.adjust_continual.size; the paper's 30K)" in md
+    # the authors' pair filter and this run's continual sample, from the config; no hand-typed
+    # deviation (the fidelity ledger's notes say them) and no cut the authors do not make
+    assert "a link joining two identical words" in md and "cut at" not in md and "512" not in md
+    assert ("300 aligned pairs per seed (aux_sets.adjust_continual.size, draw: continual), a second draw of the pool"
+            in md) and "the paper's 30K" not in md
+    assert "Fine-tuning on English only, zero-shot on the target language" in md
+    full = A.table_spec(load_configs(["config.yaml"]))
+    assert "draw: adjustment), the alignment stage's sample of that size" in continual_note(full)
 
 
 def test_table6_reports_gains_over_the_original_per_seed(tiny_cfg, tmp_path):
@@ -394,3 +399,24 @@ def test_continual_learning_anchors_to_the_snapshot_of_a_hub_encoder():
     full = load_configs([])
     (stream,) = aux_streams(full, "en.adjust.adjust_continual", "xnli", "mbert", "adjust-hi-n30000-seed1")
     assert stream["reference"] == "resources/raw/encoders/mbert" and "reference_revision" not in stream
+
+
+def test_table8_says_its_mlqa_rows_are_trained_on_translated_squad(tiny_cfg, tmp_path):
+    """Table 8's MLQA rows are fine-tuned on SQuAD machine-translated into the test language:
+    its notes must not call them English-only zero-shot."""
+    from xlt.io import write_json
+    from xlt.papers.adjust.tables import table8
+
+    files = []
+    for init, task, recipe, on, lang in (("pretrained", "qa", "en.underspec", "", "en"),
+                                         ("adjust-hi-n300-seed1", "qa", "en.underspec", "", "en"),
+                                         ("pretrained", "qa.translated", "hi.underspec", "on-qa.mlqa/", "hi"),
+                                         ("adjust-hi-n300-seed1", "qa.translated", "hi.underspec", "on-qa.mlqa/", "hi")):
+        out = tmp_path / "results/eval/tiny" / init / task / recipe / "seed1" / f"{on}test.json"
+        write_json(out, {"task": "qa", "split": "test", "seed": 1, "metrics": {lang: {"f1": 50.0, "exact_match": 40.0, "n": 10}},
+                         "collapsed": False, "model": f"results/models/tiny/{init}/{task}/{recipe}/seed1"})
+        files.append(str(out))
+    table, md, _ = table8(A.table_spec(tiny_cfg), files)
+    assert "zero-shot on the target language" not in md and "English only" not in md
+    assert "SQuAD machine-translated into the column's language, tested in that language (not zero-shot)" in md
+    assert table["ours_mean"].notna().sum() == 4
