@@ -54,12 +54,20 @@ def adjusted_pairs_file(cfg: dict, encoder: str, it: Adjusted) -> str:
 CONTINUAL_DRAW = "continual"  # the alignment stage's draw of continual learning's samples (rules/align.smk)
 
 
-def continual_pairs_file(cfg: dict, it: Adjusted, size: int) -> str:
-    """Continual learning's own sample of `size` aligned pairs (the authors draw 30K anew for
-    it): the pair and seed of the adjusted init, another draw than the adjustment's."""
+def continual_pairs_file(cfg: dict, it: Adjusted, size: int, draw: str = "adjustment") -> str:
+    """Continual learning's sample of `size` aligned pairs of the init's pair, drawn with its seed.
+    `adjustment`: the alignment stage's sample of that size and seed, the adjustment's own draw.
+    The authors' code draws it so: each of their scripts calls random.sample(pool, max_sent)
+    right after set_seed(seed), so with equal seeds the continual 30K are the adjustment's 30K
+    (alignment/utils_alignment.py, load_align_corpus). `continual`: a second draw of the pool
+    (rule align_continual_sample), another sample than the adjustment's."""
     if it.word_vectors == "subword":
-        raise XltError(f"encoder init {it.name!r}: continual learning draws its own sample of word pairs; an init "
+        raise XltError(f"encoder init {it.name!r}: continual learning reads word pairs; an init "
                        "ending in -subword (pairs aligned as subwords) has none (not built: no table asks for it)")
+    if draw == "adjustment":
+        return aligned_pairs_file(cfg, it.pair, size, it.seed)
+    if draw != "continual":
+        raise XltError(f"continual learning's draw {draw!r}: expected adjustment or continual")
     pair = f"{cfg['results']}/align/en-{it.pair}/{cfg['align']['backend']}"
     return f"{pair}/samples/{CONTINUAL_DRAW}/n{size}.seed{it.seed}.jsonl"
 
@@ -85,13 +93,13 @@ def adjust_config(cfg: dict, init: str) -> dict:
 
 def aligned_pairs_streams(cfg: dict, recipe: str, name: str, aux: dict, encoder: str | None, init: str) -> list[dict]:
     """An aux set of kind `aligned_pairs` (continual learning): one stream of the adjusted init's
-    own sample of aligned pairs, anchored to the encoder as released; its pairs are a fresh
-    sample of the set's `size` (continual_pairs_file), not the adjustment's."""
+    sample of aligned pairs, anchored to the encoder as released; its pairs: the set's `size`
+    drawn as its `draw` says (continual_pairs_file)."""
     it = Init.parse(init)
     if not isinstance(it, Adjusted):
         raise XltError(f"recipe {recipe!r}: aux set {name!r} (aligned pairs) needs an adjusted encoder init "
                        f"({Adjusted.GRAMMAR}); got {init!r}")
-    return [{"kind": "aligned_pairs", "data": continual_pairs_file(cfg, it, aux["size"]),
+    return [{"kind": "aligned_pairs", "data": continual_pairs_file(cfg, it, aux["size"], aux.get("draw", "adjustment")),
              "reference": encoder_source(cfg, encoder),
              "weight": aux["weight"],
              "anchor_weight": aux.get("anchor_weight", 1.0), "word_vectors": it.word_vectors, "tokens": it.tokens,

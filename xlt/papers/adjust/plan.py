@@ -70,7 +70,8 @@ def table_spec(cfg: dict) -> dict:
     p = cfg["papers"][SLUG]
     return {**p, "targets": targets(cfg), "aligner": cfg["align"]["backend"],
             "cut": adjust_config(cfg, Adjusted("xx", p["size"], 1).name)["max_length"],
-            "continual_size": cfg["aux_sets"][p["continual"]]["size"]}
+            "continual_size": cfg["aux_sets"][p["continual"]]["size"],
+            "continual_draw": cfg["aux_sets"][p["continual"]].get("draw", "adjustment")}
 
 
 # ---- Tables 2 and 3: original, adjusted, adjusted + continual --------------------------------

@@ -53,7 +53,9 @@ class AdjustConfig:
     adam_eps: float = 1e-9
     weight_decay: float = 0.0  # the authors' plain Adam
     max_grad_norm: float = 0.0  # no clipping (the authors')
-    max_length: int = 512  # subwords per sentence, specials included; words past it are cut (the authors': mBERT's limit)
+    # subwords per sentence, specials included; words past it are cut. A guard at mBERT's position
+    # limit: the authors cut nothing (their pool drops pairs over 64 words, align.pool.max_words)
+    max_length: int = 512
     word_vectors: str = "avg"  # a word's vector: its subwords' "avg", the "start" / "end" subword, or
     #                             "subword": the pairs are aligned subwords (the stage's subword branch)
     tokens: str = "all"  # aligned: words, [CLS] and [SEP] ("all"), or "words", "cls", "cls_sep" (ALIGNED_TOKENS)

@@ -81,19 +81,32 @@ def _gains(ours: pd.DataFrame, column: str) -> pd.DataFrame:
     return adj[["task", "dataset", column, "lang", "seed", "value", "collapsed"]]
 
 
-def _notes(spec: dict, ours: pd.DataFrame, extra: list[str]) -> list[str]:
+ZERO_SHOT = "Fine-tuning on English only, zero-shot on the target language"
+
+
+def continual_note(spec: dict) -> str:
+    """How continual learning's aligned pairs were drawn in this run (its aux set's `draw`)."""
+    size, name = spec["continual_size"], spec["continual"]
+    if spec.get("continual_draw", "adjustment") == "adjustment":
+        how = ("the alignment stage's sample of that size drawn with the model's seed: with the adjustment's size, "
+               "the very pairs its encoder was adjusted on")
+    else:
+        how = "a second draw of the pool with the model's seed, not the adjustment's pairs"
+    return (f"Continual learning (Eq. 2): {size:,} aligned pairs per seed (aux_sets.{name}.size, "
+            f"draw: {spec.get('continual_draw', 'adjustment')}), {how}.")
+
+
+def _notes(spec: dict, ours: pd.DataFrame, extra: list[str], training: str = ZERO_SHOT) -> list[str]:
+    """The notes every table of the paper carries: what this run is (from its config); the
+    deviations and this run's scalings come from the fidelity ledger (xlt.fidelity.item_notes)."""
     seeds = sorted(ours["seed"].unique().tolist())
     return [
         f"Encoder: {spec['encoder']}. Seeds: {seeds}; each seed redoes the adjustment (its own sample of aligned "
-        "pairs) and the fine-tuning. Fine-tuning on English only (profile " + spec["hparams"] + "), "
-        "zero-shot on the target language; the adjusted models of a column are adjusted on English paired with it.",
+        f"pairs) and the fine-tuning. {training} (profile {spec['hparams']}); the adjusted models of a column are "
+        "adjusted on English paired with it.",
         f"Aligned pairs: the alignment stage's links ({spec['aligner']}, 1-to-1; docs/align.md has each aligner's "
-        "AER on the world's gold links), the paper's: fast_align, intersected. As in the authors' code, a link "
-        "joining two identical words (\".\", names, numbers) is dropped and each sentence is cut at "
-        f"{spec['cut']} subwords (adapt.adjust.max_length; the authors': 512, mBERT's limit).",
-        *([f"Continual learning (Eq. 2): its own sample of {spec['continual_size']:,} aligned pairs per seed "
-           f"(aux_sets.{spec['continual']}.size; the paper's 30K), drawn anew from the same pool with the seed, not "
-           "the adjustment's pairs."] if "adjusted_continual" in set(ours["model"]) else []),
+        "AER on the world's gold links); a link joining two identical words (\".\", names, numbers) is dropped.",
+        *([continual_note(spec)] if "adjusted_continual" in set(ours["model"]) else []),
         *extra,
         COLLAPSE_NOTE,
     ]
@@ -211,7 +224,9 @@ def table8(spec: dict, inputs: list[str]):
     notes = _notes(spec, ours, [
         "squad: SQuAD v1.1 dev F1 (English) of the models of Table 4, by the language the encoder was adjusted on; "
         "mlqa: MLQA F1 of models fine-tuned on SQuAD machine-translated into that language (data.qa.sets."
-        f"{spec['table8']['train'].partition('.')[2]}), from the original or the encoder adjusted on it."])
+        f"{spec['table8']['train'].partition('.')[2]}), from the original or the encoder adjusted on it."],
+        training=("Fine-tuning: the squad rows' models on English SQuAD; the mlqa rows' on SQuAD machine-translated "
+                  "into the column's language, tested in that language (not zero-shot)"))
     md, tex = render_grid(table, ["dataset", "model", "align_lang"], "eval_lang", "adjust Table 8: monolingual QA F1",
                           notes, labels=LABELS)
     return table, md, tex
