@@ -273,6 +273,10 @@ class Loop:
                     changed = self.on_eval_step(state, epoch)
                     self.timers["evaluating"] += time.perf_counter() - t
                     self.model.train()
+                    last = state["history"][-1] if state["history"] else {}
+                    self._say(", ".join([f"{self.desc}: epoch {epoch + 1}/{self.epochs}", f"step {state['global_step']}"]
+                                        + [f"dev {k} {v:.4g}" for k, v in last.items()
+                                           if k not in ("epoch", "step") and isinstance(v, (int, float))]), bar)
                     if self.dist.any(changed):
                         # the selected weights on disk now come from this step: the checkpointed
                         # selection must say so, or a job killed before its next checkpoint would
