@@ -210,3 +210,36 @@ def test_a_pack_with_every_option_selects_what_each_model_selects_alone(tiny_enc
         assert (summary["selected_epoch"], summary["selected_step"]) == (alone["selected_epoch"], alone["selected_step"])
         wp, wa = _weights(out), _weights(tmp_path / f"alone{seed}")
         assert max((wp[k] - wa[k]).abs().max().item() for k in wa) < 1e-5, seed
+
+
+def test_kill_9_of_a_pack_with_every_option_resumes_every_model(tiny_encoder, toy_data, tmp_path):
+    """As alone: SIGKILL after 7 steps, the rerun resumes both models from step 6 with the
+    selection of step 5's evaluation and ends bit-identical to a pack that ran through."""
+    seeds = [1, 2]
+    hp = {**HP, **OPTIONS}
+
+    def cli(name, *extra):
+        return subprocess.run(
+            [sys.executable, str(REPO / "workflow_scripts" / "finetune.py"), "--task", "pos", "--encoder", str(tiny_encoder),
+             "--data", str(toy_data / "pos"), "--train-langs", "en", "--hparams", json.dumps(hp),
+             "--seed", *map(str, seeds), "--out", *(str(tmp_path / name / f"seed{s}") for s in seeds),
+             "--checkpoint-dir", *(str(tmp_path / f"ck_{name}" / f"seed{s}") for s in seeds),
+             "--pack-checkpoint-dir", str(tmp_path / f"ck_{name}" / "pack"), "--threads", "1", *extra],
+            capture_output=True, text=True, timeout=300,
+        )
+
+    clean = cli("clean")
+    assert clean.returncode == 0, clean.stderr
+    killed = cli("resumed", "--kill-after-steps", "7")
+    assert killed.returncode == -signal.SIGKILL
+    state = json.loads((tmp_path / "ck_resumed" / "pack" / "last" / "state.json").read_text())
+    assert state["global_step"] == 6 and all(m["best_step"] == 5 for m in state["models"])
+    again = cli("resumed")
+    assert again.returncode == 0, again.stderr
+    assert "resuming the pack of 2 from step 6" in again.stderr
+    for s in seeds:
+        meta_clean, meta_res = (json.loads((tmp_path / n / f"seed{s}" / "xlt_model.json").read_text())["train"]
+                                for n in ("clean", "resumed"))
+        assert meta_res["history"] == meta_clean["history"] and meta_res["selected_step"] == meta_clean["selected_step"]
+        wc, wr = _weights(tmp_path / "clean" / f"seed{s}"), _weights(tmp_path / "resumed" / f"seed{s}")
+        assert all(torch.equal(wc[k], wr[k]) for k in wc), s
