@@ -1,4 +1,4 @@
-"""Length-grouped batches and dynamic padding.
+"""Training batches (length-grouped, random, one language per batch) and dynamic padding.
 
 Batches are drawn from a per-epoch generator seeded by (seed, epoch), so the order of
 epoch e is a pure function of the seed: a resumed run regenerates it and skips the
@@ -8,6 +8,8 @@ batches it already did, which is what makes resumed runs bit-identical.
 from __future__ import annotations
 
 import torch
+
+from xlt.errors import XltError
 
 def length_grouped_batches(
     lengths: list[int], batch_size: int, seed: int, epoch: int, mega: int = 50
@@ -22,6 +24,46 @@ def length_grouped_batches(
         batches.extend(chunk[k : k + batch_size] for k in range(0, len(chunk), batch_size))
     perm = torch.randperm(len(batches), generator=g).tolist()
     return [batches[p] for p in perm]
+
+
+def random_batches(n: int, batch_size: int, seed: int, epoch: int) -> list[list[int]]:
+    """A uniform shuffle cut into batches (the last one shorter): the order PyTorch's
+    RandomSampler gives the references that do not group by length."""
+    g = torch.Generator().manual_seed(seed * 100_003 + epoch)
+    order = torch.randperm(n, generator=g).tolist()
+    return [order[k : k + batch_size] for k in range(0, n, batch_size)]
+
+
+def one_language_batches(groups: list[int], batch_size: int, seed: int, epoch: int) -> list[list[int]]:
+    """Batches each drawn from one group (a training language): each group shuffled and cut
+    into batches, then all batches shuffled together, so languages interleave (bilingual
+    training in the underspecification paper's code)."""
+    g = torch.Generator().manual_seed(seed * 100_003 + epoch)
+    members: dict[int, list[int]] = {}
+    for j, group in enumerate(groups):
+        members.setdefault(group, []).append(j)
+    batches: list[list[int]] = []
+    for group in sorted(members):
+        own = members[group]
+        order = [own[p] for p in torch.randperm(len(own), generator=g).tolist()]
+        batches.extend(order[k : k + batch_size] for k in range(0, len(order), batch_size))
+    perm = torch.randperm(len(batches), generator=g).tolist()
+    return [batches[p] for p in perm]
+
+
+def epoch_batches(sampler: str, lengths: list[int], batch_size: int, seed: int, epoch: int,
+                  groups: list[int] | None = None) -> list[list[int]]:
+    """Epoch `epoch`'s training batches by `sampler` (TrainConfig.sampler), a pure function of
+    (seed, epoch): a resumed job regenerates the epoch and skips what it already did."""
+    if sampler == "length_grouped":
+        return length_grouped_batches(lengths, batch_size, seed, epoch)
+    if sampler == "random":
+        return random_batches(len(lengths), batch_size, seed, epoch)
+    if sampler == "one_language_per_batch":
+        if groups is None or len(groups) != len(lengths):
+            raise XltError("sampler one_language_per_batch needs each training example's language")
+        return one_language_batches(groups, batch_size, seed, epoch)
+    raise XltError(f"sampler={sampler!r}; allowed: length_grouped, random, one_language_per_batch")
 
 
 def sequential_batches(lengths: list[int], batch_size: int) -> list[list[int]]:

@@ -31,6 +31,11 @@ def load_records(paths, cap: int | None = None) -> list[dict]:
     return records
 
 
+def record_files(paths, cap: int | None = None) -> list[int]:
+    """The index in `paths` of the file each record of `load_records(paths, cap)` came from."""
+    return [i for i, p in enumerate(paths) for _ in (read_jsonl(p)[:cap] if cap else read_jsonl(p))]
+
+
 def max_positions(model, tokenizer) -> int | None:
     """Subwords the encoder takes in one sequence (specials included), if it says."""
     limits = [getattr(getattr(getattr(model, "encoder", None), "config", None), "max_position_embeddings", None),

@@ -50,9 +50,14 @@ class Loop:
         epochs: int | None = None,
         max_steps: int | None = None,
         max_grad_norm: float = 1.0,
+        max_grad_value: float | None = None,  # each gradient value clipped to ±v (before the norm clipping)
         checkpoint_every: int | None = None,
         checkpoint_minutes: float | None = 10.0,
         on_epoch_end: Callable[[dict, int], None] | None = None,
+        # dev evaluation every `eval_steps` optimizer steps besides epoch ends (None: none):
+        # on_eval_step(state, epoch) selects and says whether the selection changed
+        eval_steps: int | None = None,
+        on_eval_step: Callable[[dict, int], bool] | None = None,
         desc: str = "train",
         progress: bool = True,
         log_every: int = 50,
@@ -109,6 +114,12 @@ class Loop:
         late = time.monotonic() - self._last_save >= 60.0 * self.checkpoint_minutes
         # every rank takes part in a save: rank 0's clock decides for all
         return self.dist.any(self.dist.main and late) if self.dist.world > 1 else late
+
+    def _eval_due(self, state: dict, primary: Stream, stepped: bool) -> bool:
+        """An evaluation after this iteration's step (if it took one): every `eval_steps`
+        steps, except at an epoch's end (evaluated there anyway)."""
+        return bool(stepped and self.eval_steps and self.on_eval_step is not None
+                    and state["global_step"] % self.eval_steps == 0 and not primary.epoch_done())
 
     def total_steps(self) -> int:
         return self.max_steps if self.max_steps is not None else self.epochs * self.streams[self.primary].per_epoch()
@@ -228,6 +239,8 @@ class Loop:
                     with record_function("xlt/backward"):
                         loss.backward()
                     with record_function("xlt/optimizer"):  # clipping, step, schedule, zeroing
+                        if self.max_grad_value is not None:
+                            torch.nn.utils.clip_grad_value_(params, self.max_grad_value)
                         if self.max_grad_norm:
                             clip_grad_norm(params, self.max_grad_norm)
                         self.optimizer.step()
@@ -253,6 +266,23 @@ class Loop:
                             bar.set_postfix({k: f"{v.item():.4f}" for k, v in parts.items()}, refresh=False)
                     if self.kill_after_steps is not None and steps_here >= self.kill_after_steps:
                         os.kill(os.getpid(), signal.SIGKILL)  # testing aid: a node failure, nothing saved
+                saved = False
+                if self._eval_due(state, primary, len(idx[self.primary]) >= self.dist.world):
+                    self._check_finite(pending)
+                    t = time.perf_counter()
+                    changed = self.on_eval_step(state, epoch)
+                    self.timers["evaluating"] += time.perf_counter() - t
+                    self.model.train()
+                    last = state["history"][-1] if state["history"] else {}
+                    self._say(", ".join([f"{self.desc}: epoch {epoch + 1}/{self.epochs}", f"step {state['global_step']}"]
+                                        + [f"dev {k} {v:.4g}" for k, v in last.items()
+                                           if k not in ("epoch", "step") and isinstance(v, (int, float))]), bar)
+                    if self.dist.any(changed):
+                        # the selected weights on disk now come from this step: the checkpointed
+                        # selection must say so, or a job killed before its next checkpoint would
+                        # resume with a best score that the weights on disk do not have
+                        self._save(state)
+                        saved = True
                 if self.max_steps is None and primary.epoch_done():
                     self._check_finite(pending)
                     if self.on_epoch_end is not None:
@@ -270,7 +300,7 @@ class Loop:
                     continue
                 interrupted = self.dist.any(grace.received is not None) or (
                     self.stop_after_steps is not None and steps_here >= self.stop_after_steps)
-                if interrupted or self._checkpoint_due(state, steps_here):
+                if interrupted or (not saved and self._checkpoint_due(state, steps_here)):
                     self._check_finite(pending)
                     self._save(state)
                 if interrupted:

@@ -141,6 +141,14 @@ class PackedModel(nn.Module):
         return torch.stack(per, 1).norm(dim=1)
 
     @torch.no_grad()
+    def clip_grad_values(self, max_value: float) -> None:
+        """Each gradient value clamped to ±max_value: elementwise, so each model's as
+        clip_grad_value_ clips it alone."""
+        for p in self.stacked:
+            if p.grad is not None:
+                p.grad.clamp_(-max_value, max_value)
+
+    @torch.no_grad()
     def clip_grad_norms(self, max_norm: float) -> torch.Tensor:
         """Each model's gradients scaled to norm <= max_norm, as clip_grad_norm_ does alone."""
         norms = self.model_norms()
@@ -267,12 +275,14 @@ class PackedLoop:
     or not at all), so a pack killed anywhere (kill -9 included) resumes every model.
 
     `on_epoch_end(k, state_k, epoch)`: model k's dev selection, called after its weights were
-    copied into its own TaskModel (`models[k]`). `generators`: each model's dropout generator
+    copied into its own TaskModel (`models[k]`), at each epoch's end and every `eval_steps`
+    steps; it returns whether model k's selection changed. `generators`: each model's dropout generator
     (CPU), seeded as its job alone would have left torch's global one."""
 
     def __init__(self, *, packed: PackedModel, models: list, streams: list, optimizer, scheduler, device: torch.device,
                  checkpointer, generators: list[torch.Generator] | None, epochs: int | None = None,
-                 max_steps: int | None = None, max_grad_norm: float = 1.0, checkpoint_every: int | None = None,
+                 max_steps: int | None = None, max_grad_norm: float = 1.0, max_grad_value: float | None = None,
+                 checkpoint_every: int | None = None, eval_steps: int | None = None,
                  checkpoint_minutes: float | None = 10.0, on_epoch_end=None, precision: str = "fp32",
                  stop_after_steps: int | None = None, kill_after_steps: int | None = None, log_every: int = 50,
                  desc: str = "pack", pad_multiple: int | None = None, on_step_begin=None):
@@ -348,12 +358,25 @@ class PackedLoop:
         losses = torch.stack([self.kind.loss({"logits": logits[k]}, {f: g[k] for f, g in gold.items()})
                               for k in range(self.packed.k)])
         losses.sum().backward()
+        if self.max_grad_value is not None:
+            self.packed.clip_grad_values(self.max_grad_value)
         if self.max_grad_norm:
             self.packed.clip_grad_norms(self.max_grad_norm)
         self.optimizer.step()
         self.scheduler.step()
         self.optimizer.zero_grad(set_to_none=True)
         return losses.detach()
+
+    def _evaluate(self, state: dict, epoch: int) -> list:
+        """Every model's dev selection (`on_epoch_end`) on its own weights; what each returned."""
+        t = time.perf_counter()
+        changed = []
+        for k, model in enumerate(self.models):
+            self.packed.unstack_into(k, model)
+            changed.append(self.on_epoch_end(k, state["models"][k], epoch))
+        self.timers["evaluating"] += time.perf_counter() - t
+        self.packed.train()
+        return changed
 
     def run(self) -> dict:
 
@@ -387,14 +410,15 @@ class PackedLoop:
                     m["global_step"] = state["global_step"]
                 if self.kill_after_steps is not None and steps_here >= self.kill_after_steps:
                     os.kill(os.getpid(), signal.SIGKILL)  # testing aid: a node failure, nothing saved
+                saved = False
+                if (self.eval_steps and self.on_epoch_end is not None and state["global_step"] % self.eval_steps == 0
+                        and not lead.epoch_done()):  # an epoch's end evaluates anyway
+                    if any(self._evaluate(state, epoch)):
+                        self._save(state)  # the selection that the selected weights on disk come from (as Loop)
+                        last_save, saved = time.monotonic(), True
                 if self.max_steps is None and lead.epoch_done():
                     if self.on_epoch_end is not None:
-                        t = time.perf_counter()
-                        for k, model in enumerate(self.models):
-                            self.packed.unstack_into(k, model)
-                            self.on_epoch_end(k, state["models"][k], epoch)
-                        self.timers["evaluating"] += time.perf_counter() - t
-                        self.packed.train()
+                        self._evaluate(state, epoch)
                     for s in self.streams:
                         s.next_epoch()
                     self._save(state)
@@ -404,7 +428,7 @@ class PackedLoop:
                     self.stop_after_steps is not None and steps_here >= self.stop_after_steps)
                 due = (self.checkpoint_every and state["global_step"] % self.checkpoint_every == 0) or (
                     self.checkpoint_minutes and time.monotonic() - last_save >= 60.0 * self.checkpoint_minutes)
-                if interrupted or due:
+                if interrupted or (due and not saved):
                     self._save(state)
                     last_save = time.monotonic()
                 if interrupted:

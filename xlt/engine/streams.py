@@ -3,7 +3,7 @@
 A stream is a list of features and a batch size; a paired stream's features are pairs (a
 sentence and its translation, an aligned sentence pair with its word links), drawn together.
 Its batches for epoch e are a pure
-function of (seed, e) (length-grouped, see `batching.length_grouped_batches`); its cursor
+function of (seed, e) (length-grouped by default; `sampler`, see `batching.epoch_batches`); its cursor
 is (epoch, index of the next batch). A job draws from one or several streams every step;
 every cursor goes into the checkpoint, so a resumed job regenerates each stream's epoch
 and continues exactly where it stopped.
@@ -16,7 +16,7 @@ from typing import Callable
 
 import torch
 
-from xlt.engine.batching import collate, length_grouped_batches
+from xlt.engine.batching import collate, epoch_batches
 from xlt.errors import XltError
 
 
@@ -35,6 +35,8 @@ class Stream:
     cursor: list[int] = field(default_factory=lambda: [0, 0])  # [epoch, next batch]
     _epoch_batches: tuple[int, list] | None = field(default=None, repr=False)
     pad_multiple: int = 1  # batch widths rounded up to a multiple of this (set by the loop on CUDA)
+    sampler: str = "length_grouped"  # how an epoch's batches are drawn (TrainConfig.sampler)
+    groups: list[int] | None = None  # each feature's training language (index), for sampler one_language_per_batch
 
     def __post_init__(self):
         if not self.features:
@@ -48,7 +50,8 @@ class Stream:
 
     def batches(self, epoch: int) -> list[list[int]]:
         if self._epoch_batches is None or self._epoch_batches[0] != epoch:
-            self._epoch_batches = (epoch, length_grouped_batches(self.lengths, self.batch_size, self._seed, epoch))
+            self._epoch_batches = (epoch, epoch_batches(self.sampler, self.lengths, self.batch_size, self._seed, epoch,
+                                                       self.groups))
         return self._epoch_batches[1]
 
     def per_epoch(self) -> int:

@@ -9,6 +9,8 @@ from xlt.errors import XltError
 
 
 FAST_PATH = ("auto", "off")
+# TrainConfig.sampler: how each epoch's training batches are drawn (xlt.engine.batching.epoch_batches)
+SAMPLERS = ("length_grouped", "random", "one_language_per_batch")
 CLASSIFIERS = ("dense", "linear", "hf_sequence_classifier")  # TrainConfig.classifier
 ORACLE_FILE = "oracle.json"  # beside a model fine-tuned with oracle selection (per target language, its own dev)  # the lean training forward where it applies, or never
 
@@ -29,6 +31,11 @@ class TrainConfig:
     adam_betas: tuple[float, float] = (0.9, 0.999)
     adam_eps: float = 1e-8
     max_grad_norm: float = 1.0  # gradient clipping; 0 turns it off
+    max_grad_value: float | None = None  # each gradient value clipped to ±v before the norm clipping; None: off
+    # the training batches: "length_grouped" (shuffled, sorted by length within mega-batches:
+    # less padding), "random" (a uniform shuffle, as the references' PyTorch samplers draw),
+    # "one_language_per_batch" (each batch from one training language, languages interleaved)
+    sampler: str = "length_grouped"
     max_length: int = 128  # subwords per window, specials included
     stride: int = 32  # tagging: window step; QA: doc-stride overlap (below max_length/2)
     parse_max_words: int = 128  # parsing at test time: the first N words, whatever their subwords
@@ -44,6 +51,7 @@ class TrainConfig:
     # target-language peeking). A list, e.g. [en]: translate-train data has English dev only
     dev_languages: list | None = None
     select_metric: str | None = None  # default: the task's first metric; averaged over dev sets
+    eval_steps: int | None = None  # also evaluate dev (and select) every N optimizer steps; None: epoch ends only
     # resumable checkpoints: at each epoch's end, on a grace signal, every `checkpoint_minutes`
     # of wall clock (bounds the work a node failure loses, whatever a step costs: a 100-step
     # cadence wrote mBERT's 2 GB of state every few seconds on a GPU) and, if set, every
@@ -69,11 +77,15 @@ class TrainConfig:
         cfg = cls(**d)
         for key, allowed in (("select", ("best", "last")), ("schedule", ("linear", "constant")), ("device", ("auto", "cpu", "cuda")),
                              ("precision", ("auto", "bf16", "fp32")), ("fast_path", FAST_PATH),
-                             ("classifier", CLASSIFIERS)):
+                             ("classifier", CLASSIFIERS), ("sampler", SAMPLERS)):
             if getattr(cfg, key) not in allowed:
                 raise XltError(f"{where}: {key}={getattr(cfg, key)!r}; allowed: {', '.join(allowed)}")
         if not 0 < cfg.stride < cfg.max_length // 2:
             raise XltError(f"{where}: stride={cfg.stride} must be positive and below max_length/2 (max_length={cfg.max_length})")
+        if cfg.max_grad_value is not None and not cfg.max_grad_value > 0:
+            raise XltError(f"{where}: max_grad_value={cfg.max_grad_value} must be positive (or null: off)")
+        if cfg.eval_steps is not None and cfg.eval_steps < 1:
+            raise XltError(f"{where}: eval_steps={cfg.eval_steps} must be at least 1 (or null: epoch ends only)")
         return cfg
 
     def to_dict(self) -> dict:

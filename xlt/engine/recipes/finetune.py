@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from xlt.engine.train_config import ORACLE_FILE, TrainConfig
-from xlt.engine.evalset import EvalSet, load_records, max_positions
+from xlt.engine.evalset import EvalSet, load_records, max_positions, record_files
 from xlt.engine.heads import PooledClassificationHead
 from xlt.engine.kinds import Kind, resolve
 from xlt.engine.loop import Loop
@@ -89,6 +89,21 @@ def _task_stream_owner(extensions: list, task: Task, files: list, cap: int | Non
     if len(owners) > 1:
         raise XltError(f"fine-tune extensions {[ext.name for ext, _ in owners]} each give the task's own stream; at most one may")
     return owners[0] if owners else None
+
+
+def feature_languages(features: list[dict], files: list, cap: int | None) -> list[int]:
+    """Each feature's training language, as the index of the file its record came from (one
+    training file per language): what sampler one_language_per_batch groups batches by."""
+    of_record = record_files(files, cap)
+    return [of_record[f["example"]] for f in features]
+
+
+def apply_sampler(stream: Stream, cfg: TrainConfig, files: list) -> Stream:
+    """`stream` (features read from `files`) drawing its batches by `cfg.sampler`."""
+    stream.sampler = cfg.sampler
+    if cfg.sampler == "one_language_per_batch":
+        stream.groups = feature_languages(stream.features, files, cfg.max_train_examples)
+    return stream
 
 
 def oracle_step(state: dict, epoch: int, dev: dict[str, dict], test_of, metric: str) -> None:
@@ -169,18 +184,22 @@ def train(
                 for p in dev_files}
     if owner:
         stream, terms = owner[0].task_stream(run, train_records)
+        if cfg.sampler == "one_language_per_batch":
+            raise XltError(f"sampler one_language_per_batch: fine-tune extension {owner[0].name} builds the task's "
+                           "stream, whose examples carry no training language")
+        stream.sampler = cfg.sampler
         streams, terms = {task.name: stream}, list(terms)
     else:
         enc = kind.encode(task, train_records, tokenizer, cfg, train=True)
-        streams = {task.name: Stream(task.name, enc.features, cfg.batch_size, cfg.seed, tokenizer.pad_token_id,
-                                     kind.pad_values, kind.scalars)}
+        streams = {task.name: apply_sampler(Stream(task.name, enc.features, cfg.batch_size, cfg.seed, tokenizer.pad_token_id,
+                                                   kind.pad_values, kind.scalars), cfg, train_files)}
         terms = [task_term(task, kind)]
     for a, (at, akind) in zip(aux, aux_tasks):
         if at.name in streams:
             raise XltError(f"auxiliary task {at.name} is already a stream of this job")
         aenc = akind.encode(at, load_records(a["files"], cfg.max_train_examples), tokenizer, cfg, train=True)
-        streams[at.name] = Stream(at.name, aenc.features, a.get("batch_size", cfg.batch_size), cfg.seed,
-                                  tokenizer.pad_token_id, akind.pad_values, akind.scalars)
+        streams[at.name] = apply_sampler(Stream(at.name, aenc.features, a.get("batch_size", cfg.batch_size), cfg.seed,
+                                                tokenizer.pad_token_id, akind.pad_values, akind.scalars), cfg, a["files"])
         terms.append(task_term(at, akind, weight=float(a["weight"])))
     for ext in extensions:
         more, more_terms = ext.streams(run)
@@ -203,7 +222,9 @@ def train(
                                                                        name=str(f), kind=kind, with_source=with_source)
                           for split, f in files.items()} for lang, files in (oracle or {}).items()}
 
-    def select(state: dict, epoch: int) -> None:
+    def select(state: dict, epoch: int) -> bool:
+        """Dev evaluation and model selection (each epoch's end, and every `eval_steps` steps);
+        True if this evaluation became the selected model."""
         scored = {p: ev.score(model, device) for p, ev in dev_sets.items()}
         dev_metrics = {p: m for p, (_, m) in scored.items()}
         if oracle_sets:
@@ -213,17 +234,20 @@ def train(
         score = float(np.mean([m[metric] for m in dev_metrics.values()]))
         state["history"].append({"epoch": epoch + 1, "step": state["global_step"], "dev": dev_metrics, metric: score})
         if cfg.select == "last" or state["best"] is None or score > state["best"]:
-            state["best"], state["best_epoch"] = score, epoch + 1
+            state["best"], state["best_epoch"], state["best_step"] = score, epoch + 1, state["global_step"]
             # the selected model's dev predictions, all dev sets together: what tells whether it
             # collapsed (xlt.stages.finetune judges it by the config's rule)
             state["dev_collapse"] = kind.collapse_measure(task, [x for preds, _ in scored.values() for x in preds],
                                                           dev_golds, score, baseline)
             if dist.main:
                 ckpt.save_best(model)
+            return True
+        return False
 
     loop = Loop(model=ddp_model, raw_model=model, optimizer=optimizer, scheduler=scheduler, streams=streams,
                 primary=task.name, objective=Objective(terms), device=device, dist=dist, checkpointer=ckpt,
-                epochs=cfg.epochs, max_grad_norm=cfg.max_grad_norm, checkpoint_every=cfg.checkpoint_every,
+                epochs=cfg.epochs, max_grad_norm=cfg.max_grad_norm, max_grad_value=cfg.max_grad_value,
+                eval_steps=cfg.eval_steps, on_eval_step=select, checkpoint_every=cfg.checkpoint_every,
                 checkpoint_minutes=cfg.checkpoint_minutes, on_epoch_end=select, desc=f"{task.name} seed{cfg.seed}", progress=cfg.progress,
                 stop_after_steps=stop_after_steps, kill_after_steps=kill_after_steps, precision=precision,
                 scalars=scalar_writer(tensorboard_dir) if dist.main else None)
@@ -239,6 +263,7 @@ def train(
         "selected_epoch": state["best_epoch"],
         "selected_dev_score": state["best"],
         "dev_collapse": state.get("dev_collapse"),
+        **({"selected_step": state["best_step"]} if cfg.eval_steps else {}),  # several evaluations an epoch
         "global_steps": state["global_step"],
         "steps_this_process": state["steps_this_process"],
         "resumed_from": state["resumed_from"],

@@ -24,7 +24,7 @@ from xlt.engine.evalset import EvalSet, load_records, max_positions
 from xlt.engine.kinds import resolve
 from xlt.engine.model import load_encoder, save_model
 from xlt.engine.packed import PackedLoop, PackedModel, why_not_packable
-from xlt.engine.recipes.finetune import build_task_model, oracle_step, train
+from xlt.engine.recipes.finetune import apply_sampler, build_task_model, oracle_step, train
 from xlt.engine.runtime import Checkpointer, Dist, build_optimizer, build_scheduler, resolve_precision, seed_everything, set_tf32
 from xlt.engine.streams import Stream
 from xlt.errors import XltError
@@ -81,7 +81,8 @@ def train_packed(cfgs: list[TrainConfig], train_files: list[str], dev_files: lis
 
     train_records = load_records(train_files, cfg0.max_train_examples)
     enc = kind.encode(task, train_records, tokenizer, cfg0, train=True)
-    streams = [Stream(task.name, enc.features, c.batch_size, c.seed, tokenizer.pad_token_id, kind.pad_values, kind.scalars)
+    streams = [apply_sampler(Stream(task.name, enc.features, c.batch_size, c.seed, tokenizer.pad_token_id, kind.pad_values,
+                                    kind.scalars), c, train_files)
                for c in cfgs]
     positions = max_positions(models[0], tokenizer)
     dev_sets = {str(p): EvalSet.build(task, load_records([p]), tokenizer, cfg0, positions, name=str(p), kind=kind)
@@ -94,8 +95,9 @@ def train_packed(cfgs: list[TrainConfig], train_files: list[str], dev_files: lis
                            for split, f in files.items()} for lang, files in (o or {}).items()} for o in oracles]
     own = [Checkpointer(d) for d in checkpoint_dirs]
 
-    def select(k: int, state: dict, epoch: int) -> None:
-        """Model k's dev selection after an epoch, as `train`'s `select` does alone."""
+    def select(k: int, state: dict, epoch: int) -> bool:
+        """Model k's dev selection (an epoch's end, every `eval_steps` steps), as `train`'s
+        `select` does alone: True if this evaluation became its selected model."""
         model = models[k]
         scored = {p: ev.score(model, device) for p, ev in dev_sets.items()}
         dev_metrics = {p: m for p, (_, m) in scored.items()}
@@ -107,10 +109,12 @@ def train_packed(cfgs: list[TrainConfig], train_files: list[str], dev_files: lis
         score = float(np.mean([m[metric] for m in dev_metrics.values()]))
         state["history"].append({"epoch": epoch + 1, "step": state["global_step"], "dev": dev_metrics, metric: score})
         if cfg0.select == "last" or state["best"] is None or score > state["best"]:
-            state["best"], state["best_epoch"] = score, epoch + 1
+            state["best"], state["best_epoch"], state["best_step"] = score, epoch + 1, state["global_step"]
             state["dev_collapse"] = kind.collapse_measure(task, [x for preds, _ in scored.values() for x in preds],
                                                           dev_golds, score, baseline)
             own[k].save_best(model)
+            return True
+        return False
 
     packed = PackedModel(models).to(device)
     total = cfg0.epochs * streams[0].per_epoch()
@@ -120,7 +124,8 @@ def train_packed(cfgs: list[TrainConfig], train_files: list[str], dev_files: lis
     pack_ckpt = Checkpointer(pack_checkpoint_dir)
     loop = PackedLoop(packed=packed, models=models, streams=streams, optimizer=optimizer, scheduler=scheduler,
                       device=device, checkpointer=pack_ckpt, generators=generators if device.type == "cpu" else None,
-                      epochs=cfg0.epochs, max_grad_norm=cfg0.max_grad_norm, checkpoint_every=cfg0.checkpoint_every,
+                      epochs=cfg0.epochs, max_grad_norm=cfg0.max_grad_norm, max_grad_value=cfg0.max_grad_value,
+                      eval_steps=cfg0.eval_steps, checkpoint_every=cfg0.checkpoint_every,
                       checkpoint_minutes=cfg0.checkpoint_minutes, on_epoch_end=select, precision=precision,
                       stop_after_steps=stop_after_steps, kill_after_steps=kill_after_steps,
                       desc=f"{task.name} seeds {'/'.join(str(c.seed) for c in cfgs)}")
@@ -135,6 +140,7 @@ def train_packed(cfgs: list[TrainConfig], train_files: list[str], dev_files: lis
         summary = {
             "select_metric": metric, "selected_epoch": st["best_epoch"], "selected_dev_score": st["best"],
             "dev_collapse": st.get("dev_collapse"), "global_steps": st["global_step"],
+            **({"selected_step": st["best_step"]} if cfg.eval_steps else {}),
             "steps_this_process": st["steps_this_process"], "resumed_from": st["resumed_from"], "history": st["history"],
             "losses": st["losses"], "train_examples": len(train_records), "train_features": len(streams[k].features),
             "streams": {task.name: {"features": len(streams[k].features), "batch_size": streams[k].batch_size}},
