@@ -291,3 +291,11 @@ def test_sharing_a_gpu_speeds_up_idle_jobs_to_its_cap_and_slows_none():
     h = bill({key: c}, {}, busy, levers=Levers(share=4))["total"]
     assert h["ours"] == pytest.approx(h["ours_alone"])  # at 30% alone: sharing does not pay
     assert h["measured_ours"] == 0 and h["hf_best"] > 0
+
+
+def test_dev_evaluations_follow_the_profiles_cadence():
+    from xlt.workflow.bill import dev_evaluations
+
+    assert dev_evaluations({"epochs": 4}, steps=1000) == 4  # each epoch's end
+    assert dev_evaluations({"epochs": 4, "eval_steps": 100}, steps=1000) == 14
+    assert dev_evaluations({"epochs": 4, "evals_per_epoch": 4}, steps=1000) == 16

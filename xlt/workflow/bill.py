@@ -194,6 +194,16 @@ class Cost:
     jobs: dict = field(default_factory=lambda: defaultdict(int))
 
 
+def dev_evaluations(hp: dict, steps: int) -> int:
+    """How many times a fine-tune scores its dev sets: each epoch's end, and every `eval_steps`
+    optimizer steps or `evals_per_epoch` times an epoch where the profile asks (the references'
+    cadence: XTREME's every 100-1000 steps can cost more than the epochs' own)."""
+    epochs = hp["epochs"]
+    if hp.get("evals_per_epoch"):
+        return epochs * hp["evals_per_epoch"]
+    return epochs + (steps // hp["eval_steps"] if hp.get("eval_steps") else 0)
+
+
 def _finetune(cfg: dict, w: dict, ex: Examples) -> list[Work]:
     dataset, recipe = w["dataset"], T.Recipe.parse(w["recipe"])
     hp = P.hparams(cfg, w["recipe"], dataset)
@@ -201,10 +211,10 @@ def _finetune(cfg: dict, w: dict, ex: Examples) -> list[Work]:
     n_train = sum(ex.count(dataset, lang, "train") for lang in recipe.train_langs)
     # an extra that trains more per example (a paper's PaperBill.train_multiples)
     multiple = math.prod(TRAIN_MULTIPLES.get(e.get("name"), 1) for e in hp.get("extras", []))
+    steps = epochs * math.ceil(n_train / bs)
     main = Work(workload_of(dataset), train=multiple * epochs * n_train * mean_tokens(T.task_of(dataset)),
                 # model selection: the dev sets of the training languages, or of the profile's own
-                infer=epochs * ex.tokens(dataset, hp.get("dev_languages") or recipe.train_langs, "dev"))
-    steps = epochs * math.ceil(n_train / bs)
+                infer=dev_evaluations(hp, steps) * ex.tokens(dataset, hp.get("dev_languages") or recipe.train_langs, "dev"))
     out = [main]
     for a in T.aux_streams(cfg, w["recipe"], dataset, w["encoder"], w["init"]):
         n = steps * a.get("batch_size", bs)  # one batch of each stream per step; the streams cycle
