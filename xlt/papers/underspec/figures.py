@@ -178,8 +178,11 @@ def make_figures(spec: dict, grid_csvs: list[str | Path], out_dir: str | Path, f
             made[fig] = _fig_1d(all_params, stem, "norm_var", "Figure 5: normalised variance over seeds, 1D interpolation")
         elif fig in TASK_FIGURES:
             task = TASK_FIGURES[fig]
-            made[fig] = _fig_1d(all_params[all_params["task"] == task], stem, "norm_mean",
-                                f"Figure {fig[3:]}: {TASK_NAMES[task]}, 1D interpolation (normalised; mean over pairs, 95% CI: {_BAND})")
+            rows = all_params[all_params["task"] == task]
+            one_pair = not rows.empty and rows.groupby(["encoder", "source"])["target"].nunique().max() == 1
+            band = "95% CI over the seeds: one pair" if one_pair else "95% CI over the pairs"
+            made[fig] = _fig_1d(rows, stem, "norm_mean",
+                                f"Figure {fig[3:]}: {TASK_NAMES[task]}, 1D interpolation (normalised; mean over pairs, {band})")
         elif fig == "fig2_encoder":
             made[fig] = _fig_1d(one_d[one_d["variant"] == "encoder"], stem, "norm_mean",
                                 f"Figure 2, encoder only (head held at θ_bi) ({note})")
