@@ -203,6 +203,21 @@ def test_underspec_table1_folds_parsing_and_shows_missing_languages(tmp_path):
     assert "| vi dev |" in md  # a language the table does not cover still shows the paper's counts
 
 
+def test_underspec_table1_xnli_note_reads_its_numbers_from_the_published_csv_and_the_data(tmp_path):
+    cfg = base()
+    spec = datasize.spec(cfg, "underspec")
+    folders = []
+    for task, n in (("xnli", 30), ("pos", 10)):
+        write_json(tmp_path / task / "manifest.json", {"task": task, "counts": {"en": {"train": n, "dev": 2}}})
+        folders.append(str(tmp_path / task))
+    spec["tasks"] = {t: {**s, "languages": ["en"]} for t, s in spec["tasks"].items() if t in ("xnli", "pos")}
+    _, md, _ = make_table_frame("underspec", spec, folders, tmp_path)
+    assert "XNLI: the paper prints 392,703 training examples per language" in md  # published/table1.csv
+    assert "(this run counts 30 pairs)" in md and "392,702" not in md  # no count typed by hand
+    _, md, _ = make_table_frame("underspec", {**spec, "world": True}, folders, tmp_path / "world")
+    assert "this run counts" not in md  # the synthetic world's count is not the corpus's
+
+
 def make_table_frame(paper: str, spec: dict, inputs: list[str], tmp_path):
     prefix = tmp_path / "tables" / paper / "table1"
     table = make_table(paper, "table1", spec, inputs, str(prefix))

@@ -5,6 +5,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 
 from xlt.errors import XltError
 from xlt.papers.underspec.aggregate import aggregate, normalise_by_bilingual, plot_1d, plot_2d, plot_geometry
@@ -201,3 +202,22 @@ def test_plot_errors(tmp_path):
     with pytest.raises(XltError, match="missing column"):
         plot_geometry(pd.DataFrame({"ratio": [1.0]}), tmp_path / "y")
     assert not list(tmp_path.iterdir())
+
+
+def test_a_line_of_one_setting_gets_its_seeds_band(tmp_path):
+    """Figures 6-9 with one pair a task (the tiny preset): no interval over pairs exists, so the
+    band is the t interval over the setting's seeds; with several settings it stays theirs."""
+    norm = normalise_by_bilingual(grid_frame())
+    one = norm[(norm["task"] == "ner") & (norm["target"] == "de")]
+    csv = pd.read_csv(plot_1d(one, tmp_path / "fig6", directions=("src", "tgt"), hue="eval_lang")["csv"])
+    assert (csv["n"] == 1).all() and set(csv["band"]) == {"seeds"}
+    rows = one[one["direction"].isin(["src", "tgt"])].sort_values(["direction", "eval_lang", "alpha"]).reset_index(drop=True)
+    csv = csv.sort_values(["direction", "eval_lang", "alpha"]).reset_index(drop=True)
+    k = rows["n_seeds"].to_numpy()
+    half = stats.t.ppf(0.975, k - 1) * np.sqrt(rows["norm_var"].to_numpy() / k)
+    assert np.allclose(csv["ci_high"] - csv["mean"], half) and np.allclose(csv["mean"] - csv["ci_low"], half)
+    assert (half[rows["alpha"].to_numpy() != 1.0] > 0).all()  # a band is drawn
+    many = pd.read_csv(plot_1d(norm, tmp_path / "fig2", directions=("src", "tgt"), hue="eval_lang")["csv"])
+    assert set(many["band"]) == {"settings"}
+    var = pd.read_csv(plot_1d(one, tmp_path / "fig5", value="norm_var", hue="eval_lang")["csv"])
+    assert set(var["band"]) == {"none"}  # a variance has no seed interval of its mean

@@ -86,3 +86,14 @@ def test_a_grid_json_without_collapse_flags_is_refused_with_its_path(tmp_path):
     (root / "seed1.1d.json").write_text(json.dumps(meta))
     with pytest.raises(XltError, match=r"seed1\.1d\.json: no models\.\*\.collapsed .*rerun its job"):
         make_figures(SPEC, [csv], root / "out", ["fig2"])
+
+
+def test_a_task_figure_of_one_pair_draws_the_seeds_band(tmp_path):
+    """Figure 7 (parsing) with one pair, as the tiny preset has: its band is over the seeds."""
+    root = tmp_path / "grids"
+    root.mkdir()
+    csvs = [write_grid(root, seed, set(), "1d") for seed in (1, 2)]
+    made = make_figures(SPEC, csvs, tmp_path / "out", ["fig7"])
+    csv = pd.read_csv(made["fig7"]["csv"])
+    assert set(csv["band"]) == {"seeds"} and (csv["n"] == 1).all()
+    assert (csv["ci_high"] > csv["mean"]).all() and (csv["ci_low"] < csv["mean"]).all()

@@ -249,6 +249,29 @@ def _as_list(x: str | Sequence[str] | None) -> list[str]:
     return [x] if isinstance(x, str) else list(x)
 
 
+def _seed_band(agg: pd.DataFrame, data: pd.DataFrame, by: list[str], value: str, confidence: float) -> pd.DataFrame:
+    """`agg` with the band of each point that aggregates a single setting (n = 1: no interval
+    over settings) drawn over that setting's seeds instead: norm_mean ± t_{k−1}·√(norm_var / k)
+    for k seeds (norm_var is the variance of the normalised scores over the seeds), where
+    `value` is the normalised mean and `data` holds n_seeds and norm_var. Column `band` says
+    which interval each point has: settings, seeds or none."""
+    agg = agg.copy()
+    agg["band"] = np.where(np.isfinite(agg["ci_low"]), "settings", "none")
+    if value != "norm_mean" or not {"n_seeds", "norm_var"} <= set(data.columns):
+        return agg
+    seeds = data.groupby(by, dropna=False, sort=True).agg(k=("n_seeds", "first"), var=("norm_var", "first")).reset_index()
+    m = agg[by].merge(seeds, on=by, how="left")
+    k, var = m["k"].to_numpy(dtype=float), m["var"].to_numpy(dtype=float)
+    single = (agg["n"].to_numpy() == 1) & (k > 1) & np.isfinite(var)
+    if single.any():
+        half = stats.t.ppf(0.5 + confidence / 2, np.where(single, k - 1, 1)) * np.sqrt(np.where(single, var / k, 0))
+        mean = agg["mean"].to_numpy(dtype=float)
+        agg.loc[single, "ci_low"] = (mean - half)[single]
+        agg.loc[single, "ci_high"] = (mean + half)[single]
+        agg.loc[single, "band"] = "seeds"
+    return agg
+
+
 def plot_1d(
     norm: pd.DataFrame,
     out_stem: str | Path,
@@ -266,9 +289,10 @@ def plot_1d(
 
     `norm` is `normalise_by_bilingual` output (or any frame with direction, alpha, value).
     Rows are aggregated over everything not in panel, hue, direction, alpha: e.g. with
-    hue=("encoder", "eval_lang") the units are the task × pair settings. One subplot per
-    panel value; one line per (direction, hue) value. Writes <stem>.png/.pdf/.csv (the CSV
-    holds the aggregated points plotted). `nonnegative_value` (a variance): the t interval,
+    hue=("encoder", "eval_lang") the units are the task × pair settings; a point of a single
+    setting gets the t interval over its seeds instead (`_seed_band`; the CSV's `band` says
+    which). One subplot per panel value; one line per (direction, hue) value. Writes
+    <stem>.png/.pdf/.csv (the CSV holds the aggregated points plotted). `nonnegative_value` (a variance): the t interval,
     which can reach below 0, is clipped at 0, in the figure and the CSV.
     """
     hue_cols, panel_cols = _as_list(hue), _as_list(panel)
@@ -276,7 +300,8 @@ def plot_1d(
     if data.empty:
         raise XltError(f"plot_1d: no rows with direction in {list(directions)}")
     line_cols = ["direction"] + hue_cols
-    agg = aggregate(data, panel_cols + line_cols + ["alpha"], value=value, confidence=confidence)
+    agg = _seed_band(aggregate(data, panel_cols + line_cols + ["alpha"], value=value, confidence=confidence),
+                     data, panel_cols + line_cols + ["alpha"], value, confidence)
     if nonnegative_value:
         agg["ci_low"] = agg["ci_low"].clip(lower=0.0)
     panels = list(agg.groupby(panel_cols, sort=True)) if panel_cols else [((), agg)]

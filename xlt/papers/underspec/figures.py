@@ -37,11 +37,14 @@ __all__ = ["FIGURES", "FIGURE_IDS", "draw", "load_grids", "make_figures"]
 
 PATHS = {"src": "Eq. 1: θ_src ↔ θ_bi", "tgt": "Eq. 2: θ_tgt ↔ θ_bi"}
 _NORMALISED = "every score divided by the matching bilingual model's mean score"
+# the band of a 1D figure: over the aggregated settings, or over the seeds where a line has one
+# setting (aggregate._seed_band; the CSV's column `band` says which)
+_BAND = "a t interval over the pairs; over the seeds where a task has one pair"
 
 
 def _task_figure(fig: str, task: str) -> Figure:
     return Figure(fig, f"Figure 2 for {TASK_NAMES[task]} alone: 1D interpolation, normalised mean over the pairs "
-                  "with a 95% CI.", when=lambda p: task in p["tasks"])  # fmt: skip
+                  f"with a 95% CI ({_BAND}).", when=lambda p: task in p["tasks"])  # fmt: skip
 
 
 FIGURES = (
@@ -175,8 +178,11 @@ def make_figures(spec: dict, grid_csvs: list[str | Path], out_dir: str | Path, f
             made[fig] = _fig_1d(all_params, stem, "norm_var", "Figure 5: normalised variance over seeds, 1D interpolation")
         elif fig in TASK_FIGURES:
             task = TASK_FIGURES[fig]
-            made[fig] = _fig_1d(all_params[all_params["task"] == task], stem, "norm_mean",
-                                f"Figure {fig[3:]}: {TASK_NAMES[task]}, 1D interpolation (normalised; mean over pairs, 95% CI)")
+            rows = all_params[all_params["task"] == task]
+            one_pair = not rows.empty and rows.groupby(["encoder", "source"])["target"].nunique().max() == 1
+            band = "95% CI over the seeds: one pair" if one_pair else "95% CI over the pairs"
+            made[fig] = _fig_1d(rows, stem, "norm_mean",
+                                f"Figure {fig[3:]}: {TASK_NAMES[task]}, 1D interpolation (normalised; mean over pairs, {band})")
         elif fig == "fig2_encoder":
             made[fig] = _fig_1d(one_d[one_d["variant"] == "encoder"], stem, "norm_mean",
                                 f"Figure 2, encoder only (head held at θ_bi) ({note})")
