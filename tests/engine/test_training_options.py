@@ -1,5 +1,5 @@
 """The fine-tuning options every recipe shares (TrainConfig.sampler, max_grad_value,
-eval_steps): what each does, alone and in a pack, that the defaults change nothing, and that a
+eval_steps / evals_per_epoch): what each does, alone and in a pack, that the defaults change nothing, and that a
 job using all three, killed with SIGKILL mid-epoch, resumes bit-identical."""
 
 import json
@@ -156,11 +156,42 @@ def test_eval_steps_evaluates_between_epochs_and_selects_the_best_evaluation(tin
     assert [h["step"] for h in plain["history"]] == [12, 24] and "selected_step" not in plain
 
 
+def test_evals_per_epoch_evaluates_k_times_an_epoch_at_multiples_of_the_derived_steps(tiny_encoder, toy_data, tmp_path):
+    base = {**HP, "task": "pos", "encoder": str(tiny_encoder), "seed": 5}
+    # 12 steps an epoch, 4 evaluations an epoch: every 3 steps, the 4th at the epoch's end
+    summary = train(TrainConfig.from_dict({**base, "evals_per_epoch": 4}), *_files(toy_data, "pos"), tmp_path / "m", tmp_path / "ck")
+    assert [(h["epoch"], h["step"]) for h in summary["history"]] == [(e, s) for e, s in zip([1] * 4 + [2] * 4, range(3, 25, 3))]
+    metric = summary["select_metric"]
+    best = max(summary["history"], key=lambda h: h[metric])  # ties keep the earlier evaluation
+    assert summary["selected_step"] == best["step"] in range(3, 25, 3) and summary["selected_epoch"] == best["epoch"]
+    # 10 steps an epoch (batches of 10), k = 3: every floor(10 / 3) = 3 steps counted over the
+    # run, not reset at an epoch's start (epoch 2: 12, 15, 18, not 13, 16, 19), plus epoch ends
+    odd = train(TrainConfig.from_dict({**base, "batch_size": 10, "evals_per_epoch": 3}), *_files(toy_data, "pos"),
+                tmp_path / "o", tmp_path / "cko")
+    assert odd["global_steps"] == 20
+    assert [(h["epoch"], h["step"]) for h in odd["history"]] == [(1, 3), (1, 6), (1, 9), (1, 10), (2, 12), (2, 15), (2, 18), (2, 20)]
+
+
+def test_a_pack_with_evals_per_epoch_evaluates_each_model_k_times_an_epoch(tiny_encoder, toy_data, tmp_path):
+    seeds = [1, 2]
+    hp = {**HP, "evals_per_epoch": 4}
+    packed = finetune_pack("pos", str(tiny_encoder), None, toy_data / "pos", ["en"], hp, seeds,
+                           [tmp_path / f"pack{s}" for s in seeds], [tmp_path / f"ck{s}" for s in seeds], tmp_path / "ck_pack")
+    for summary in packed:
+        assert summary["pack"] == seeds
+        assert [(h["epoch"], h["step"]) for h in summary["history"]] == [(e, s) for e, s in zip([1] * 4 + [2] * 4, range(3, 25, 3))]
+        metric = summary["select_metric"]
+        best = max(summary["history"], key=lambda h: h[metric])
+        assert summary["selected_step"] == best["step"] and summary["selected_dev_score"] == best[metric]
+
+
 def test_options_bounds_are_checked():
     base = {"task": "marc", "encoder": "x"}
     for bad, match in (({"sampler": "sorted"}, "sampler='sorted'; allowed: length_grouped, random"),
                        ({"max_grad_value": 0}, "max_grad_value=0 must be positive"),
-                       ({"eval_steps": 0}, "eval_steps=0 must be at least 1")):
+                       ({"eval_steps": 0}, "eval_steps=0 must be at least 1"),
+                       ({"evals_per_epoch": 0}, "evals_per_epoch=0 must be at least 1"),
+                       ({"eval_steps": 100, "evals_per_epoch": 4}, "eval_steps=100 and evals_per_epoch=4 both set")):
         with pytest.raises(XltError, match=match):
             TrainConfig.from_dict({**base, **bad})
 

@@ -52,6 +52,9 @@ class TrainConfig:
     dev_languages: list | None = None
     select_metric: str | None = None  # default: the task's first metric; averaged over dev sets
     eval_steps: int | None = None  # also evaluate dev (and select) every N optimizer steps; None: epoch ends only
+    # or that k times an epoch (Lightning's val_check_interval 1/k): eval_steps derived as
+    # max(1, steps_per_epoch // k) (`steps_between_evals`); None: off. Not both
+    evals_per_epoch: int | None = None
     # resumable checkpoints: at each epoch's end, on a grace signal, every `checkpoint_minutes`
     # of wall clock (bounds the work a node failure loses, whatever a step costs: a 100-step
     # cadence wrote mBERT's 2 GB of state every few seconds on a GPU) and, if set, every
@@ -86,7 +89,20 @@ class TrainConfig:
             raise XltError(f"{where}: max_grad_value={cfg.max_grad_value} must be positive (or null: off)")
         if cfg.eval_steps is not None and cfg.eval_steps < 1:
             raise XltError(f"{where}: eval_steps={cfg.eval_steps} must be at least 1 (or null: epoch ends only)")
+        if cfg.evals_per_epoch is not None and cfg.evals_per_epoch < 1:
+            raise XltError(f"{where}: evals_per_epoch={cfg.evals_per_epoch} must be at least 1 (or null: off)")
+        if cfg.eval_steps is not None and cfg.evals_per_epoch is not None:
+            raise XltError(f"{where}: eval_steps={cfg.eval_steps} and evals_per_epoch={cfg.evals_per_epoch} both set; "
+                           "set one (evals_per_epoch derives eval_steps from the steps of an epoch)")
         return cfg
+
+    def steps_between_evals(self, steps_per_epoch: int) -> int | None:
+        """The steps between dev evaluations the loops take (their `eval_steps`): `eval_steps`,
+        or derived from `evals_per_epoch` k as max(1, steps_per_epoch // k), counted over the
+        run (not reset each epoch); None: epoch ends only."""
+        if self.evals_per_epoch is None:
+            return self.eval_steps
+        return max(1, steps_per_epoch // self.evals_per_epoch)
 
     def to_dict(self) -> dict:
         d = dataclasses.asdict(self)

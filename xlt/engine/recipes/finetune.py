@@ -208,6 +208,7 @@ def train(
         streams.update(more)
         terms += more_terms
     total = cfg.epochs * streams[task.name].per_epoch()
+    eval_steps = cfg.steps_between_evals(streams[task.name].per_epoch())  # cfg.eval_steps, or evals_per_epoch's
     ddp_model = dist.wrap(model, device)
     optimizer = build_optimizer(ddp_model, cfg.lr, cfg.weight_decay, cfg.adam_betas, cfg.adam_eps, device)
     scheduler = build_scheduler(optimizer, total, cfg.warmup_ratio, cfg.schedule)
@@ -223,7 +224,8 @@ def train(
                           for split, f in files.items()} for lang, files in (oracle or {}).items()}
 
     def select(state: dict, epoch: int) -> bool:
-        """Dev evaluation and model selection (each epoch's end, and every `eval_steps` steps);
+        """Dev evaluation and model selection (each epoch's end, and every `eval_steps` steps:
+        TrainConfig.steps_between_evals);
         True if this evaluation became the selected model."""
         scored = {p: ev.score(model, device) for p, ev in dev_sets.items()}
         dev_metrics = {p: m for p, (_, m) in scored.items()}
@@ -247,7 +249,7 @@ def train(
     loop = Loop(model=ddp_model, raw_model=model, optimizer=optimizer, scheduler=scheduler, streams=streams,
                 primary=task.name, objective=Objective(terms), device=device, dist=dist, checkpointer=ckpt,
                 epochs=cfg.epochs, max_grad_norm=cfg.max_grad_norm, max_grad_value=cfg.max_grad_value,
-                eval_steps=cfg.eval_steps, on_eval_step=select, checkpoint_every=cfg.checkpoint_every,
+                eval_steps=eval_steps, on_eval_step=select, checkpoint_every=cfg.checkpoint_every,
                 checkpoint_minutes=cfg.checkpoint_minutes, on_epoch_end=select, desc=f"{task.name} seed{cfg.seed}", progress=cfg.progress,
                 stop_after_steps=stop_after_steps, kill_after_steps=kill_after_steps, precision=precision,
                 scalars=scalar_writer(tensorboard_dir) if dist.main else None)
@@ -263,7 +265,7 @@ def train(
         "selected_epoch": state["best_epoch"],
         "selected_dev_score": state["best"],
         "dev_collapse": state.get("dev_collapse"),
-        **({"selected_step": state["best_step"]} if cfg.eval_steps else {}),  # several evaluations an epoch
+        **({"selected_step": state["best_step"]} if eval_steps else {}),  # several evaluations an epoch
         "global_steps": state["global_step"],
         "steps_this_process": state["steps_this_process"],
         "resumed_from": state["resumed_from"],

@@ -118,6 +118,7 @@ def train_packed(cfgs: list[TrainConfig], train_files: list[str], dev_files: lis
 
     packed = PackedModel(models).to(device)
     total = cfg0.epochs * streams[0].per_epoch()
+    eval_steps = cfg0.steps_between_evals(streams[0].per_epoch())  # as `train` derives it alone
     optimizer = build_optimizer(None, cfg0.lr, cfg0.weight_decay, cfg0.adam_betas, cfg0.adam_eps, device,
                                 named=packed.optimizer_params())
     scheduler = build_scheduler(optimizer, total, cfg0.warmup_ratio, cfg0.schedule)
@@ -125,7 +126,7 @@ def train_packed(cfgs: list[TrainConfig], train_files: list[str], dev_files: lis
     loop = PackedLoop(packed=packed, models=models, streams=streams, optimizer=optimizer, scheduler=scheduler,
                       device=device, checkpointer=pack_ckpt, generators=generators if device.type == "cpu" else None,
                       epochs=cfg0.epochs, max_grad_norm=cfg0.max_grad_norm, max_grad_value=cfg0.max_grad_value,
-                      eval_steps=cfg0.eval_steps, checkpoint_every=cfg0.checkpoint_every,
+                      eval_steps=eval_steps, checkpoint_every=cfg0.checkpoint_every,
                       checkpoint_minutes=cfg0.checkpoint_minutes, on_epoch_end=select, precision=precision,
                       stop_after_steps=stop_after_steps, kill_after_steps=kill_after_steps,
                       desc=f"{task.name} seeds {'/'.join(str(c.seed) for c in cfgs)}")
@@ -140,7 +141,7 @@ def train_packed(cfgs: list[TrainConfig], train_files: list[str], dev_files: lis
         summary = {
             "select_metric": metric, "selected_epoch": st["best_epoch"], "selected_dev_score": st["best"],
             "dev_collapse": st.get("dev_collapse"), "global_steps": st["global_step"],
-            **({"selected_step": st["best_step"]} if cfg.eval_steps else {}),
+            **({"selected_step": st["best_step"]} if eval_steps else {}),
             "steps_this_process": st["steps_this_process"], "resumed_from": st["resumed_from"], "history": st["history"],
             "losses": st["losses"], "train_examples": len(train_records), "train_features": len(streams[k].features),
             "streams": {task.name: {"features": len(streams[k].features), "batch_size": streams[k].batch_size}},
