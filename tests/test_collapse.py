@@ -54,9 +54,10 @@ def test_a_run_with_97_percent_one_class_is_flagged():
     preds = ["1"] * 97 + ["0"] * 3
     golds = ["1"] * 50 + ["0"] * 50
     verdict = prediction_collapse("pawsx", preds, golds, score=53.0, baseline=50.0)
-    assert verdict["collapsed"] is True and verdict["by"] == ["share"]
-    assert verdict["majority_share"] == 0.97 and verdict["gold_majority_share"] == 0.5
-    assert verdict["rule"] == {"max_share": 0.95, "min_gain": 0.0}  # the thresholds travel with the verdict
+    # 53 of 100 right where the majority label is right 50 times: not clearly better either
+    assert verdict["collapsed"] is True and verdict["by"] == ["share", "chance"]
+    assert verdict["majority_share"] == 0.97 and verdict["gold_majority_share"] == 0.5 and verdict["n_correct"] == 53
+    assert verdict["rule"] == {"max_share": 0.95, "min_gain": 0.0, "alpha": 0.01}  # the thresholds travel with the verdict
 
 
 def test_a_run_at_the_majority_baseline_is_flagged():
@@ -64,8 +65,27 @@ def test_a_run_at_the_majority_baseline_is_flagged():
     golds = ["1"] * 60 + ["0"] * 40
     preds = ["1", "0"] * 50
     verdict = prediction_collapse("pawsx", preds, golds, score=60.0, baseline=60.0)
-    assert verdict["collapsed"] is True and verdict["by"] == ["baseline"]
-    assert prediction_collapse("pawsx", preds, golds, score=59.0, baseline=60.0)["by"] == ["baseline"]  # below it too
+    assert verdict["collapsed"] is True and verdict["by"] == ["baseline", "chance"]
+    assert prediction_collapse("pawsx", preds, golds, score=59.0, baseline=60.0)["by"] == ["baseline", "chance"]  # below it too
+
+
+def test_a_run_not_clearly_above_the_majority_predictor_did_not_learn():
+    """The case of issue 52: a dev score a few points over the majority baseline on a small dev
+    set is chance; the same gain on a large one is not. The exact binomial test tells them apart
+    where a fixed margin in points could not."""
+    def run(n, right, majority):  # 3 classes, the gold majority class `majority` of n; the first `right` labels right
+        rest = n - majority
+        golds = ["0"] * majority + ["1"] * (rest // 2) + ["2"] * (rest - rest // 2)
+        preds = golds[:right] + [str((int(g) + 1) % 3) for g in golds[right:]]
+        return prediction_collapse("xnli", preds, golds, 100 * right / n, 100 * majority / n)
+
+    small = run(150, 62, 54)  # 41.3 % right where the majority label is 36 %: p ~ 0.1
+    assert small["n_correct"] == 62 and small["by"] == ["chance"] and small["collapsed"] is True
+    assert 0.05 < small["chance_p"] < 0.2
+    large = run(5000, 2065, 1800)  # the same 41.3 % against 36 % on 5,000 examples
+    assert large["by"] == [] and large["chance_p"] < 1e-9
+    assert run(150, 62, 54)["rule"]["alpha"] == 0.01
+    assert run(150, 150, 54)["by"] == []  # all right: far past any doubt
 
 
 def test_a_healthy_run_is_not_flagged():
@@ -79,16 +99,17 @@ def test_a_healthy_run_is_not_flagged():
 def test_the_share_says_nothing_where_the_gold_is_as_skewed():
     """A tagger on text that is 97% O predicts O 97% of the time when it is right: only the
     baseline test can call it collapsed."""
-    golds = [["O"] * 97 + ["B-PER"] * 3]
-    good = [["O"] * 97 + ["B-PER"] * 3]
+    golds = [["O"] * 970 + ["B-PER"] * 30]  # 1,000 tokens: enough for a perfect tagger to be clearly better
+    good = [["O"] * 970 + ["B-PER"] * 30]
     assert prediction_collapse("ner", good, golds, score=100.0, baseline=0.0)["collapsed"] is False
-    assert prediction_collapse("ner", [["O"] * 100], golds, score=0.0, baseline=0.0)["by"] == ["baseline"]
+    assert prediction_collapse("ner", [["O"] * 1000], golds, score=0.0, baseline=0.0)["by"] == ["baseline", "chance"]
 
 
 def test_the_rule_is_configurable_and_stated_once():
     preds, golds = ["1"] * 97 + ["0"] * 3, ["1"] * 50 + ["0"] * 50
     assert prediction_collapse("pawsx", preds, golds, rule={"max_share": 0.98})["collapsed"] is False
-    assert prediction_collapse("pawsx", ["1", "0"], ["1", "0"], 70.0, 50.0, rule={"min_gain": 25.0})["by"] == ["baseline"]
+    assert "baseline" in prediction_collapse("pawsx", ["1", "0"], ["1", "0"], 70.0, 50.0, rule={"min_gain": 25.0})["by"]
+    assert "chance" not in prediction_collapse("pawsx", ["1", "0"], ["1", "0"], 70.0, 50.0, rule={"alpha": 0.5})["by"]  # p = 0.25
     schema = yaml.safe_load((ROOT / "schemas" / "config.schema.yaml").read_text())["properties"]["collapse"]["properties"]
     assert {k: schema[k]["default"] for k in COLLAPSE_RULE} == COLLAPSE_RULE
     for path in ("config.yaml", "presets/tiny.yaml"):  # both state the thresholds, as the schema's defaults
@@ -189,7 +210,7 @@ def test_finetune_judges_by_the_configured_rule(monkeypatch, tmp_path):
     monkeypatch.setattr(xlt.engine.recipes.finetune, "train", fake_train)
     loose = finetune("pos", "enc", None, data, ["en"], {}, 1, tmp_path / "model", tmp_path / "ck",
                      collapse_rule={"max_share": 0.99, "min_gain": 5.0})
-    assert loose["collapse"]["collapsed"] is False and loose["collapse"]["rule"] == {"max_share": 0.99, "min_gain": 5.0}
+    assert loose["collapse"]["collapsed"] is False and loose["collapse"]["rule"] == {"max_share": 0.99, "min_gain": 5.0, "alpha": 0.01}
     strict = finetune("pos", "enc", None, data, ["en"], {}, 1, tmp_path / "model", tmp_path / "ck",
                       collapse_rule={"min_gain": 10.0})
     assert strict["collapse"]["by"] == ["share", "baseline"] and strict["collapse"]["rule"]["max_share"] == 0.95

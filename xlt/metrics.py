@@ -546,8 +546,14 @@ def parsing_metrics(golds: Sequence[Mapping], preds: Sequence[Mapping], labels=N
 #    nothing and only the baseline test applies);
 #  - baseline: its dev score (the selection metric) is not above the majority baseline -
 #    predicting the dev set's most frequent gold label everywhere - by more than MIN_GAIN
-#    points (0.0: any gain over the trivial predictor is not a collapse by this test).
-COLLAPSE_RULE = {"max_share": 0.95, "min_gain": 0.0}
+#    points (0.0: any gain over the trivial predictor is not a collapse by this test);
+#  - chance: its dev predictions are not clearly better than that trivial predictor: the share
+#    of labels it gets right (examples, or tokens for tagging) is not above the gold majority
+#    share by a one-sided exact binomial test at level ALPHA (0.01). A margin in points would
+#    mean one thing on 150 dev examples and another on 5,000; the test says "clearly" the same
+#    way at every size. Tokens of one sentence are not independent, so for tagging the test is
+#    lenient (it passes a tagger more easily), never stricter.
+COLLAPSE_RULE = {"max_share": 0.95, "min_gain": 0.0, "alpha": 0.01}
 
 
 def collapse_measure(task_name: str, values: Sequence, gold_values: Sequence | None = None,
@@ -567,6 +573,8 @@ def collapse_measure(task_name: str, values: Sequence, gold_values: Sequence | N
            "n": len(values)}
     if gold_values:
         out["gold_majority_share"] = round(Counter(gold_values).most_common(1)[0][1] / len(gold_values), 6)
+        if len(gold_values) == len(values):  # one predicted label per gold label: how many are right
+            out["n_correct"] = sum(v == g for v, g in zip(values, gold_values))
     if score is not None and baseline is not None:
         out["dev_score"], out["majority_baseline"] = round(float(score), 6), round(float(baseline), 6)
     return out
@@ -581,15 +589,30 @@ def collapse_verdict(measure: dict, rule: Mapping | None = None) -> dict:
     share, gold_share = measure.get("majority_share"), measure.get("gold_majority_share")
     if share is not None and share >= rule["max_share"] and (gold_share is None or gold_share < rule["max_share"]):
         by.append("share")
-    if measure.get("majority_baseline") is not None and measure["dev_score"] - measure["majority_baseline"] <= rule["min_gain"]:
-        by.append("baseline")
-    return {"collapsed": bool(by), "by": by, **measure, "rule": rule}
+    extra = {}
+    if measure.get("majority_baseline") is not None:
+        if measure["dev_score"] - measure["majority_baseline"] <= rule["min_gain"]:
+            by.append("baseline")
+        if measure.get("n_correct") is not None and measure.get("gold_majority_share") is not None:
+            extra["chance_p"] = chance_p(measure["n_correct"], measure["n"], measure["gold_majority_share"])
+            if extra["chance_p"] >= rule["alpha"]:
+                by.append("chance")
+    return {"collapsed": bool(by), "by": by, **measure, **extra, "rule": rule}
+
+
+def chance_p(n_correct: int, n: int, majority_share: float) -> float:
+    """One-sided exact binomial p of getting `n_correct` of `n` labels right if the model were
+    no better than predicting the majority label (right with probability `majority_share`)."""
+    # deferred: scipy.stats costs ~0.2 s to import, and only a fine-tune's verdict asks
+    from scipy.stats import binomtest
+
+    return round(float(binomtest(int(n_correct), int(n), min(max(majority_share, 0.0), 1.0), alternative="greater").pvalue), 6)
 
 
 def label_collapse(task_name: str, values: Sequence, gold_values: Sequence | None = None,
                    score: float | None = None, baseline: float | None = None, rule: Mapping | None = None) -> dict:
     """Whether a run collapsed (`collapse_verdict` of `collapse_measure`): its predicted labels
-    nearly all one, or its dev score not above the majority baseline."""
+    nearly all one, its dev score not above the majority baseline, or not clearly better than it."""
     return collapse_verdict(collapse_measure(task_name, values, gold_values, score, baseline), rule)
 
 

@@ -136,8 +136,10 @@ def add_marks(table: pd.DataFrame, keys: list[str], marks: dict[str, str], by: s
     return out
 
 
-COLLAPSE_NOTE = ("†k: k of the cell's seeds collapsed (the selected model's dev predictions nearly all one class or "
-                 "tag, or its dev score not above the dev set's majority baseline: config collapse:, recorded in each "
+COLLAPSE_NOTE = ("†k: k of the cell's seeds collapsed or did not learn (the selected model's dev predictions nearly all "
+                 "one class or tag, its dev score not above the dev set's majority baseline, or its dev labels not "
+                 "clearly more often right than the majority label's share: a one-sided exact binomial test at "
+                 "config collapse.alpha; recorded in each "
                  "model's xlt_model.json; or the scored predictions behind the cell nearly all one label); they are "
                  "kept in the mean and counted in the CSV's n_collapsed")
 

@@ -23,7 +23,8 @@ def split_file(data_dir: str | Path, lang: str, split: str) -> Path:
 
 def is_collapsed(meta: dict) -> bool:
     """Whether a saved model (its xlt_model.json) is a collapsed run: its dev predictions were
-    nearly all one label or its dev score not above the majority baseline (`finetune` records
+    nearly all one label, its dev score not above the majority baseline, or its dev labels not
+    clearly more often right than the majority label (xlt.metrics.COLLAPSE_RULE; `finetune` records
     the verdict and the rule; older models carry none)."""
     return bool((meta.get("collapse") or {}).get("collapsed", False))
 

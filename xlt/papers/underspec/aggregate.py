@@ -222,7 +222,7 @@ def collapse_note(df: pd.DataFrame) -> str | None:
     n = len(set().union(*df[COLLAPSED])) if COLLAPSED in df.columns else 0
     if not n:
         return None
-    return (f"† {n} collapsed fine-tuning run{'s' if n > 1 else ''} (dev predictions nearly all one class or tag, or no better than the majority baseline) behind "
+    return (f"† {n} collapsed fine-tuning run{'s' if n > 1 else ''} (dev predictions nearly all one class or tag, or not clearly better than the majority baseline) behind "
             "these numbers: kept, counted per point in the CSV's n_collapsed")
 
 
