@@ -115,7 +115,8 @@ NEEDED = {"ud-2.5", "ud-2.7", "wikiann", "paws-x", "marc", "xnli", "mnli",
           # translated SQuAD; MLQA's Hub parquet (a second route whose branch may not exist) is not read
           "squad-json", "xquad-json", "mlqa-zip", "tydiqa", "xtreme-squad-translate-train",
           # xmixup's translate-train / translate-test sets (data.xnli.sets, data.pawsx.sets)
-          "xtreme-xnli-translate-train", "xtreme-pawsx-translate-train", "xnli-mt",
+          "xtreme-xnli-translate-train", "xtreme-pawsx-translate-train", "xtreme-xnli-translate-test",
+          "xtreme-pawsx-translate-test",
           # xmixup's QA: XQuAD translate-test (data.qa.sets.translate_test), TyDiQA-GoldP's translate-train
           # (data.qa.sets.tydiqa_translate_train: Table 17's models)
           "xtreme-xquad-translate-test", "xtreme-tydiqa-translate-train",
@@ -138,7 +139,7 @@ def test_download_plan_of_the_default_config():
     everything = {"ud-2.5", "ud-2.7", "wikiann", "paws-x", "marc", "xnli", "mnli", "xnli-mt", "squad-json",
                   "xquad-json", "mlqa-zip", "tydiqa", "wikimatrix", "xtreme-xnli-translate-train",
                   "xtreme-pawsx-translate-train", "xtreme-squad-translate-train", "xtreme-xquad-translate-test",
-                  "xtreme-tydiqa-translate-train"}
+                  "xtreme-tydiqa-translate-train", "xtreme-xnli-translate-test", "xtreme-pawsx-translate-test"}
     manifests = [f"resources/raw/manifests/{s}.json" for s in sorted(everything)]
     assert T.data_all(cfg)[: len(everything)] == manifests
     assert T.data_all(cfg)[len(everything):] == [f"results/data/{d}" for d in T.datasets(cfg)]

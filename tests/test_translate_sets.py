@@ -1,5 +1,5 @@
 """xmixup's paired sets (xlt.stages.prepare `translated`): translate-train (XTREME's TSV, both sides in
-one row) and translate-test (XNLI test joined by row with XNLI-MT's English translation)."""
+one row) and translate-test (XNLI / PAWS-X test joined by row with XTREME's English translation)."""
 
 import json
 import shutil
@@ -9,9 +9,9 @@ import pytest
 from tests.test_config import base
 from xlt.dag import targets as T
 from xlt.workflow.config import validate
-from xlt.errors import XltError
+from xlt.errors import DataFormatError, XltError
 from xlt.stages.bilingual_sets import attach_source, self_source
-from xlt.formats.tsv import read_xtreme_translated, write_tsv
+from xlt.formats.tsv import read_xtreme_translate_test, read_xtreme_translated, write_tsv
 from xlt.stages.prepare import prepare_split, prepare_task
 
 WORLD_XNLI = ["en", "ar", "de", "es", "fr", "hi", "ru", "vi", "zh"]
@@ -51,7 +51,7 @@ def test_translated_sets_of_config_yaml_from_the_world(tiny_world, tmp_path):
     cfg = world_cfg()
     validate(cfg)
     got = {}
-    for dataset in ("xnli.translate_train", "xnli.translate_test", "pawsx.translate_train"):
+    for dataset in ("xnli.translate_train", "xnli.translate_test", "pawsx.translate_train", "pawsx.translate_test"):
         langs = T.task_languages(cfg, dataset)
         got[dataset] = prepare_task(T.task_of(dataset), langs, raw, T.source_cfg(cfg, dataset), tmp_path / dataset)
     train = got["xnli.translate_train"]
@@ -68,23 +68,71 @@ def test_translated_sets_of_config_yaml_from_the_world(tiny_world, tmp_path):
     assert [r["source"] for r in de] == [{"text": r["text"], "text_pair": r["text_pair"]} for r in en]
     # English: its own records, each its own source (X-Mixup mixes English with itself)
     assert prepare_split("xnli", "en", "train", raw, T.source_cfg(cfg, "xnli.translate_train")) == self_source("xnli", en)
-    # translate-test: XNLI's test pairs of the language, with XNLI-MT's English translation of each row
-    test = prepare_split("xnli", "ru", "test", raw, T.source_cfg(cfg, "xnli.translate_test"))
-    mt = world.records("xnli", "ru", "test", "xnli-mt/xnli/xnli.test.ru.tsv")
-    assert [{k: v for k, v in r.items() if k != "source"} for r in test] == world.records("xnli", "ru", "test")
-    assert [r["source"] for r in test] == [{"text": r["text"], "text_pair": r["text_pair"]} for r in mt]
-    assert got["xnli.translate_test"]["counts"]["ru"] == {"test": 150}
+    # translate-test: the language's own test pairs (ids, texts, labels), each with XTREME's English
+    # translation of its row (the file's columns 3-4) as `source`; en is paired with itself
+    for task, lang in (("xnli", "ru"), ("pawsx", "de")):
+        test = prepare_split(task, lang, "test", raw, T.source_cfg(cfg, f"{task}.translate_test"))
+        folder = {"xnli": "XNLI", "pawsx": "PAWSX"}[task]
+        mt = world.records(task, lang, "test", f"xtreme_translations/{folder}/translate-test/test-{lang}-en-translated.tsv")
+        own = world.records(task, lang, "test")
+        assert [{k: v for k, v in r.items() if k != "source"} for r in test] == own
+        assert [r["source"] for r in test] == [{"text": r["text"], "text_pair": r["text_pair"]} for r in mt]
+        assert [r["label"] for r in mt] == [r["label"] for r in own]
+        assert got[f"{task}.translate_test"]["counts"][lang] == {"test": len(own)} and len(own) == 150
+        en = prepare_split(task, "en", "test", raw, T.source_cfg(cfg, f"{task}.translate_test"))
+        assert en == self_source(task, world.records(task, "en", "test"))
+    assert list(got["pawsx.translate_test"]["counts"]) == WORLD_PAWSX
+
+
+def test_xtreme_translate_test_gives_the_tiny_world_the_same_rows_as_xnli_mt(tiny_world):
+    """The switch from XNLI-MT's file to XTREME's changes no prepared row: the world writes the same
+    English sentences into both (one noise stream), so the tiny run's numbers stay."""
+    _world, raw, _ = tiny_world
+    cfg = world_cfg()
+    xtreme = T.source_cfg(cfg, "xnli.translate_test")
+    assert xtreme["xnli"]["translated"]["test"] == "xtreme_translations/XNLI/translate-test/test-{lang}-en-translated.tsv"
+    before = {**xtreme, "xnli": {**xtreme["xnli"], "translated": {"source": "en", "test": "xnli-mt/xnli/xnli.test.{lang}.tsv"}}}
+    for lang in WORLD_XNLI:
+        assert prepare_split("xnli", lang, "test", raw, xtreme) == prepare_split("xnli", lang, "test", raw, before), lang
+
+
+def test_the_translate_test_reader_keeps_the_english_pair_of_either_layout(tmp_path):
+    five = tmp_path / "XNLI" / "test-de-en-translated.tsv"
+    five.parent.mkdir()
+    write_tsv(five, [("de p1", "de h1", "en p1", "en h1", "contradictory"), ("de p2", "de h2", "en p2", "en h2", "neutral")])
+    got = read_xtreme_translate_test(five, "xnli")
+    assert got == [{"id": "test-de-en-translated-1", "text": "en p1", "text_pair": "en h1", "label": "contradiction"},
+                   {"id": "test-de-en-translated-2", "text": "en p2", "text_pair": "en h2", "label": "neutral"}]
+    three = tmp_path / "test-ko-en-translated.tsv"  # XTREME's processors' and the X-Mixup authors' layout
+    write_tsv(three, [("en p1", "en h1", "1"), ("en p2", "en h2", "0")])
+    assert [(r["text"], r["text_pair"], r["label"]) for r in read_xtreme_translate_test(three, "pawsx")] == [
+        ("en p1", "en h1", "1"), ("en p2", "en h2", "0")]
+
+
+@pytest.mark.parametrize("rows,line,message", [
+    ([("a", "b", "c", "d", "0"), ("a", "b", "c", "0")], 2, r"expected 5 tab-separated columns \(original pair, translated pair, label, as the first row\), got 4"),
+    ([("a", "b", "0"), ("a", "b", "c", "d", "1")], 2, r"expected 3 tab-separated columns"),
+    ([("a", "b", "c", "d")], 1, r"expected 5 tab-separated columns .* or 3 .*, got 4"),
+    ([("a", "b", "c", "d", "1"), ("a", "b", "c", "d", "2")], 2, r"unknown label '2'"),
+])  # fmt: skip
+def test_a_malformed_translate_test_line_fails_naming_file_and_line(tmp_path, rows, line, message):
+    path = tmp_path / "test-de-en-translated.tsv"
+    write_tsv(path, rows)
+    with pytest.raises(DataFormatError, match=message) as err:
+        read_xtreme_translate_test(path, "pawsx")
+    assert str(path) in str(err.value) and err.value.line == line
 
 
 def test_a_translation_file_not_parallel_to_the_test_set_fails_naming_it(tiny_world, tmp_path):
     _world, raw, _ = tiny_world
     root = tmp_path / "raw"
     shutil.copytree(raw / "xnli", root / "xnli")
-    (root / "xnli-mt" / "xnli").mkdir(parents=True)
-    src = (raw / "xnli-mt" / "xnli" / "xnli.test.vi.tsv").read_text(encoding="utf-8").splitlines(keepends=True)
-    (root / "xnli-mt" / "xnli" / "xnli.test.vi.tsv").write_text("".join(src[:-1]), encoding="utf-8")  # one row short
+    rel = "xtreme_translations/XNLI/translate-test/test-vi-en-translated.tsv"
+    (root / rel).parent.mkdir(parents=True)
+    src = (raw / rel).read_text(encoding="utf-8").splitlines(keepends=True)
+    (root / rel).write_text("".join(src[:-1]), encoding="utf-8")  # one row short
     cfg = world_cfg()
-    with pytest.raises(XltError, match=r"xnli-mt/xnli/xnli\.test\.vi\.tsv: 149 pairs, not parallel to .*xnli/vi/test"):
+    with pytest.raises(XltError, match=r"test-vi-en-translated\.tsv: 149 pairs, not parallel to .*xnli/vi/test"):
         prepare_split("xnli", "vi", "test", root, T.source_cfg(cfg, "xnli.translate_test"))
 
 

@@ -13,7 +13,8 @@ from xlt.sources.catalog import catalog, load_catalog, sources_of_family
 EXPECTED = {
     "ud-2.5", "ud-2.7", "wikiann", "paws-x", "marc", "xnli", "mnli", "xnli-mt", "squad",
     "squad-json", "xquad", "xquad-json", "mlqa", "mlqa-zip", "tydiqa", "wikimatrix",
-    "xtreme-xnli-translate-train", "xtreme-pawsx-translate-train",
+    "xtreme-xnli-translate-train", "xtreme-pawsx-translate-train", "xtreme-xnli-translate-test",
+    "xtreme-pawsx-translate-test",
     "xtreme-squad-translate-train", "xtreme-xquad-translate-test", "xtreme-tydiqa-translate-train",
 }  # fmt: skip
 

@@ -2,10 +2,11 @@
 real readers (xlt.formats through xlt.stages.prepare) and checked against what they must hold."""
 
 import random
+from pathlib import Path
 
 import pytest
 
-from xlt.formats import read_squad, read_squad_parquet, read_tydiqa, read_xnli_mt, read_xtreme_translated
+from xlt.formats import read_squad, read_squad_parquet, read_tydiqa, read_xnli_mt, read_xtreme_translate_test, read_xtreme_translated
 from xlt.stages.prepare import prepare_split
 from xlt.world.translations import gold_path, machine
 
@@ -33,7 +34,9 @@ def test_every_override_file_reads_back(tiny_world):
                      "xtreme_translations/XQuAD/translate-test/xquad.translate.test.vi-en.json",
                      "mlqa/hi/test-00000-of-00001.parquet", "mlqa-v1/dev/dev-context-en-question-zh.json",
                      "tydiqa/validation-00000-of-00001.parquet", "tydiqa/train-00000-of-00001.parquet",
-                     "xtreme_translations/TyDiQA-GoldP/translate-train/tydiqa.translate.train.en-ar.json"):  # fmt: skip
+                     "xtreme_translations/TyDiQA-GoldP/translate-train/tydiqa.translate.train.en-ar.json",
+                     "xtreme_translations/XNLI/translate-test/test-hi-en-translated.tsv",
+                     "xtreme_translations/PAWSX/translate-test/test-fr-en-translated.tsv"):  # fmt: skip
         assert expected in sources and (raw / expected).is_file(), expected
         if expected.startswith(("xtreme_translations/", "xnli-mt/")):  # machine copy + exact twin
             assert gold_path(expected) in sources and (raw / gold_path(expected)).is_file(), expected
@@ -58,6 +61,29 @@ def test_translate_train_pairs_english_with_the_target_set(tiny_world):
     assert 0.3 < changed < 0.95  # drop 0.1 and swap 0.1 per word touch most, not all, sentences
     pawsx = read_xtreme_translated(raw / gold_path(TT.format(task="PAWSX", lang="es")), "pawsx")
     assert [r["text"] for r in pawsx] == [r["text"] for r in world.records("pawsx", "es", "train")]
+
+
+def test_translate_test_tsvs_hold_the_test_pair_and_its_english_translation(tiny_world):
+    """XTREME translate-test TSV (XNLI / PAWS-X), XTREME's 5-column layout: columns 1-2 the
+    language's test pair as written, 3-4 its English translation, 5 the label; XNLI's English
+    side is XNLI-MT's translation of the same rows, word for word (one noise stream)."""
+    world, raw, _ = tiny_world
+    tt = "xtreme_translations/{task}/translate-test/test-{lang}-en-translated.tsv"
+    for task, folder, lang in (("xnli", "XNLI", "ru"), ("pawsx", "PAWSX", "es")):
+        own = world.records(task, lang, "test")
+        for path in (tt.format(task=folder, lang=lang), gold_path(tt.format(task=folder, lang=lang))):
+            rows = [ln.split("\t") for ln in (raw / path).read_text(encoding="utf-8").splitlines()]
+            assert len(rows) == len(own) and {len(r) for r in rows} == {5}
+            assert [r[4] for r in rows] == [("contradictory" if task == "xnli" and o["label"] == "contradiction" else o["label"])
+                                            for o in own]  # fmt: skip
+            prefix = f"{lang}-test-{Path(path).stem}-"  # as prepare names a file read through an override
+            assert read_xtreme_translate_test(raw / path, task, id_prefix=prefix) == world.records(task, lang, "test", path)
+        en = world.records(task, "en", "test")
+        gold = read_xtreme_translate_test(raw / gold_path(tt.format(task=folder, lang=lang)), task)
+        assert [(r["text"], r["text_pair"]) for r in gold] == [(r["text"], r["text_pair"]) for r in en]
+    xnli = world.records("xnli", "ru", "test", tt.format(task="XNLI", lang="ru"))
+    mt = world.records("xnli", "ru", "test", "xnli-mt/xnli/xnli.test.ru.tsv")
+    assert [(r["text"], r["text_pair"], r["label"]) for r in xnli] == [(r["text"], r["text_pair"], r["label"]) for r in mt]
 
 
 def test_multinli_and_xnli_mt(tiny_world):

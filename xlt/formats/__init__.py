@@ -23,6 +23,7 @@ from xlt.formats.tsv import (
     read_pharaoh,
     read_wikimatrix,
     read_xnli_mt,
+    read_xtreme_translate_test,
     read_xtreme_translated,
     tokenize,
     write_pharaoh,
@@ -34,6 +35,7 @@ __all__ = [
     "format_conllu", "read_conllu", "write_conllu",
     "read_hub_parquet", "read_pawsx", "read_squad_parquet", "read_tydiqa", "read_wikiann", "read_xnli", "write_parquet",
     "read_marc", "write_marc", "read_squad", "write_squad",
-    "read_gold_pharaoh", "read_pharaoh", "read_wikimatrix", "read_xnli_mt", "read_xtreme_translated", "tokenize",
+    "read_gold_pharaoh", "read_pharaoh", "read_wikimatrix", "read_xnli_mt", "read_xtreme_translate_test", "read_xtreme_translated",
+    "tokenize",
     "write_pharaoh", "write_tsv", "write_wikimatrix",
 ]  # fmt: skip

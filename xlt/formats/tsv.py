@@ -9,6 +9,9 @@
   (original pair, translated pair, label); the translated pair is kept, and with
   ``keep_source=True`` the English original too, as ``"source": {"text", "text_pair"}``.
   PAWS-X rows whose label is not ``0`` / ``1`` are skipped and counted (as TFDS does).
+- XTREME translate-test (XNLI / PAWS-X `test-<lang>-en-translated.tsv`): no header, 5 columns
+  (original pair, English translation, label) or, in the older layout, 3 (English translation,
+  label); the English pair and the label are kept, every row strictly (it is joined by row).
 - WikiMatrix v1 (`WikiMatrix.en-<xx>.tsv.gz`): no header, ``margin score<TAB>en<TAB>xx``,
   sorted by score. Rows scoring below `threshold` (1.04, as the WikiMatrix paper advises) are
   dropped. -> ``{"id", "src": [tokens], "tgt": [tokens]}`` (English first), tokenised by
@@ -128,6 +131,55 @@ def read_xtreme_translated(path: str | Path, task: str, *, id_prefix: str | None
         out.append(rec)
     if stats is not None and task == "pawsx":
         stats["skipped_rows"] = stats.get("skipped_rows", 0) + skipped
+    return out
+
+
+XTREME_TRANSLATE_TEST_WIDTHS = {5: "original pair, translated pair, label", 3: "translated pair, label"}
+
+
+def read_xtreme_translate_test(path: str | Path, task: str, *, id_prefix: str | None = None) -> list[dict]:
+    """XTREME translate-test TSV (XNLI / PAWS-X ``test-<lang>-en-translated.tsv``): a language's
+    test set machine-translated into English, one row per test pair in the test set's order, no
+    header. The English (translated) pair is kept with the row's label; the records' ids end in
+    the line number. Two layouts are read, one per file (the first row fixes it):
+
+    - 5 columns: original (target-language) pair, translated (English) pair, label -- the layout
+      XTREME's README gives for its XNLI / PAWS-X translations since they were republished with
+      the original pair (google-research/xtreme issue #37), and the one TensorFlow Models'
+      XTREME readers take (columns 3-4 as the English pair);
+    - 3 columns: translated pair, label -- what XTREME's own processors
+      (third_party/processors/{xnli,pawsx}.py) and X-Mixup's authors' readers take, i.e. the
+      files before that republication (and the authors' copies in their Drive folder).
+
+    Any other row (another width than the file's, an unknown label) raises DataFormatError
+    naming the file and line: a translate-test file is joined to its test set by row, so no row
+    may be skipped. `task` is ``xnli`` (label ``contradictory`` read as ``contradiction``) or
+    ``pawsx`` (``0`` / ``1``)."""
+    path = Path(path)
+    if task not in ("xnli", "pawsx"):
+        raise ValueError(f"XTREME translate-test TSV exists for xnli / pawsx, not {task!r}")
+    labels = set(get_task(task).labels)
+    spelled = _XNLI_MT_LABELS if task == "xnli" else {lab: lab for lab in labels}
+    prefix = f"{path.stem}-" if id_prefix is None else id_prefix
+    out = []
+    width = None
+    for lineno, line in iter_lines(path):
+        if not line.strip():
+            continue
+        cols = line.split("\t")
+        if width is None:
+            if len(cols) not in XTREME_TRANSLATE_TEST_WIDTHS:
+                raise DataFormatError(path, lineno, "expected 5 tab-separated columns (original pair, translated pair, "
+                                                    f"label) or 3 (translated pair, label), got {len(cols)}")
+            width = len(cols)
+        elif len(cols) != width:
+            raise DataFormatError(path, lineno, f"expected {width} tab-separated columns "
+                                                f"({XTREME_TRANSLATE_TEST_WIDTHS[width]}, as the first row), got {len(cols)}")
+        text, text_pair, lab = cols[-3], cols[-2], cols[-1].strip()
+        name = spelled.get(lab)
+        if name is None or name not in labels:
+            raise DataFormatError(path, lineno, f"unknown label {lab!r} (expected {', '.join(spelled)})")
+        out.append({"id": f"{prefix}{lineno}", "text": text, "text_pair": text_pair, "label": name})
     return out
 
 

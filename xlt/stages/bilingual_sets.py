@@ -7,10 +7,11 @@ built by `xlt.stages.prepare` from the records of the set's language and of a pa
   `xnli.test.tsv`, where each pairID appears once per language); the normalised ids end in
   that row number. In each target pair, premise or hypothesis (one side, drawn with the seed)
   is replaced by the English original of the same row.
-- `attach_source` (`translated: {source: en, test: <file>}`, XNLI translate-test): each
-  record of a language's split with its machine translation into the source language, read
-  from another file of the same rows (XNLI-MT's `xnli.test.<xx>.tsv` translates XNLI's
-  `xx` test pair by pair, in order), under `"source": {"text", "text_pair"}`.
+- `attach_source` (`translated: {source: en, test: <file>}`, XNLI / PAWS-X translate-test):
+  each record of a language's split with its machine translation into the source language,
+  read from another file of the same rows (XTREME's `test-<xx>-en-translated.tsv` translates
+  the `xx` test set pair by pair, in order, as XNLI-MT's `xnli.test.<xx>.tsv` does), under
+  `"source": {"text", "text_pair"}`.
 - `self_source` (the source language's split of a `translated` set): each record its own
   source, as X-Mixup's authors pair English with itself (en -> en training pairs; English test
   records mixed with themselves at inference).

@@ -24,7 +24,8 @@ XNLI-MT, ``.json`` SQuAD, ``.jsonl`` MARC, ``.conllu``) and, where one extension
 formats, by the source folder: ``.parquet`` of task qa under ``tydiqa/`` is TyDiQA-GoldP
 (filtered to the language by id prefix), otherwise SQuAD-column parquet (MLQA's
 ``mlqa/{lang}/{hub_split}-*.parquet``); ``.tsv`` under ``xtreme_translations/`` is XTREME's
-5-column translate-train (xnli, pawsx). MLQA's original JSON
+5-column translate-train (xnli, pawsx), or, in a ``translate-test/`` folder, its translate-test
+(`xlt.formats.tsv.read_xtreme_translate_test`: the English pair of each test row). MLQA's original JSON
 (``mlqa-v1/{split}/{split}-context-{lang}-question-{lang}.json``, config.yaml's route) is SQuAD
 JSON; SQuAD JSON under ``xtreme_translations/`` (machine-translated) skips misplaced answers.
 A real file's known quirk is handled as its reference implementation does (docs/data.md, "Known
@@ -47,9 +48,11 @@ translate-test). The source language keeps the task's own splits, each record it
 (`xlt.stages.bilingual_sets.self_source`: X-Mixup's authors train and test English mixed with itself). Another
 language's split is read from its pattern: an XTREME translate-train TSV (under
 ``xtreme_translations/``) holds both sides, the translated pair at the top level and the
-English original under ``"source": {"text", "text_pair"}``; any other file (XNLI-MT's
-``xnli-mt/xnli/xnli.test.{lang}.tsv``) is the translation of the language's own split, joined
-by row (`xlt.stages.bilingual_sets.attach_source`). A split without a pattern is absent for the other
+English original under ``"source": {"text", "text_pair"}``; any other file (XTREME's
+translate-test ``xtreme_translations/XNLI/translate-test/test-{lang}-en-translated.tsv``, or
+XNLI-MT's ``xnli-mt/xnli/xnli.test.{lang}.tsv``) is the translation of the language's own
+split: the record stays the language's own test row, its English side is the file's row of the
+same number (`xlt.stages.bilingual_sets.attach_source`: count and labels checked). A split without a pattern is absent for the other
 languages (listed under the manifest's ``absent``): e.g. translate-train models select on the
 English dev set only. No back-translation (target -> source) is published for these sets.
 QA (task ``qa``) pairs by question id instead of by row (`_qa_translated`): its train pattern is
@@ -175,9 +178,21 @@ def _translation_is_target(task: str, split: str) -> bool:
     return task == "qa" and split == "train"
 
 
-def _both_sides(pattern: str | Path) -> bool:
-    """An XTREME translate-train TSV: original and translated pair in one row."""
+def _xtreme_tsv(pattern: str | Path) -> bool:
+    """An XTREME XNLI / PAWS-X translation TSV (translate-train or translate-test)."""
     return str(pattern).endswith(".tsv") and "xtreme_translations" in Path(pattern).parts
+
+
+def _translate_test_tsv(pattern: str | Path) -> bool:
+    """XTREME's XNLI / PAWS-X translate-test TSV (``.../translate-test/test-<lang>-en-translated.tsv``):
+    a language's test set in English, read as the source side of that language's own test rows."""
+    return _xtreme_tsv(pattern) and "translate-test" in Path(pattern).parts
+
+
+def _both_sides(pattern: str | Path) -> bool:
+    """An XTREME translate-train TSV: original and translated pair in one row, the translated
+    pair being the record (a translate-test TSV's record is the language's own test row)."""
+    return _xtreme_tsv(pattern) and not _translate_test_tsv(pattern)
 
 
 def raw_files(task_name: str, lang: str, split: str, source_cfg: dict | None = None) -> list[tuple[str, str]]:
@@ -282,6 +297,8 @@ def _read_by_extension(task: str, lang: str, split: str, path: Path, stats: dict
             return records
         if task == "qa":  # MLQA's refs/convert/parquet (SQuAD's columns)
             return hub_parquet.read_squad_parquet(path)
+    elif task in ("xnli", "pawsx") and _translate_test_tsv(path):
+        return tsv.read_xtreme_translate_test(path, task, id_prefix=prefix)
     elif name.endswith(".tsv") and task in ("xnli", "pawsx") and "xtreme_translations" in path.parts:
         records = tsv.read_xtreme_translated(path, task, id_prefix=prefix, stats=quirks)
         record_quirks(stats, lang, split, path, quirks)

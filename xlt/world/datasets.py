@@ -305,8 +305,9 @@ def build_pawsx(world, langs: list[str]) -> list[Unit]:
             texts[lang] = []
             for i, (c1, c2, lab) in enumerate(pairs, 1):
                 wording: dict = {}  # the second sentence is an edit of the first: same words
-                s1, s2 = unk(real.sentence(c1, rng, wording)).text, unk(real.sentence(c2, rng, wording)).text
-                texts[lang].append((s1, s2))
+                w1, w2 = real.sentence(c1, rng, wording), real.sentence(c2, rng, wording)
+                texts[lang].append((w1.text, w2.text))  # translations: as written
+                s1, s2 = unk(w1).text, unk(w2).text
                 cols["id"].append(i)
                 cols["sentence1"].append(s1)
                 cols["sentence2"].append(s2)

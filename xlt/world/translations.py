@@ -11,8 +11,10 @@ can be compared through the same readers. What each file holds (docs/world.md):
 - XNLI-MT (`xnli-mt/multinli/multinli.train.<xx>.tsv`): English train translated into xx;
   (`xnli-mt/xnli/xnli.{dev,test}.<xx>.tsv`): xx dev / test translated into English.
 - XTREME translate-train: XNLI / PAWS-X `en-<xx>-translated.tsv` (English pair, translated
-  pair, label), SQuAD `squad.translate.train.en-<xx>.json`; translate-test: XQuAD
-  `xquad.translate.test.<xx>-en.json`. In QA only the question is made noisy: the context
+  pair, label), SQuAD `squad.translate.train.en-<xx>.json`; translate-test: XNLI / PAWS-X
+  `test-<xx>-en-translated.tsv` (xx test pair, its English translation, label: XTREME's
+  5-column layout; XNLI's English side is the very sentences of XNLI-MT's `xnli.test.<xx>.tsv`,
+  one noise stream for both), XQuAD `xquad.translate.test.<xx>-en.json`. In QA only the question is made noisy: the context
   stays exact so that every answer is still a span of it.
 
 Every file's normalised records are keyed ``(task, lang, split, source)``: `source` is the
@@ -88,9 +90,21 @@ def _pair_tsv(world, unit, task: str, lang: str, path: str, rows, labels) -> lis
     return units
 
 
+def _translate_test_tsv(unit, task: str, lang: str, path: str, own, english, label_ids, labels) -> object:
+    """An XTREME translate-test TSV: rows of (the language's test pair, its English translation,
+    label id spelled as `labels`), no header; its records are the English pairs (line numbers from 1)."""
+    names = get_task(task).labels
+    prefix = f"{lang}-test-{Path(path).stem}-"
+    rows = [(o1, o2, e1, e2, labels[lab]) for (o1, o2), (e1, e2), lab in zip(own, english, label_ids, strict=True)]
+    recs = [{"id": f"{prefix}{k}", "text": e1, "text_pair": e2, "label": names[lab]}
+            for k, ((e1, e2), lab) in enumerate(zip(english, label_ids, strict=True), 1)]  # fmt: skip
+    return unit(path, lambda p, r=rows: write_tsv(p, r), {(task, lang, "test", path): recs})
+
+
 def xnli_files(world, unit, split: str, texts: dict[str, list[tuple[str, str]]], label_ids: list[int]) -> list:
-    """MultiNLI, XNLI-MT (translate-train and translate-test) and XTREME's XNLI translate-train,
-    from one split of the world's parallel XNLI (`texts[lang]` = [(premise, hypothesis)])."""
+    """MultiNLI, XNLI-MT (translate-train and translate-test), XTREME's XNLI translate-train and
+    translate-test, from one split of the world's parallel XNLI (`texts[lang]` = [(premise,
+    hypothesis)] as written)."""
     names = get_task("xnli").labels
     if "en" not in texts:
         return []
@@ -116,28 +130,42 @@ def xnli_files(world, unit, split: str, texts: dict[str, list[tuple[str, str]]],
             path, source = f"xnli-mt/multinli/multinli.train.{lang}.tsv", pairs  # English into xx
         else:
             path, source = f"xnli-mt/xnli/xnli.{split}.{lang}.tsv", en  # xx into English
+        xtreme = f"xtreme_translations/XNLI/translate-test/test-{lang}-en-translated.tsv"
         for where, mt in ((path, Noise(world, "xnli-mt", split, lang)), (gold_path(path), None)):
             prefix = f"{lang}-{split}-{Path(where).stem}-"
-            lines, recs = [], []
+            lines, recs, out = [], [], []
             for k, ((p, h), lab) in enumerate(zip(source, label_ids, strict=True), 2):  # line 1: header
                 p, h = (mt(p), mt(h)) if mt else (p, h)
+                out.append((p, h))
                 lines.append((p, h, XNLI_MT_LABELS[lab]))
                 recs.append({"id": f"{prefix}{k}", "text": p, "text_pair": h, "label": names[lab]})
             units.append(unit(where, lambda p, r=lines: write_tsv(p, r, header=("premise", "hypo", "label")),
                               {("xnli", lang, split, where): recs}))  # fmt: skip
+            if split == "test":  # XTREME's translate-test: the same English sentences, in its layout
+                units.append(_translate_test_tsv(unit, "xnli", lang, xtreme if mt else gold_path(xtreme), pairs, out,
+                                                 label_ids, XNLI_MT_LABELS))  # fmt: skip
     return units
 
 
 def pawsx_files(world, unit, split: str, texts: dict[str, list[tuple[str, str]]], label_ids: list[int]) -> list:
-    """XTREME's PAWS-X translate-train TSV from the world's parallel PAWS-X train set."""
-    if split != "train" or "en" not in texts:
+    """XTREME's PAWS-X translate-train TSV from the world's parallel PAWS-X train set, and its
+    translate-test TSV from the test set (`texts[lang]` = [(sentence1, sentence2)] as written)."""
+    if split not in ("train", "test") or "en" not in texts:
         return []
     units = []
     for lang, pairs in texts.items():
-        if lang != "en":
+        if lang == "en":
+            continue
+        if split == "train":
             rows = list(zip(texts["en"], pairs, label_ids, strict=True))
             units += _pair_tsv(world, unit, "pawsx", lang, f"xtreme_translations/PAWSX/translate-train/en-{lang}-translated.tsv",
                                rows, ("0", "1"))  # fmt: skip
+            continue
+        path = f"xtreme_translations/PAWSX/translate-test/test-{lang}-en-translated.tsv"
+        noise = Noise(world, "pawsx", "translate-test", lang)
+        for where, mt in ((path, noise), (gold_path(path), None)):
+            english = [(mt(a), mt(b)) if mt else (a, b) for a, b in texts["en"]]
+            units.append(_translate_test_tsv(unit, "pawsx", lang, where, pairs, english, label_ids, ("0", "1")))
     return units
 
 
