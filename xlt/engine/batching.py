@@ -11,6 +11,7 @@ import torch
 
 from xlt.errors import XltError
 
+
 def length_grouped_batches(
     lengths: list[int], batch_size: int, seed: int, epoch: int, mega: int = 50
 ) -> list[list[int]]:
