@@ -19,10 +19,13 @@ rule evaluate:
     params:
         langs=lambda w: " ".join(T.langset_languages(config, w.langset)),
         evaluation=as_json(config.get("evaluation", {})),
+        # QA's answer normalisation: a set declaring MLQA's (data.qa.sets.<set>.answer_normalisation)
+        # passes each language's answer language; '' (SQuAD v1.1's) for any other dataset
+        answers=lambda w: T.answer_languages_arg(config, getattr(w, "testset", None) or w.task, w.langset),
     shell:
         "evaluate.py --model {input.model} --data {input.data}"
         " --split {wildcards.split} --langs {params.langs} --out {output.metrics}"
-        " --predictions {output.predictions} --evaluation {params.evaluation:q}"
+        " --predictions {output.predictions} --evaluation {params.evaluation:q} {params.answers}"
         " --threads {threads} 2> {log}"
 
 

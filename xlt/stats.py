@@ -288,6 +288,8 @@ def _seed_scores(eval_json: Path, lang: str, answer_lang: str | None):
     if ids != [r.get("id") for r in records]:
         raise XltError(f"{pred_file} ({lang}) and {gold_file}: different examples or order "
                        f"({len(ids)} vs {len(records)} examples)")
+    if answer_lang is None:  # the evaluation's own: MLQA's answer language where it recorded one
+        answer_lang = (report.get("answer_languages") or {}).get(lang)
     scores = kind.example_scores(task, [kind.gold(task, r) for r in records], [r["prediction"] for r in rows],
                                  answer_lang)
     ours, theirs = reduce_example_scores(scores), report["metrics"][lang].get(scores.metric)
@@ -307,7 +309,9 @@ def read_seed_outputs(eval_jsons: Sequence[str | Path], lang: str, answer_lang: 
     gold comes from the test file the evaluation read, checked unchanged. Each seed's scores
     must rebuild the metric in its JSON (accuracy, f1, span_f1), and every seed must hold
     the same examples in the same order (ids): else XltError naming the files.
-    `answer_lang`: QA answer normalisation (None: SQuAD v1.1, what `evaluate` uses).
+    `answer_lang`: QA answer normalisation (None: the evaluation's own, i.e. the MLQA answer
+    language its report records (`answer_languages`, a set declaring MLQA's normalisation),
+    else SQuAD v1.1's).
     """
     if not eval_jsons:
         raise XltError(f"read_seed_outputs: no evaluation JSONs for {lang!r}")

@@ -421,6 +421,33 @@ def named_set(cfg: dict, dataset: str) -> dict | None:
     return spec
 
 
+# A named set's keys that say how its test split is scored, not how it is prepared: left out of
+# `source_cfg` (prepare_task's params), so declaring them re-prepares nothing.
+SCORING_KEYS = ("answer_normalisation", "answer_language")
+
+
+def answer_languages(cfg: dict, dataset: str, langs: list[str]) -> dict[str, str] | None:
+    """QA's answer normalisation of an evaluation of `dataset` on `langs` (evaluate's
+    --answer-languages): None for SQuAD v1.1's (every dataset but a named set declaring
+    `answer_normalisation: mlqa`); for such a set, each language -> the answer language the MLQA
+    script (mlqa_evaluation_v1.py, its `answer_language` argument) normalises it with: the set's
+    `answer_language` when it declares one (a cross-lingual set's context language), else the
+    evaluated language itself."""
+    spec = named_set(cfg, dataset)
+    if spec is None or spec.get("answer_normalisation", "squad") != "mlqa":
+        return None
+    return {lang: spec.get("answer_language") or lang for lang in langs}
+
+
+def answer_languages_arg(cfg: dict, dataset: str, langset: str) -> str:
+    """evaluate.py's `--answer-languages` option of an evaluation (shell-quoted), or ''."""
+    import json
+    import shlex
+
+    langs = answer_languages(cfg, dataset, langset_languages(cfg, langset))
+    return "" if langs is None else f"--answer-languages {shlex.quote(json.dumps(langs, sort_keys=True))}"
+
+
 def check_dataset(cfg: dict, dataset: str, key: str) -> None:
     """A dataset name (`<task>[.<set>]`) at config key `key`: a known task and, if named, a known set."""
     check_config_ref("task", key, task_of(dataset), TASKS)
@@ -517,7 +544,7 @@ def source_cfg(cfg: dict, dataset: str) -> dict:
     spec = named_set(cfg, dataset)
     if spec is not None:
         task = task_of(dataset)
-        out[task] = {**out.get(task, {}), **{k: v for k, v in spec.items() if k != "languages"}}
+        out[task] = {**out.get(task, {}), **{k: v for k, v in spec.items() if k not in ("languages", *SCORING_KEYS)}}
     return out
 
 

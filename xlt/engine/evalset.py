@@ -54,12 +54,15 @@ class EvalSet:
     batches: list[tuple[list[int], dict]]
     name: str = ""
     precision: str = "fp32"  # of its forwards (xlt.engine.evaluation)
+    # QA's answer normalisation (xlt.metrics.normalize_answer): None, SQuAD v1.1's; a language
+    # code, the MLQA script's with that answer language (a set declaring it: answer_languages)
+    answer_lang: str | None = None
     _on: dict = field(default_factory=dict, repr=False)  # device -> batches moved there
 
     @classmethod
     def build(cls, task: Task, records: list[dict], tokenizer, cfg, positions: int | None = None,
               name: str = "", kind: Kind | None = None, with_source: bool = False,
-              mode: EvalMode | None = None) -> "EvalSet":
+              mode: EvalMode | None = None, answer_lang: str | None = None) -> "EvalSet":
         """Encode `records` as evaluation features with `cfg`'s max_length / stride / batch size.
 
         `positions`: the encoder's sequence limit (`max_positions`); parsing uses it to parse
@@ -69,7 +72,9 @@ class EvalSet:
         translation, translate-test) is encoded too and runs beside it
         (xlt.engine.model.TaskModel.with_source). `mode`: the
         precision and batching of its forwards (`xlt.engine.evaluation.eval_mode`; default
-        fp32, `cfg.eval_batch_size` sentences per batch).
+        fp32, `cfg.eval_batch_size` sentences per batch). `answer_lang`: QA's answer
+        normalisation (None: SQuAD v1.1's; an MLQA language: the MLQA script's with that answer
+        language; xlt.dag.targets.answer_languages).
         """
         mode = mode or EvalMode()
         kind = kind or kind_of(task)
@@ -77,7 +82,8 @@ class EvalSet:
         if with_source:
             attach_sources(task, kind, records, enc, tokenizer, cfg)
         batches = eval_batches(enc, kind, tokenizer.pad_token_id, cfg.eval_batch_size, mode.max_tokens, mode.pad_multiple)
-        return cls(task, kind, records, enc, [kind.gold(task, r) for r in records], batches, name, mode.precision)
+        return cls(task, kind, records, enc, [kind.gold(task, r) for r in records], batches, name, mode.precision,
+                   answer_lang)
 
     def batches_on(self, device: torch.device) -> list[tuple[list[int], dict]]:
         """The collated batches, moved to `device` once (CUDA) or left where they are (CPU)."""
@@ -100,7 +106,7 @@ class EvalSet:
     def finish(self, pending: list, device: torch.device) -> tuple[list, dict]:
         """Predictions per record and every metric of the task (percent) of a `launch`."""
         preds = self.decode(pending, device)
-        return preds, self.kind.metrics(self.task, self.golds, preds)
+        return preds, self.kind.metrics(self.task, self.golds, preds, self.answer_lang)
 
     def predict(self, model, device: torch.device, precision: str | None = None) -> list:
         return self.decode(self.launch(model, device, precision), device)
@@ -154,8 +160,11 @@ def attach_sources(task: Task, kind: Kind, records: list[dict], enc: Encoded, to
             f["source"] = by_example[f["example"]]
 
 
-def evaluate_records(model, tokenizer, task, records, cfg, device, mode: EvalMode | None = None) -> tuple[list, dict]:
-    """Encode and score once; to score the same records repeatedly, keep an `EvalSet`."""
+def evaluate_records(model, tokenizer, task, records, cfg, device, mode: EvalMode | None = None,
+                     answer_lang: str | None = None) -> tuple[list, dict]:
+    """Encode and score once; to score the same records repeatedly, keep an `EvalSet`.
+    `answer_lang`: QA's answer normalisation (`EvalSet.build`)."""
     kind = model.kind if getattr(model, "task", None) == task else None  # the model's, resolved when it was built
     return EvalSet.build(task, records, tokenizer, cfg, max_positions(model, tokenizer), kind=kind,
-                         with_source=getattr(model, "source_reader", None) is not None, mode=mode).score(model, device)
+                         with_source=getattr(model, "source_reader", None) is not None, mode=mode,
+                         answer_lang=answer_lang).score(model, device)

@@ -170,14 +170,19 @@ def finetune_pack(task: str, encoder: str, revision: str | None, data_dir: str, 
 
 
 def evaluate_model(model_dir: str, data_dir: str, split: str, langs: list[str], out: str, predictions: str,
-                   device: str = "auto", evaluation: dict | None = None) -> dict:
+                   device: str = "auto", evaluation: dict | None = None,
+                   answer_languages: dict[str, str] | None = None) -> dict:
     """Metrics per language (and their average) on one split; predictions beside them.
 
     "collapsed": the model's own verdict (its dev predictions, `finetune`), or these scored
     predictions, all languages together, nearly all one label (the share test of the model's
     recorded rule): a model whose scored path differs from its dev path (X-Mixup's
     translate-test side) is judged on what the table shows too (`scored_collapse`).
-    `evaluation`: the config's block (precision, batch_tokens; xlt.engine.evaluation)."""
+    `evaluation`: the config's block (precision, batch_tokens; xlt.engine.evaluation).
+    `answer_languages`: QA only, a set declaring MLQA's answer normalisation (config
+    data.qa.sets.<set>.answer_normalisation; xlt.dag.targets.answer_languages): each language ->
+    the answer language the MLQA script scores it with; None: SQuAD v1.1's for every language.
+    The report records it (xlt.stats rescoring reads it back)."""
 
     # torch: only in the job
     from xlt.engine.evalset import evaluate_records, load_records
@@ -186,6 +191,9 @@ def evaluate_model(model_dir: str, data_dir: str, split: str, langs: list[str], 
     from xlt.engine.model import load_model
     from xlt.engine.runtime import pick_device
 
+    if answer_languages is not None and sorted(answer_languages) != sorted(langs):
+        raise XltError(f"evaluation of {data_dir}: answer languages given for {', '.join(sorted(answer_languages))}, "
+                       f"but the languages scored are {', '.join(langs)}")
     dev = pick_device(device)
     mode = eval_mode(evaluation, dev)
     model, tokenizer, meta = load_model(model_dir, dev)
@@ -197,7 +205,8 @@ def evaluate_model(model_dir: str, data_dir: str, split: str, langs: list[str], 
         path = split_file(data_dir, lang, split)
         files.append(path)
         records = load_records([path])
-        preds, metrics = evaluate_records(model, tokenizer, task, records, cfg, dev, mode)
+        preds, metrics = evaluate_records(model, tokenizer, task, records, cfg, dev, mode,
+                                          answer_lang=(answer_languages or {}).get(lang))
         results[lang] = {**metrics, "n": len(records)}
         rows.extend({"lang": lang, "id": r.get("id"), "prediction": p} for r, p in zip(records, preds))
         all_preds += preds
@@ -210,6 +219,8 @@ def evaluate_model(model_dir: str, data_dir: str, split: str, langs: list[str], 
         "model": str(model_dir),
         "seed": meta["provenance"]["seed"],
         "evaluation": mode.describe(),
+        # MLQA's answer normalisation per language (absent: SQuAD v1.1's)
+        **({"answer_languages": dict(answer_languages)} if answer_languages is not None else {}),
         "metrics": results,
         "average": avg,
         "model_provenance": {"code": meta["provenance"]["code"], "data_sha256": meta["provenance"]["data_sha256"]},

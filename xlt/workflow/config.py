@@ -403,6 +403,7 @@ def _check_named_sets(config: dict) -> None:
             raise XltError(f"config key {key}.splits: task {task} has no split {bad[0]!r}; allowed: {', '.join(TASKS[task].splits)}")
         if "translated" in spec:
             check_config_ref("language", f"{key}.translated.source", spec["translated"]["source"], offered)
+        _check_answer_normalisation(key, spec)
         partner = (spec.get("mix") or {}).get("with") or next(iter((spec.get("cross") or {}).values()), None)
         if partner is not None:
             where = f"{key}.{'mix.with' if 'mix' in spec else 'cross'}"
@@ -410,6 +411,27 @@ def _check_named_sets(config: dict) -> None:
             if partner in spec["languages"]:
                 raise XltError(f"config key {where}: {partner!r} is one of the set's own languages "
                                f"({key}.languages): a pair would mix a language with itself")
+
+
+# The languages MLQA's script normalises (xlt.metrics.MLQA_LANGUAGES, copied: importing xlt.metrics
+# loads scikit-learn at every config check; tests/test_metrics.py checks the two agree).
+MLQA_ANSWER_LANGUAGES = ("ar", "de", "en", "es", "hi", "vi", "zh")
+
+
+def _check_answer_normalisation(key: str, spec: dict) -> None:
+    """A QA set's answer normalisation (xlt.dag.targets.answer_languages): MLQA's needs an
+    answer language MLQA's script defines for every language it scores."""
+    if "answer_language" in spec and spec.get("answer_normalisation") != "mlqa":
+        raise XltError(f"config key {key}.answer_language: only with answer_normalisation: mlqa "
+                       f"(SQuAD v1.1's normalisation has no language); got {spec.get('answer_normalisation', 'squad')!r}")
+    if spec.get("answer_normalisation") != "mlqa":
+        return
+    where = f"{key}.answer_language" if "answer_language" in spec else f"{key}.languages"
+    bad = [lang for lang in ([spec["answer_language"]] if "answer_language" in spec else spec["languages"])
+           if lang not in MLQA_ANSWER_LANGUAGES]
+    if bad:
+        raise XltError(f"config key {where}: MLQA's answer normalisation (answer_normalisation: mlqa) has no rule for "
+                       f"{', '.join(bad)}; it defines {', '.join(MLQA_ANSWER_LANGUAGES)}")
 
 
 def _check_treebanks(config: dict, slug: str, set_name: str | None, task: str, langs: list[str]) -> None:
