@@ -105,6 +105,8 @@ def _affects(entry: dict, item: str) -> bool:
 
 
 def _text(value) -> str:
+    if value is None:
+        return "null"  # as the config spells it
     if isinstance(value, float):
         return f"{value:g}"
     if isinstance(value, list):
