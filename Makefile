@@ -111,7 +111,7 @@ pins: install  ## what each catalog source is pinned or locked to (PINS_CONFIG)
 # results/bill.{md,json} and into README.md between its bill markers (a test checks they agree).
 .PHONY: bill
 bill: install  ## the full-scale bill in GPU-hours: results/bill.md and README's block
-	$(PY) benchmarks/full_scale_bill.py --out results/bill --readme README.md
+	$(PY) benchmarks/full_scale_bill.py --out results/bill --readme README.md --runtimes slurm/runtimes.json
 
 # README's status block and docs/papers.md's table of the papers, from the registry and the two
 # configs (xlt/workflow/status.py; tests check both are current).
@@ -127,11 +127,12 @@ prefetch: install  ## fetch and lock every dataset and encoder snapshot (login n
 
 # The plan of a full-scale run (xlt/workflow/plan.py), one screen, nothing run: jobs and GPU-hours per
 # stage (the bill), what is missing first (prefetch, locks, XLT_SLURM_ACCOUNT), the next command.
-# PINS_CONFIG: the config files; TARGET: what to plan.
+# PINS_CONFIG: the config files; TARGET: what to plan; GPUS: the wall-clock on that many GPUs.
 TARGET ?= all_tables
+GPUS ?= 8
 .PHONY: plan
-plan: install  ## the plan of a full-scale run: jobs and GPU-hours per stage, what is missing, the next command (PINS_CONFIG, TARGET)
-	@$(PY) workflow_scripts/plan.py --target $(TARGET) --configfile $(PINS_CONFIG)
+plan: install  ## the plan of a full-scale run: GPU-hours per stage, wall-clock, time limits, what is missing (PINS_CONFIG, TARGET, GPUS)
+	@$(PY) workflow_scripts/plan.py --target $(TARGET) --configfile $(PINS_CONFIG) --gpus $(GPUS)
 
 clean:  ## remove results, logs, .snakemake and report.html
 	rm -rf results logs .snakemake report.html

@@ -7,16 +7,19 @@ on a GPU, the throughput JSON of benchmarks/gpu_throughput.py; work it did not m
 priced from FLOPs at a stated utilisation (xlt.workflow.bill). Issue 40's levers (packed fine-tunes, bf16
 evaluation, several jobs on one GPU) are priced from the GPU runs in benchmarks/gpu/ that measured
 them, else from FLOPs at the MFU xlt.workflow.bill states (an ESTIMATE, said so in the bill). `make bill` writes results/bill.md and
-results/bill.json and puts the markdown into README.md between its bill markers.
+results/bill.json, puts the markdown into README.md between its bill markers and the priced
+time of each GPU rule's jobs into slurm/runtimes.json (the time limits jobs ask for:
+xlt.dag.resources). GPU sharing is priced as configured: XLT_SLURM_GPU_SHARDS from the environment.
 
     python benchmarks/gpu_throughput.py --json benchmarks/gpu_throughput.json   # on the GPU
-    python benchmarks/full_scale_bill.py --out results/bill --readme README.md
+    python benchmarks/full_scale_bill.py --out results/bill --readme README.md --runtimes slurm/runtimes.json
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import subprocess
 import sys
@@ -24,7 +27,8 @@ import tempfile
 from pathlib import Path
 
 from xlt import papers as P
-from xlt.workflow.bill import Examples, dag_jobs, levers_of, markdown, report
+from xlt.dag import resources as R
+from xlt.workflow.bill import Examples, dag_jobs, gpu_runs, levers_of, markdown, report
 from xlt.process.cli import run
 from xlt.workflow.config import load_configs
 from xlt.errors import XltError
@@ -68,15 +72,19 @@ def build(configfile: str, target: str, throughput: str | None, jobs: str | None
     plan = Path(jobs).read_text() if jobs else dry_run(str(Path(configfile).resolve()), target)
     examples = Examples(cfg, REPO if prepared else None)
     name = Path(configfile).name if Path(configfile).resolve().parent == REPO else configfile
-    return report(cfg, dag_jobs(plan), examples, bench, target, name, aliases=set(P.target_rules(cfg)),
-                  levers=levers_of(cfg, gpu_runs(GPU_RUNS)))
+    rep = report(cfg, dag_jobs(plan), examples, bench, target, name, aliases=set(P.target_rules(cfg)),
+                 levers=levers_of(cfg, gpu_runs(GPU_RUNS), env=os.environ), env=os.environ)
+    rep["fingerprint"] = R.config_fingerprint(cfg)
+    return rep
 
 
-def gpu_runs(folder: Path) -> list[tuple[str, dict]]:
-    """(file, JSON) of the GPU runs in `folder`, oldest first (by their date, then name)."""
-    runs = [(f"{folder.relative_to(REPO)}/{f.name}" if folder.is_relative_to(REPO) else str(f), json.loads(f.read_text()))
-            for f in sorted(folder.glob("*.json"))]
-    return sorted(runs, key=lambda r: (str(r[1].get("date") or ""), r[0]))
+def runtimes(rep: dict) -> str:
+    """slurm/runtimes.json: the priced minutes of each GPU rule's jobs, for the config priced."""
+    table = {"config": rep["config"], "fingerprint": rep["fingerprint"], "gpu": rep["gpu"],
+             "what": "minutes of the costliest job of each rule, encoder size and dataset alone on this GPU "
+                     "(`make bill` writes this file; xlt.dag.resources reads it)",
+             "minutes": rep["runtimes"]}  # fmt: skip
+    return json.dumps(table, indent=1, sort_keys=True) + "\n"
 
 
 def main():
@@ -88,6 +96,7 @@ def main():
     ap.add_argument("--prepared", action="store_true", help="count examples of prepared data on disk first")
     ap.add_argument("--out", help="write <out>.md and <out>.json")
     ap.add_argument("--readme", help="replace the bill block of this README with the markdown")
+    ap.add_argument("--runtimes", help="write the priced minutes of each GPU rule's jobs here (slurm/runtimes.json)")
     a = ap.parse_args()
     rep = build(a.configfile, a.target, a.throughput, a.jobs, a.prepared)
     md = markdown(rep)
@@ -96,6 +105,9 @@ def main():
         Path(a.out).parent.mkdir(parents=True, exist_ok=True)
         Path(f"{a.out}.md").write_text(md)
         Path(f"{a.out}.json").write_text(json.dumps(rep, indent=2, sort_keys=True) + "\n")
+        Path(f"{a.out}.runtimes.json").write_text(runtimes(rep))
+    if a.runtimes:
+        Path(a.runtimes).write_text(runtimes(rep))
     if a.readme:
         readme = Path(a.readme)
         readme.write_text(put_readme_block(readme.read_text(), md))

@@ -6,6 +6,7 @@ the stated utilisation; the README's block is the generator's output."""
 
 import json
 import math
+import os
 import re
 import subprocess
 import sys
@@ -197,11 +198,14 @@ def test_readme_quotes_the_bill_that_make_bill_writes(tmp_path):
     full-scale DAG of config.yaml (`make bill` rewrites it)."""
     from benchmarks.full_scale_bill import readme_block
 
+    env = {k: v for k, v in os.environ.items() if k != "XLT_SLURM_GPU_SHARDS"}  # as the README prices it
     run = subprocess.run([sys.executable, str(REPO / "benchmarks" / "full_scale_bill.py"), "--out", str(tmp_path / "bill")],
-                         capture_output=True, text=True, timeout=600)  # fmt: skip
+                         capture_output=True, text=True, timeout=600, env=env)  # fmt: skip
     assert run.returncode == 0, run.stderr[-3000:]
     assert readme_block((REPO / "README.md").read_text()) == run.stdout == (tmp_path / "bill.md").read_text(), \
         "README.md's bill is stale: run `make bill`"
+    assert (tmp_path / "bill.runtimes.json").read_text() == (REPO / "slurm" / "runtimes.json").read_text(), \
+        "slurm/runtimes.json is stale: run `make bill`"
     rep = json.loads((tmp_path / "bill.json").read_text())
     assert rep["jobs"] > 2500 and rep["papers"]["total"]["ours"] > 0
     assert set(rep["papers"]) == {"adjust", "crossmulti", "dlfa", "underspec", "xmixup", "total"}
@@ -228,10 +232,13 @@ GPU = {"device": "NVIDIA H200", "gpu": True, "peak_tflops": 989.0, "date": "2026
                  "mfu": 0.027, "eval_mfu": 0.004} for w in ("tagging", "pair")]}  # fmt: skip
 
 
-def _priced(jobs, cfg=CFG, runs=()) -> tuple[dict, dict]:
+SHARED = {"XLT_SLURM_GPU_SHARDS": "8"}  # GPU sharing configured (config.yaml: jobs_per_gpu base 4, large 2)
+
+
+def _priced(jobs, cfg=CFG, runs=(), env=SHARED) -> tuple[dict, dict]:
     """(the report's papers' total, its levers) of these jobs, priced at GPU's rates."""
     rep = report(cfg, dag_jobs(dry(*jobs)), Examples(cfg, None), GPU, "all_tables", "config.yaml",
-                 levers=levers_of(cfg, runs))
+                 levers=levers_of(cfg, runs, env=env), env=env)
     return rep["papers"]["total"], rep["levers"]
 
 
@@ -300,3 +307,28 @@ def test_dev_evaluations_follow_the_profiles_cadence():
     assert dev_evaluations({"epochs": 4}, steps=1000) == 4  # each epoch's end
     assert dev_evaluations({"epochs": 4, "eval_steps": 100}, steps=1000) == 14
     assert dev_evaluations({"epochs": 4, "evals_per_epoch": 4}, steps=1000) == 16
+
+
+def test_sharing_is_priced_as_configured_with_the_other_settings_price():
+    """GPU sharing only where XLT_SLURM_GPU_SHARDS is set (xlt.dag.resources); the bill names the
+    setting and prices the other one."""
+    ft = [("finetune", [MODEL.format(1)])]
+    jobs = dag_jobs(dry(*ft))
+    on = report(CFG, jobs, Examples(CFG, None), GPU, "all_tables", "config.yaml", env=SHARED)
+    off = report(CFG, jobs, Examples(CFG, None), GPU, "all_tables", "config.yaml", env={})
+    assert off["papers"]["total"]["ours"] == pytest.approx(off["papers"]["total"]["ours_pack_eval"])
+    assert on["papers"]["total"]["ours"] == pytest.approx(off["papers"]["total"]["ours"] / 4, rel=1e-3)
+    assert off["levers"]["share"]["setting"].startswith("off (XLT_SLURM_GPU_SHARDS unset)")
+    assert on["levers"]["share"]["setting"].startswith("on: XLT_SLURM_GPU_SHARDS=8")
+    assert on["sharing_alternative"]["ours"] == pytest.approx(off["papers"]["total"]["ours"])
+    assert off["sharing_alternative"]["ours"] == pytest.approx(on["papers"]["total"]["ours"])
+    assert "with sharing" in off["sharing_alternative"]["label"] and "without sharing" in on["sharing_alternative"]["label"]
+    md = markdown(off)
+    assert "on the NVIDIA H200" in md and "GPU sharing off" in md and "with sharing" in md
+
+
+def test_a_jobs_priced_minutes_are_its_hours_alone_on_the_bills_gpu():
+    ft = [("finetune", [MODEL.format(1)])]
+    rep = report(CFG, dag_jobs(dry(*ft)), Examples(CFG, None), GPU, "all_tables", "config.yaml", env=SHARED)
+    minutes = rep["runtimes"]["finetune"]["base"]
+    assert minutes["*"] == minutes["ner"] == pytest.approx(rep["papers"]["total"]["ours_pack_eval"] * 60, abs=0.01)

@@ -50,14 +50,15 @@ def test_the_plan_is_one_screen_with_the_bills_total_the_missing_steps_and_the_n
     cfg, jobs = full
     lines = L.plan_lines(cfg, jobs, "all_tables", [str(REPO / "config.yaml")], tmp_path, env={})
     text = "\n".join(lines)
-    assert len(lines) <= 40 and max(map(len, lines)) <= 200
-    total = L.bill_of(cfg, jobs, "all_tables", "config.yaml")["papers"]["total"]["ours"]
+    assert len(lines) <= 45 and max(map(len, lines)) <= 200
+    bill = L.bill_of(cfg, jobs, "all_tables", "config.yaml", {})
+    total = bill["papers"]["total"]["ours"]
     rows = {w[0]: int(w[1].replace(",", "")) for line in lines if line.startswith("  ")
-            and len(w := line.split()) == 3 and w[1].replace(",", "").isdigit()}  # fmt: skip
+            and len(w := line.split()) == 5 and w[1].replace(",", "").isdigit()}  # fmt: skip
     assert rows["total"] == len(jobs) - 1 == sum(n for s, n in rows.items() if s != "total")
     assert {"data", "finetune", "evaluate", "tables"} <= set(rows)
     assert lines[0].startswith(f"Plan of `all_tables` on config.yaml: {len(jobs) - 1:,} jobs to run, ")
-    assert lines[0].endswith(f" {L._hours(total)} GPU-hours") and total > 10
+    assert f" {L._hours(total)} GPU-hours on the {bill['gpu']} (" in lines[0] and total > 10
     n_dl, n_enc = len(T.download_plan(cfg)), len(T.hub_encoders(cfg))
     assert f"{n_dl} of {n_dl} downloads and {n_enc} of {n_enc} encoder snapshots are not prefetched" in text
     assert text.index("make prefetch") < text.index("not locked yet") < text.index("XLT_SLURM_ACCOUNT is unset")

@@ -1,5 +1,7 @@
 """What jobs ask SLURM for (xlt.dag.resources): GPUs per job kind, DDP processes, the launcher."""
 
+import json
+
 import pytest
 
 from xlt.dag import resources as R
@@ -94,3 +96,63 @@ def test_bad_sharing_settings_are_refused_by_name(env, jobs_per_gpu, says):
     c["compute"]["jobs"]["finetune"]["jobs_per_gpu"] = jobs_per_gpu
     with pytest.raises(XltError, match=says):
         R.job_resources(c, "finetune", env=env)["gres"](W, 1)
+
+
+def test_a_runtime_request_never_passes_the_cap_and_grows_on_retry_up_to_it():
+    c = cfg(1, False)
+    c["compute"].update(max_runtime_hours={"gpu": 10, "cpu": 2}, runtime_growth=2.0)
+    c["compute"]["jobs"]["finetune"]["runtime"] = 200
+    c["compute"]["jobs"]["prepare"] = {"runtime": 100}
+    gpu = R.job_resources(c, "finetune", env={})["runtime"]
+    assert [gpu(W, a) for a in (1, 2, 3, 4)] == [200, 400, 600, 600]  # 10 h cap
+    cpu = R.job_resources(c, "prepare", env={})["runtime"]
+    assert [cpu(W, a) for a in (1, 2, 3)] == [100, 120, 120]  # the cpu partition's 2 h
+
+
+def test_a_priced_job_asks_for_its_priced_time_times_the_margin(tmp_path, monkeypatch):
+    c = cfg(1, False)
+    c["compute"].update(time_margin=1.5, max_runtime_hours=48)
+    table = tmp_path / "runtimes.json"
+    table.write_text(json.dumps({"fingerprint": R.config_fingerprint(c),
+                                 "minutes": {"finetune": {"base": {"*": 100.0, "ner": 40.0}},
+                                             "finetune_pack": {"base": {"*": 1000.0}}}}))
+    monkeypatch.setattr(R, "RUNTIMES", table)
+    rt = R.job_resources(c, "finetune", env={})["runtime"]
+    assert rt(Task("xnli"), 1, rulename="finetune") == 150 and rt(Task("ner"), 1, rulename="finetune") == 60
+    assert rt(Task("ner"), 2, rulename="finetune") == 120
+    assert rt(Task("ner"), 1, rulename="finetune_pack_1_2") == 1500
+    assert rt(Task("ner"), 1) == 30  # no rule named: the kind's runtime (its default here)
+    # the table priced another config: the kind's runtime
+    other = {**c, "seeds": [9]}
+    assert R.job_resources(other, "finetune", env={})["runtime"](Task("ner"), 1, rulename="finetune") == 30
+
+
+class Task:
+    encoder = "mbert"
+
+    def __init__(self, task):
+        self.task = task
+
+
+def test_the_full_scale_configs_largest_request_is_within_its_cap():
+    """config.yaml's GPU jobs, priced by `make bill` (slurm/runtimes.json), on every attempt and
+    with or without GPU sharing, ask for no more than compute.max_runtime_hours."""
+    from xlt.workflow.bill import rule_kinds
+    from xlt.workflow.config import load_configs
+
+    full = load_configs([])
+    priced = R.priced_minutes(full)
+    assert priced, "slurm/runtimes.json prices another config: run `make bill`"
+    kinds = rule_kinds()
+    cap = R.max_runtime_minutes(full, True)
+    for env in ({}, {"XLT_SLURM_GPU_SHARDS": "8"}):
+        asked = []
+        for rule, sizes in priced.items():
+            rt = R.job_resources(full, kinds["finetune" if rule == "finetune_pack" else rule], env=env)["runtime"]
+            name = "finetune_pack_1_2_3_4" if rule == "finetune_pack" else rule
+            for size, datasets in sizes.items():
+                enc = next(e for e in full["encoders"] if R.size_class(full, e) == size)
+                for d in datasets:
+                    w = type("W", (), {"encoder": enc, "task": d})
+                    asked += [rt(w, a, rulename=name) for a in (1, 2, 3, 4)]
+        assert max(asked) <= cap and max(asked) > 60

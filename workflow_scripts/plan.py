@@ -2,7 +2,7 @@
 """`make plan`: the plan of a run (xlt.workflow.plan) from Snakemake's DAG, built in this process through
 its API (no job printed: a few seconds for config.yaml's ~3,300 jobs), nothing run.
 
-    plan.py [--target all_tables] [--configfile config.yaml …] [--directory .]
+    plan.py [--target all_tables] [--configfile config.yaml …] [--directory .] [--gpus 8]
 """
 
 import contextlib
@@ -48,6 +48,7 @@ def main():
     ap.add_argument("--target", default="all_tables")
     ap.add_argument("--configfile", nargs="*", default=[str(REPO / "config.yaml")])
     ap.add_argument("--directory", default=".", help="the run's working directory (what is done there is not planned)")
+    ap.add_argument("--gpus", type=int, default=8, help="the wall-clock of the run on this many GPUs (default 8)")
     a = ap.parse_args()
     from xlt.workflow.help import check_targets
 
@@ -59,7 +60,7 @@ def main():
 
     load_configs(a.configfile)  # a config file's own error (file and line) before Snakemake reads it
     cfg, jobs = dag_jobs(a.configfile, a.target, Path(a.directory))
-    print("\n".join(plan_lines(cfg, jobs, a.target, a.configfile, Path(a.directory), os.environ)))
+    print("\n".join(plan_lines(cfg, jobs, a.target, a.configfile, Path(a.directory), os.environ, gpus=a.gpus)))
 
 
 if __name__ == "__main__":  # tests import dag_jobs

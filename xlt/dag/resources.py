@@ -2,7 +2,16 @@
 
 Rules declare `resources: **T.job_resources(config, "<kind>")`; every value is a function of
 (wildcards, attempt), so the runtime grows when SLURM kills a job at its time limit and
-Snakemake retries it. Preemption is not a retry: the profile asks SLURM to requeue a
+Snakemake retries it.
+
+Time limits: a GPU job asks for its priced time (the bill's wall-clock of the costliest job of
+its rule, encoder size and dataset on the bill's GPU, written by `make bill` into
+slurm/runtimes.json for the config it priced) times `compute.time_margin`, at least
+MIN_RUNTIME minutes; a job the bill does not price (CPU work, or a config other than the
+one priced) asks for its kind's `compute.jobs.<kind>.runtime`. Every request is capped by
+`compute.max_runtime_hours` (the partitions' MaxTime, per partition kind gpu / cpu), and a
+retry asks for `compute.runtime_growth` times more, within that cap: a job that hits its limit
+resumes from its checkpoint (fine-tuning and MLM checkpoint on SIGTERM and every few minutes). Preemption is not a retry: the profile asks SLURM to requeue a
 preempted job (the plugin's `requeue` setting), which restarts it under the same job id,
 and fine-tuning resumes from its checkpoint. Cluster specifics (account, partitions, GPU model, extra sbatch flags)
 come from environment variables, never from the repository:
@@ -20,7 +29,13 @@ come from environment variables, never from the repository:
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import json
+import math
 import os
+import re
+from pathlib import Path
 
 from xlt.errors import XltError
 
@@ -31,6 +46,14 @@ KINDS = {"world": False, "corpus": False, "prepare": False, "download": False, "
 # Job kinds started under `launcher()` (torchrun, one process per GPU) when compute.ddp is on;
 # every other encoder job is one process and gets one GPU (more would sit idle).
 DDP_KINDS = ("finetune",)
+# the bill's priced time of each GPU rule's jobs (`make bill` writes it; xlt.workflow.bill.job_minutes)
+RUNTIMES = Path(__file__).resolve().parents[2] / "slurm" / "runtimes.json"
+# minutes every priced job asks for at least: loading the encoder and the data, which the bill does not price
+MIN_RUNTIME = 15
+# the defaults of compute.time_margin and compute.max_runtime_hours where a config leaves them out
+TIME_MARGIN = 1.5
+MAX_RUNTIME_HOURS = 48
+_PACK = re.compile(r"finetune_pack(?:_\d+)+")
 
 
 def gpus(cfg: dict, kind: str) -> int:
@@ -51,6 +74,11 @@ def _by_size(cfg: dict, value, wildcards):
         return value
     size = _size_class(cfg, getattr(wildcards, "encoder", None) if wildcards is not None else None)
     return value.get(size, value.get("base"))
+
+
+def size_class(cfg: dict, encoder: str | None) -> str:
+    """An encoder's size class for per-size settings: tiny (built), large, else base."""
+    return _size_class(cfg, encoder)
 
 
 def _size_class(cfg: dict, encoder: str | None) -> str:
@@ -83,12 +111,21 @@ def job_resources(cfg: dict, kind: str, env: dict | None = None) -> dict:
     # a shared GPU is time-sliced: at worst each of N jobs runs N times slower (measured, four
     # pair fine-tunes: 1.94x), so a shared job's time limit is N times its own
     slowdown = (lambda wildcards: _by_size(cfg, per["jobs_per_gpu"], wildcards)) if shards else (lambda wildcards: 1)
+    cap = max_runtime_minutes(cfg, uses_gpu)
+    margin = time_margin(cfg)
+    priced = priced_minutes(cfg) if uses_gpu else None
+
+    def runtime(wildcards, attempt=1, rulename=None, models=1):
+        """minutes: the priced time x margin (else the kind's runtime, times the `models` a
+        pack trains), N times on a shared GPU; each retry (time limit) asks for `growth` times
+        more, never above the partition's cap"""
+        p = _priced(priced, cfg, rulename, wildcards) if priced else None
+        first = max(MIN_RUNTIME, p * margin) if p is not None else base_runtime(wildcards, attempt) * models
+        return int(min(cap, math.ceil(first * slowdown(wildcards) * growth ** (attempt - 1))))
 
     out = {
         "mem_mb": lambda wildcards, attempt: int(mem(wildcards, attempt)),
-        # minutes; each retry (time limit, preemption) asks for `growth` times more
-        "runtime": lambda wildcards, attempt: int(base_runtime(wildcards, attempt) * slowdown(wildcards)
-                                                  * growth ** (attempt - 1)),
+        "runtime": runtime,
     }
     if shards:
         # Slurm's sharding (gres/shard): several jobs on one GPU, CUDA_VISIBLE_DEVICES set by
@@ -159,3 +196,67 @@ def launcher(cfg: dict, kind: str = "finetune") -> str:
     if n > 1:
         return f"torchrun --standalone --nnodes 1 --nproc-per-node {n}"
     return ""
+
+
+def time_margin(cfg: dict) -> float:
+    """compute.time_margin: a priced job asks for its priced time times this."""
+    return float(cfg.get("compute", {}).get("time_margin", TIME_MARGIN))
+
+
+def max_runtime_minutes(cfg: dict, gpu: bool) -> int:
+    """compute.max_runtime_hours (a number, or one per partition kind gpu / cpu) in minutes."""
+    value = cfg.get("compute", {}).get("max_runtime_hours", MAX_RUNTIME_HOURS)
+    if isinstance(value, dict):
+        value = value.get("gpu" if gpu else "cpu", MAX_RUNTIME_HOURS)
+    return int(value * 60)
+
+
+def config_fingerprint(cfg: dict) -> str:
+    """What slurm/runtimes.json was priced for: the config's work (its `compute` block aside,
+    which changes the requests, not the work)."""
+    text = json.dumps({k: v for k, v in cfg.items() if k != "compute"}, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+@functools.lru_cache(maxsize=4)
+def _runtimes(path: str, mtime: float) -> dict:
+    return json.loads(Path(path).read_text())
+
+
+def runtimes_table(path: Path | None = None) -> dict | None:
+    """slurm/runtimes.json (None if absent)."""
+    path = RUNTIMES if path is None else path
+    return _runtimes(str(path), path.stat().st_mtime) if path.exists() else None
+
+
+def priced_minutes(cfg: dict, path: Path | None = None) -> dict | None:
+    """{rule: {size: {dataset | "*": minutes}}} the bill priced for this config, else None."""
+    table = runtimes_table(path)
+    if not table or table.get("fingerprint") != config_fingerprint(cfg):
+        return None
+    return table["minutes"]
+
+
+def runtime_rule(rule: str) -> str:
+    """A pack of fine-tunes (finetune_pack_1_2_3) is priced as a pack, whatever its seeds."""
+    return "finetune_pack" if _PACK.fullmatch(rule) else rule
+
+
+def _priced(priced: dict, cfg: dict, rulename: str | None, wildcards) -> float | None:
+    by_size = priced.get(runtime_rule(rulename)) if rulename else None
+    if not by_size:
+        return None
+    by_data = by_size.get(_size_class(cfg, getattr(wildcards, "encoder", None) if wildcards is not None else None))
+    if not by_data:
+        by_data = {"*": max(m for d in by_size.values() for m in d.values())}
+    dataset = getattr(wildcards, "task", None) or getattr(wildcards, "dataset", None)
+    return by_data.get(dataset, by_data["*"]) if isinstance(dataset, str) else by_data["*"]
+
+
+def jobs_per_gpu(cfg: dict, kind: str, size: str, env: dict) -> int:
+    """Jobs of `kind` on `size` encoders that share one GPU under this config and environment
+    (XLT_SLURM_GPU_SHARDS set and compute.jobs.<kind>.jobs_per_gpu): 1 where they do not."""
+    if not gpu_shards(cfg, kind, env):
+        return 1
+    n = cfg["compute"]["jobs"][kind]["jobs_per_gpu"]
+    return int(n.get(size, n.get("base", 1)) if isinstance(n, dict) else n)

@@ -33,10 +33,11 @@ from __future__ import annotations
 import math
 import re
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from xlt import papers as P
+from xlt.dag import resources as R
 from xlt.dag import targets as T
 from xlt.errors import XltError
 from xlt.workflow.packs import PACK_RULE
@@ -361,17 +362,82 @@ class Levers:
 
     pack: int = 1  # config engine.pack (the DAG's pack jobs say which fine-tunes pack)
     eval_bf16: bool = True  # config evaluation.precision is not fp32 (auto: bf16 on a GPU)
-    share: int = SHARE
+    share: int = SHARE  # jobs on one GPU, every job (a rule and shape in `shares` has its own)
+    shares: dict = field(default_factory=dict)  # (rule, shape) -> jobs on one GPU (`sharing`: as configured)
+    sharing_setting: str = ""  # how the sharing was configured, in words
     packed: dict = field(default_factory=dict)  # (shape, workload, K) -> a pack's training tokens/s, its models together
     evaluation: dict = field(default_factory=dict)  # (shape, workload) -> bf16 token-budget evaluation tokens/s
     measured_in: dict = field(default_factory=dict)  # lever -> the file that measured it
 
 
-def levers_of(cfg: dict, runs: list[tuple[str, dict]] = ()) -> Levers:
-    """The levers of `cfg`, with the measurements of the GPU runs `runs` ((file, JSON of
-    gpu_throughput.py), oldest first: a later run's measurement wins)."""
+REPO = Path(__file__).resolve().parents[2]
+_RULE_LINE = re.compile(r"^rule (\w+):|^use rule (\w+) as (\w+)")
+_KIND = re.compile(r'job_resources\(config, "(\w+)"\)')
+
+
+def gpu_runs(folder: Path) -> list[tuple[str, dict]]:
+    """(file, JSON) of the GPU runs of issue 40's levers in `folder` (benchmarks/gpu), oldest first
+    (by their date, then name)."""
+    import json
+
+    runs = [(f"{folder.relative_to(REPO)}/{f.name}" if folder.is_relative_to(REPO) else str(f), json.loads(f.read_text()))
+            for f in sorted(folder.glob("*.json"))]
+    return sorted(runs, key=lambda r: (str(r[1].get("date") or ""), r[0]))
+
+
+def rule_kinds(repo: Path = REPO) -> dict[str, str]:
+    """rule -> the job kind its resources come from (rules/*.smk: `R.job_resources(config, "<kind>")`;
+    `use rule x as y` inherits x's); a pack of fine-tunes is a fine-tune."""
+    kinds, uses, current = {}, {}, None
+    for path in sorted((repo / "rules").glob("*.smk")):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if m := _RULE_LINE.match(line):
+                current = m.group(1) or m.group(3)
+                if m.group(2):
+                    uses[current] = m.group(2)
+            elif current and (k := _KIND.search(line)):
+                kinds[current] = k.group(1)
+    for new, old in uses.items():
+        kinds.setdefault(new, kinds.get(old))
+    return {r: k for r, k in kinds.items() if k}
+
+
+def sharing(cfg: dict, env) -> tuple[dict, str]:
+    """({(rule, shape): jobs on one GPU, where more than one}, the setting in words) as
+    xlt.dag.resources configures it: XLT_SLURM_GPU_SHARDS set and compute.jobs.<kind>.jobs_per_gpu."""
+    kinds = rule_kinds()
+    sizes = {}
+    for enc in cfg.get("encoders") or {}:
+        try:
+            sizes.setdefault(shape_of(cfg, enc), R.size_class(cfg, enc))
+        except XltError:
+            continue
+    out = {}
+    for rule, kind in kinds.items():
+        if kind not in R.KINDS:
+            continue
+        for shape, size in sizes.items():
+            n = R.jobs_per_gpu(cfg, kind, size, env)
+            if n > 1:
+                out[(rule, shape)] = n
+    per_kind = {k: v["jobs_per_gpu"] for k, v in ((cfg.get("compute") or {}).get("jobs") or {}).items()
+                if "jobs_per_gpu" in v}  # fmt: skip
+    said = "; ".join(f"{k} {', '.join(f'{s} {n}' for s, n in v.items()) if isinstance(v, dict) else v}"
+                     for k, v in per_kind.items()) or "none"
+    if out:
+        return out, f"on: XLT_SLURM_GPU_SHARDS={env.get('XLT_SLURM_GPU_SHARDS')}, jobs per GPU {said}"
+    why = "XLT_SLURM_GPU_SHARDS unset" if not env.get("XLT_SLURM_GPU_SHARDS") else "no job kind shares"
+    return out, f"off ({why}): every GPU job takes a whole GPU"
+
+
+def levers_of(cfg: dict, runs: list[tuple[str, dict]] = (), env=None) -> Levers:
+    """The levers of `cfg` in environment `env` (GPU sharing: XLT_SLURM_GPU_SHARDS; None: unset),
+    with the measurements of the GPU runs `runs` ((file, JSON of gpu_throughput.py), oldest
+    first: a later run's measurement wins)."""
+    shares, setting = sharing(cfg, env or {})
     lv = Levers(pack=int((cfg.get("engine") or {}).get("pack", 1)),
-                eval_bf16=(cfg.get("evaluation") or {}).get("precision", "auto") != "fp32")  # fmt: skip
+                eval_bf16=(cfg.get("evaluation") or {}).get("precision", "auto") != "fp32",
+                share=1, shares=shares, sharing_setting=setting)  # fmt: skip
     for name, run in runs:
         if not run.get("gpu"):
             continue
@@ -426,8 +492,9 @@ def hours(key: tuple, c: Cost, rates: dict, util: FlopRates, side: str, levers: 
             e, e_measured = c.eval_tokens / lv.evaluation[(shape, workload)] / 3600, True
         else:
             e, e_measured = _at_mfu(c.eval_flops, e, util.peak, lambda m: EVAL_MFU), False
-    if stage >= 3 and lv.share > 1:  # what still leaves the GPU idle shares it
-        shared = [_at_mfu(f, h, util.peak, lambda m: min(lv.share * m, SHARE_MFU)) for f, h in
+    n = lv.shares.get((key[3], shape), lv.share) if len(key) > 4 else lv.share
+    if stage >= 3 and n > 1:  # what still leaves the GPU idle shares it
+        shared = [_at_mfu(f, h, util.peak, lambda m: min(n * m, SHARE_MFU)) for f, h in
                   ((c.train_flops, t), (c.eval_flops, e))]  # fmt: skip
         t_measured, e_measured = t_measured and shared[0] == t, e_measured and shared[1] == e
         t, e = shared
@@ -462,16 +529,64 @@ def _lever_source(lever: str, lv: Levers) -> str:
     return {"pack": f"ESTIMATE: a pack of K trains at K × one job's MFU, at most {PACK_MFU:.0%} (issue 40's batch-256 "
                     "pair run; no packing run on record)",
             "eval": f"ESTIMATE: {EVAL_MFU:.0%} MFU (issue 40's target at mBERT shape; no bf16 evaluation run on record)",
-            "share": f"ESTIMATE: {lv.share} jobs on one GPU run at {lv.share} × one job's MFU, at most {SHARE_MFU:.0%} "
+            "share": f"ESTIMATE: N jobs on one GPU run at N × one job's MFU, at most {SHARE_MFU:.0%} "
                      "(issue 40's four copies of the pair job, 2.06× one alone; no sharing run on record)"}[lever]
 
 
+def _share_setting(lv: Levers) -> str:
+    return lv.sharing_setting or f"{lv.share} jobs to a GPU"
+
+
+def _sharing_alternative(cfg: dict, costs: dict, rates: dict, util, lv: Levers, env) -> dict:
+    """The total of ours under the other sharing setting: without sharing where it is on, with
+    the config's jobs_per_gpu (as if XLT_SLURM_GPU_SHARDS were set) where it is off."""
+    on = bool(lv.shares) or lv.share > 1
+    if on:
+        alt, label = replace(lv, share=1, shares={}), "without sharing (whole GPUs)"
+    else:
+        shares, _ = sharing(cfg, {**(env or {}), "XLT_SLURM_GPU_SHARDS": "64"})
+        alt = replace(lv, share=1, shares=shares)
+        label = "with sharing (XLT_SLURM_GPU_SHARDS set, compute.jobs.<kind>.jobs_per_gpu as configured)"
+    h = bill(costs, rates, util, sides=("ours",), levers=alt)["total"]["ours"] if costs else 0.0
+    return {"label": label, "ours": h}
+
+
+def job_minutes(cfg: dict, jobs, examples: Examples, rates: dict, util, lv: Levers) -> dict:
+    """{rule: {size: {dataset | "*": minutes}}}: the wall-clock of the costliest job of each rule,
+    encoder size and dataset, alone on the bill's GPU with the in-job levers (packing, bf16
+    evaluation; sharing aside: xlt.dag.resources multiplies by the jobs sharing a GPU). A
+    pack's rule is `finetune_pack`, its job all its models. What slurm/runtimes.json holds."""
+    out: dict = defaultdict(lambda: defaultdict(dict))
+    results = cfg["results"].rstrip("/") + "/"
+    for rule, outputs in jobs:
+        if classify_quiet(rule) != "priced":
+            continue
+        costs, _ = job_costs(cfg, [(rule, outputs)], examples)
+        h = sum(hours(k, c, rates, util, "ours_pack_eval", lv)[0] for k, c in costs.items())
+        base = "finetune" if PACK_RULE.fullmatch(rule) else rule
+        pattern = PAPER_RULES[base][1].output if base in PAPER_RULES else PATTERNS[base]
+        w = next((m.groupdict() for p in outputs if (m := pattern.search(p[len(results):] if p.startswith(results) else p))), {})
+        encoder = w.get("encoder") or (PAPER_RULES[base][1].encoder(cfg, w) if base in PAPER_RULES else None)
+        size = R.size_class(cfg, encoder)
+        cell = out[R.runtime_rule(rule)][size]
+        for key in ("*", w.get("dataset")):
+            if key:
+                cell[key] = max(cell.get(key, 0.0), round(h * 60, 2))
+    return {r: {s: dict(sorted(d.items())) for s, d in sorted(v.items())} for r, v in sorted(out.items())}
+
+
+def classify_quiet(rule: str) -> str:
+    """'priced' or not (no error for an unknown rule: `classify` reports those)."""
+    return "priced" if rule in PRICED or PACK_RULE.fullmatch(rule) else "no"
+
+
 def report(cfg: dict, jobs: list[tuple[str, str]], examples: Examples, bench: dict | None, target: str,
-           configfile: str, aliases=(), levers: Levers | None = None) -> dict:  # fmt: skip
+           configfile: str, aliases=(), levers: Levers | None = None, env=None) -> dict:  # fmt: skip
     """The bill as data (what `make bill` writes as JSON and renders as markdown); `levers`:
-    levers_of(cfg) (nothing measured) unless given."""
+    levers_of(cfg, env=env) (nothing measured) unless given; `env`: where GPU sharing is
+    configured (XLT_SLURM_GPU_SHARDS; None: unset)."""
     costs, counts = job_costs(cfg, jobs, examples, aliases)
-    lv = levers or levers_of(cfg)
+    lv = levers or levers_of(cfg, env=env)
     measured = bool(bench and bench.get("gpu"))
     rates = throughputs(bench) if measured else {}
     gpu = bench["device"] if measured else ESTIMATE_GPU
@@ -482,7 +597,7 @@ def report(cfg: dict, jobs: list[tuple[str, str]], examples: Examples, bench: di
     packs = [(r, outs) for r, outs in jobs if PACK_RULE.fullmatch(r)]
     settings = {"pack": f"engine.pack = {lv.pack}: {sum(len(o) for _, o in packs):,} fine-tunes in {len(packs):,} jobs",
                 "eval": f"evaluation.precision {'bf16' if lv.eval_bf16 else 'fp32'}: evaluation jobs and grids",
-                "share": f"{lv.share} jobs to a GPU"}  # fmt: skip
+                "share": _share_setting(lv)}  # fmt: skip
     before = dict(zip(LEVERS, ["ours_alone", *LEVERS.values()]))
     return {
         "target": target, "config": configfile, "jobs": sum(counts.values()),
@@ -495,6 +610,8 @@ def report(cfg: dict, jobs: list[tuple[str, str]], examples: Examples, bench: di
         "papers": papers,
         "levers": {lever: {"setting": settings[lever], "saves": total[before[lever]] - total[stage],
                            "from": _lever_source(lever, lv)} for lever, stage in LEVERS.items()},
+        "sharing_alternative": _sharing_alternative(cfg, costs, rates, util, lv, env),
+        "runtimes": job_minutes(cfg, jobs, examples, rates, util, lv),
         "rules": {r: {**v, "how": "measured" if v["measured"] >= v["ours_alone"] > 0 else
                       "FLOPs estimate" if not v["measured"] else "measured + FLOPs"}
                   for r, v in bill(costs, rates, util, by=3, levers=lv).items() if r != "total"},
@@ -550,6 +667,10 @@ def markdown(rep: dict) -> str:
     lines += ["", f"| lever (added in this order) | setting | saves ({unit}) | priced from |", "|---|---|---:|---|"]
     for lever, v in rep["levers"].items():
         lines.append(f"| {LEVER_NAMES[lever]} | {v['setting']} | {_n(v['saves'])} | {v['from']} |")
+    t, alt = papers["total"], rep["sharing_alternative"]
+    lines += ["", f"Ours in total: {_n(t['ours'])} {unit} on the {rep['gpu']} ({_n(t['measured_ours'])} priced from measured "
+              f"rates, {_n(t['ours'] - t['measured_ours'])} estimated), GPU sharing {rep['levers']['share']['setting']}; "
+              f"{alt['label']}: {_n(alt['ours'])} {unit}."]
     lines += ["", f"| rule | jobs | training tokens | inference tokens | ours ({unit}) | ours, one job per GPU ({unit}) | "
               "one job per GPU priced from |", "|---|---:|---:|---:|---:|---:|---|"]
     for rule in sorted(priced, key=lambda r: -rep["rules"][r]["ours_alone"]):

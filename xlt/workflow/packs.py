@@ -123,8 +123,13 @@ def packs(cfg: dict) -> list[Pack]:
 
 
 def pack_resources(cfg: dict, pack: Pack) -> dict:
-    """A fine-tune's resources, its time limit times the pack's size: an upper bound (a pack of
-    K costs less than K jobs where it pays, at most K where it trains one model after another)."""
+    """A fine-tune's resources; its time limit the bill's priced time of a pack (xlt.dag.resources),
+    else a fine-tune's times the pack's size: an upper bound (a pack of K costs less than K jobs
+    where it pays, at most K where it trains one model after another); within the cap either way."""
     res = R.job_resources(cfg, RULE)
     runtime = res["runtime"]
-    return {**res, "runtime": lambda wildcards, attempt: runtime(wildcards, attempt) * len(pack.seeds)}
+
+    def pack_runtime(wildcards, attempt, rulename=None):
+        return runtime(wildcards, attempt, rulename=rulename or pack.rule, models=len(pack.seeds))
+
+    return {**res, "runtime": pack_runtime}

@@ -27,7 +27,11 @@ from xlt.dag import targets as T
 from xlt.workflow.help import declared_rules
 from xlt.workflow.packs import base_rule
 import json
-from xlt.workflow.bill import Examples, report
+import math
+from types import SimpleNamespace
+
+from xlt.dag import resources as R
+from xlt.workflow.bill import Examples, gpu_runs, levers_of, report, rule_kinds
 
 REPO = Path(__file__).resolve().parent.parent.parent
 LOCK_FILE = "xlt/sources/catalog.lock.yaml"
@@ -53,12 +57,14 @@ def stages(repo: Path = REPO) -> dict[str, str]:
 
 
 def stage_rows(jobs: list[tuple[str, list[str]]], rule_hours: Mapping[str, float],
-               rule_stage: Mapping[str, str]) -> list[tuple[str, int, float]]:  # fmt: skip
-    """(stage, jobs, GPU-hours) in include order; a job of a rule no rules file declares (an alias
-    target: no work of its own) is left out."""
+               rule_stage: Mapping[str, str], rule_measured: Mapping[str, float] | None = None,
+               ) -> list[tuple[str, int, float, float]]:  # fmt: skip
+    """(stage, jobs, GPU-hours, of them priced from measured rates) in include order; a job of a
+    rule no rules file declares (an alias target: no work of its own) is left out."""
     order = list(dict.fromkeys(rule_stage.values()))
     count: Counter = Counter()
     hours: Counter = Counter()
+    measured: Counter = Counter()
     for rule, _ in jobs:
         rule = base_rule(rule)  # a pack of fine-tunes (xlt.workflow.packs) is a fine-tune job
         if rule in rule_stage:
@@ -66,7 +72,31 @@ def stage_rows(jobs: list[tuple[str, list[str]]], rule_hours: Mapping[str, float
     for rule, h in rule_hours.items():
         if rule in rule_stage:
             hours[rule_stage[rule]] += h
-    return [(s, count[s], hours[s]) for s in order if count[s]]
+            measured[rule_stage[rule]] += (rule_measured or {}).get(rule, 0.0)
+    return [(s, count[s], hours[s], measured[s]) for s in order if count[s]]
+
+
+def largest_request(cfg: dict, jobs: list[tuple[str, list[str]]], env: Mapping[str, str]) -> tuple[int, str]:
+    """(minutes, rule) of the longest time limit a job of `jobs` asks for on its first attempt,
+    as xlt.dag.resources computes it (the priced time of slurm/runtimes.json where it prices this
+    config, else the kind's runtime)."""
+    kinds, priced = rule_kinds(), R.priced_minutes(cfg) or {}
+    by_size = {}
+    for enc in cfg.get("encoders") or {}:
+        by_size.setdefault(R.size_class(cfg, enc), enc)
+    best = (0, "")
+    for rule in sorted({r for r, _ in jobs}):
+        kind = kinds.get(base_rule(rule))
+        if not kind:
+            continue
+        runtime = R.job_resources(cfg, kind, dict(env))["runtime"]
+        datasets = {d for v in priced.get(R.runtime_rule(rule), {}).values() for d in v} or {None}
+        models = len(rule.split("_")) - 2 if rule != base_rule(rule) else 1
+        for enc in by_size.values():
+            for d in datasets:
+                m = runtime(SimpleNamespace(encoder=enc, task=d), 1, rulename=rule, models=models)
+                best = max(best, (m, rule))
+    return best
 
 
 def missing_first(cfg: dict, workdir: Path, env: Mapping[str, str],
@@ -97,21 +127,50 @@ def missing_first(cfg: dict, workdir: Path, env: Mapping[str, str],
 
 
 def render(target: str, config: str, jobs: list[tuple[str, list[str]]], bill: dict, missing: list[Missing],
-           run_command: str | None, rule_stage: Mapping[str, str] | None = None) -> list[str]:  # fmt: skip
-    """The plan, one screen: jobs and GPU-hours per stage, the total, what is missing, the next
-    command (none when `run_command` is None: the run has started)."""
+           run_command: str | None, rule_stage: Mapping[str, str] | None = None,
+           times: Mapping | None = None, gpus: int = 8) -> list[str]:  # fmt: skip
+    """The plan, one screen: jobs and GPU-hours per stage (measured / estimated) on the bill's
+    GPU, the total, the assumptions each with the price without it, the wall-clock on `gpus`
+    GPUs, the time limits (`times`: plan_lines' time_limits), what is missing, the next command
+    (none when `run_command` is None: the run has started)."""
     rule_stage = stages() if rule_stage is None else rule_stage
     rule_hours = {r: v["ours"] for r, v in bill["rules"].items()}
-    rows = stage_rows(jobs, rule_hours, rule_stage)
-    total = bill["papers"].get("total", {}).get("ours", 0.0)
-    n = sum(c for _, c, _ in rows)
-    how = "measured where the GPU benchmark measured the work, else a FLOPs ESTIMATE" if bill.get("benchmark") \
-        else "a FLOPs ESTIMATE: no GPU benchmark measured yet"
-    out = [f"Plan of `{target}` on {config}: {n:,} jobs to run, {_hours(total)} GPU-hours",
-           f"(GPU-hours: {how}; `make bill` gives them per paper and rule)", "",
-           f"  {'stage':<12}{'jobs':>7}  {'GPU-hours':>10}"]  # fmt: skip
-    out += [f"  {s:<12}{c:>7,}  {_hours(h) if h else '–':>10}" for s, c, h in rows]
-    out += [f"  {'total':<12}{n:>7,}  {_hours(total):>10}", ""]
+    rule_measured = {r: v.get("measured_ours", 0.0) for r, v in bill["rules"].items()}
+    rows = stage_rows(jobs, rule_hours, rule_stage, rule_measured)
+    total_row = bill["papers"].get("total", {})
+    total, measured = total_row.get("ours", 0.0), total_row.get("measured_ours", 0.0)
+    n = sum(c for _, c, *_ in rows)
+    gpu = bill.get("gpu", "GPU")
+    out = [f"Plan of `{target}` on {config}: {n:,} jobs to run, {_hours(total)} GPU-hours on the {gpu} "
+           f"({_hours(measured)} measured, {_hours(total - measured)} estimated)",
+           "(GPU-hours: from the GPU benchmark's tokens/s where it measured the work, else a FLOPs ESTIMATE; "
+           "`make bill` gives them per paper and rule)", "",
+           f"  {'stage':<12}{'jobs':>7}  {'GPU-hours':>10}{'measured':>10}{'estimated':>10}"]  # fmt: skip
+    out += [f"  {s:<12}{c:>7,}  {_hours(h) if h else '–':>10}{_hours(m) if h else '–':>10}{_hours(h - m) if h else '–':>10}"
+            for s, c, h, m in rows]
+    out += [f"  {'total':<12}{n:>7,}  {_hours(total):>10}{_hours(measured):>10}{_hours(total - measured):>10}", ""]
+    levers = bill.get("levers") or {}
+    if levers:
+        out.append("Assumptions (each with the total without it):")
+        alt = bill.get("sharing_alternative") or {}
+        out.append(f"  - GPU sharing {levers['share']['setting']}")
+        out.append(f"    {alt.get('label', 'the other way')}: {_hours(alt.get('ours', 0.0))} GPU-hours")
+        for lever, name in (("pack", "packed fine-tunes"), ("eval", "bf16 evaluation")):
+            v = levers[lever]
+            est = "ESTIMATE" if v["from"].startswith("ESTIMATE") else "measured"
+            out.append(f"  - {name} ({v['setting']}; {est}): without it {_hours(total + v['saves'])} GPU-hours")
+        longest = max((m for r in (bill.get("runtimes") or {}).values() for s in r.values() for m in s.values()),
+                      default=0.0) / 60  # fmt: skip
+        wall = max(total / max(gpus, 1), longest)
+        out.append(f"Wall-clock on {gpus} GPUs (make plan GPUS=N): about {_hours(wall)} h (GPU-hours / GPUs, at least the "
+                   f"longest job's {_hours(longest)} h; waits in the queue not counted)")
+    if times:
+        out.append(f"Time limits: a GPU job asks for {times['how']};")
+        out.append(f"  every job at most {times['cap_h']:g} h (compute.max_runtime_hours), a retry "
+                   f"{times['growth']:g}x more within that cap.")
+        out.append(f"  Largest request: {_hours(times['largest_h'])} h ({times['largest_rule']}); a job that hits its limit "
+                   "resumes from its checkpoint (fine-tuning and MLM checkpoint) when retried.")
+    out.append("")
     if missing:
         out.append("Missing first:")
         for i, m in enumerate(missing, 1):
@@ -122,6 +181,19 @@ def render(target: str, config: str, jobs: list[tuple[str, list[str]]], bill: di
         nxt = missing[0].command if missing else run_command
         out.append(f"Next: {nxt}" + ("" if missing else "   (rerun it after an interruption: it resumes)"))
     return out
+
+
+def time_limits(cfg: dict, jobs: list[tuple[str, list[str]]], env: Mapping[str, str], gpu: str) -> dict:
+    """What plan's render says of the time limits."""
+    minutes, rule = largest_request(cfg, jobs, env)
+    if R.priced_minutes(cfg) is not None:
+        how = (f"its priced time on the {gpu} x {R.time_margin(cfg):g} (compute.time_margin; at least "
+               f"{R.MIN_RUNTIME} min, N times on a GPU N jobs share)")
+    else:
+        how = ("its kind's compute.jobs.<kind>.runtime (slurm/runtimes.json prices another config: "
+               "`make bill` re-prices it)")
+    return {"how": how, "cap_h": R.max_runtime_minutes(cfg, True) / 60, "largest_h": minutes / 60,
+            "largest_rule": rule, "growth": cfg.get("compute", {}).get("runtime_growth", 2.0)}
 
 
 def _hours(h: float) -> str:
@@ -135,11 +207,12 @@ def run_command(target: str, configfiles: list[str]) -> str:
 
 
 def plan_lines(cfg: dict, jobs: list[tuple[str, list[str]]], target: str, configfiles: list[str], workdir: Path,
-               env: Mapping[str, str], started: bool = False) -> list[str]:  # fmt: skip
+               env: Mapping[str, str], started: bool = False, gpus: int = 8) -> list[str]:  # fmt: skip
     """The whole plan of `jobs` (what the run would start) for config files `configfiles`;
-    `started`: the run has begun (no next command)."""
+    `started`: the run has begun (no next command); `gpus`: the wall-clock on that many."""
     label = " ".join(_shown(c) for c in configfiles) or "config.yaml"
-    bill = bill_of(cfg, jobs, target, label)
+    bill = bill_of(cfg, jobs, target, label, env)
+    times = time_limits(cfg, jobs, env, bill["gpu"])
     # deferred: loads requests only when this runs
     from xlt.sources.fetch import FetchConfig
     from xlt.sources.pins import tally
@@ -149,16 +222,18 @@ def plan_lines(cfg: dict, jobs: list[tuple[str, list[str]]], target: str, config
     if planned:
         locks = tally(FetchConfig.coerce(cfg.get("download") or {}), cfg.get("encoders") or {}, sources=set(planned))[1]
     command = None if started else run_command(target, configfiles)
-    return render(target, label, jobs, bill, missing_first(cfg, workdir, env, locks), command)
+    return render(target, label, jobs, bill, missing_first(cfg, workdir, env, locks), command, times=times, gpus=gpus)
 
 
-def bill_of(cfg: dict, jobs: list[tuple[str, list[str]]], target: str, label: str) -> dict:
-    """`make bill`'s bill of these jobs: the GPU benchmark's rates where it measured the work."""
-
-
+def bill_of(cfg: dict, jobs: list[tuple[str, list[str]]], target: str, label: str,
+            env: Mapping[str, str] | None = None) -> dict:  # fmt: skip
+    """`make bill`'s bill of these jobs: the GPU benchmark's rates where it measured the work, the
+    GPU runs of the levers (benchmarks/gpu), GPU sharing as `env` configures it."""
     bench_file = REPO / "benchmarks" / "gpu_throughput.json"
     bench = json.loads(bench_file.read_text()) if bench_file.exists() else None
-    return report(cfg, jobs, Examples(cfg, None), bench, target, label, aliases=set(P.target_rules(cfg)))
+    env = dict(env or {})
+    return report(cfg, jobs, Examples(cfg, None), bench, target, label, aliases=set(P.target_rules(cfg)),
+                  levers=levers_of(cfg, gpu_runs(REPO / "benchmarks" / "gpu"), env=env), env=env)
 
 
 def _shown(path: str) -> str:
