@@ -91,6 +91,14 @@ def read_xnli_mt(path: str | Path, *, id_prefix: str | None = None) -> list[dict
     return out
 
 
+def _xtreme_labels(task: str, what: str) -> tuple[set, dict]:
+    """The task's labels and how XTREME's TSVs spell them (XNLI: ``contradictory``)."""
+    if task not in ("xnli", "pawsx"):
+        raise ValueError(f"XTREME {what} TSV exists for xnli / pawsx, not {task!r}")
+    labels = set(get_task(task).labels)
+    return labels, _XNLI_MT_LABELS if task == "xnli" else {lab: lab for lab in labels}
+
+
 def read_xtreme_translated(path: str | Path, task: str, *, id_prefix: str | None = None,
                            keep_source: bool = False, stats: dict | None = None) -> list[dict]:
     """XTREME translate-train TSV (XNLI / PAWS-X ``en-<lang>-translated.tsv``): no header, 5
@@ -103,10 +111,7 @@ def read_xtreme_translated(path: str | Path, task: str, *, id_prefix: str | None
     if its fifth column is ``0`` or ``1``; the others (a short row too) are skipped and counted
     in ``stats["skipped_rows"]``. XNLI's are read strictly (no such rows are known)."""
     path = Path(path)
-    if task not in ("xnli", "pawsx"):
-        raise ValueError(f"XTREME translate-train TSV exists for xnli / pawsx, not {task!r}")
-    labels = set(get_task(task).labels)
-    spelled = _XNLI_MT_LABELS if task == "xnli" else {lab: lab for lab in labels}
+    labels, spelled = _xtreme_labels(task, "translate-train")
     prefix = f"{path.stem}-" if id_prefix is None else id_prefix
     out = []
     skipped = 0
@@ -156,10 +161,7 @@ def read_xtreme_translate_test(path: str | Path, task: str, *, id_prefix: str | 
     may be skipped. `task` is ``xnli`` (label ``contradictory`` read as ``contradiction``) or
     ``pawsx`` (``0`` / ``1``)."""
     path = Path(path)
-    if task not in ("xnli", "pawsx"):
-        raise ValueError(f"XTREME translate-test TSV exists for xnli / pawsx, not {task!r}")
-    labels = set(get_task(task).labels)
-    spelled = _XNLI_MT_LABELS if task == "xnli" else {lab: lab for lab in labels}
+    labels, spelled = _xtreme_labels(task, "translate-test")
     prefix = f"{path.stem}-" if id_prefix is None else id_prefix
     out = []
     width = None
