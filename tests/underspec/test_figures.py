@@ -72,7 +72,7 @@ def test_the_figure_says_how_many_runs_collapsed_and_is_unchanged_without_any(tm
 
 def test_collapse_note_counts_distinct_runs():
     rows = pd.DataFrame({COLLAPSED: [("a",), ("a", "b"), ()]})
-    assert collapse_note(rows).startswith("† 2 collapsed fine-tuning runs (dev predictions nearly all one class or tag, or no better than the majority baseline)")
+    assert collapse_note(rows).startswith("† 2 collapsed fine-tuning runs (dev predictions nearly all one class or tag, or not clearly better than the majority baseline)")
     assert collapse_note(pd.DataFrame({COLLAPSED: [(), ()]})) is None
     assert collapse_note(pd.DataFrame({"x": [1]})) is None
 

@@ -32,7 +32,9 @@ job reads it, e.g. an evaluation `on-<testset>`.
 
 from __future__ import annotations
 
+import json
 import re
+import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -441,9 +443,6 @@ def answer_languages(cfg: dict, dataset: str, langs: list[str]) -> dict[str, str
 
 def answer_languages_arg(cfg: dict, dataset: str, langset: str) -> str:
     """evaluate.py's `--answer-languages` option of an evaluation (shell-quoted), or ''."""
-    import json
-    import shlex
-
     langs = answer_languages(cfg, dataset, langset_languages(cfg, langset))
     return "" if langs is None else f"--answer-languages {shlex.quote(json.dumps(langs, sort_keys=True))}"
 

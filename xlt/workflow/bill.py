@@ -30,6 +30,7 @@ xlt/papers/<slug>/bill.py): the bill names no paper.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections import defaultdict
@@ -378,8 +379,6 @@ _KIND = re.compile(r'job_resources\(config, "(\w+)"\)')
 def gpu_runs(folder: Path) -> list[tuple[str, dict]]:
     """(file, JSON) of the GPU runs of issue 40's levers in `folder` (benchmarks/gpu), oldest first
     (by their date, then name)."""
-    import json
-
     runs = [(f"{folder.relative_to(REPO)}/{f.name}" if folder.is_relative_to(REPO) else str(f), json.loads(f.read_text()))
             for f in sorted(folder.glob("*.json"))]
     return sorted(runs, key=lambda r: (str(r[1].get("date") or ""), r[0]))
