@@ -70,7 +70,8 @@ rule tables_index:
     params:
         figure_notes=lambda w: as_json(P.index_figure_notes(config)),
     shell:
-        "tables_index.py --items {input} --figure-notes {params.figure_notes:q} --out {output} 2> {log}"
+        # the notes reach the job on stdin (echo is the shell's own: no argument-length limit)
+        "echo {params.figure_notes:q} | tables_index.py --items {input} --figure-notes - --out {output} 2> {log}"
 
 
 # Which findings of a paper hold (xlt.claims): its claims file decided on the CSVs of its tables

@@ -164,3 +164,25 @@ def test_the_index_lists_figure_notes_under_the_papers_figures():
     assert f"- ({', '.join(figs)}) a note on both" in md
     assert "not listed" not in md
     assert "fidelity ledger" not in index_markdown(files, "results/tables/index.md")
+
+
+def test_the_index_job_reads_figure_notes_past_the_kernels_argument_limit(tmp_path):
+    """The index rule pipes the figure notes (tens of KiB on the tiny preset) into tables_index.py:
+    one argv string is limited to 128 KiB, stdin is not."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    slug = next(s for s in P.PAPERS if P.get_paper(s).figures)
+    fig = P.get_paper(slug).figures[0].id
+    (tmp_path / "results" / "figures" / slug).mkdir(parents=True)
+    item = tmp_path / "results" / "figures" / slug / f"{fig}.png"
+    item.write_bytes(b"")
+    notes = {slug: [["x" * 200_000, [fig]]]}  # past 128 KiB
+    script = Path(__file__).resolve().parents[1] / "workflow_scripts" / "tables_index.py"
+    out = tmp_path / "index.md"
+    run = subprocess.run([sys.executable, str(script), "--items", str(item), "--figure-notes", "-", "--out", str(out)],
+                         input=json.dumps(notes), capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert f"- ({fig}) {'x' * 200_000}" in out.read_text()

@@ -69,7 +69,10 @@ def _no_constant(name: str):
 
 
 def json_arg(text: str):
-    """A JSON argument (a config block the rule passes); NaN and Infinity refused."""
+    """A JSON argument (a config block the rule passes); NaN and Infinity refused. `-`: read from
+    standard input (a rule pipes a text that may pass the kernel's 128 KiB limit on one argument)."""
+    if text == "-":
+        text = sys.stdin.read()
     try:
         return json.loads(text, parse_constant=_no_constant)
     except ValueError as e:  # JSONDecodeError is a ValueError
