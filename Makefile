@@ -78,6 +78,15 @@ BENCH_ARGS ?=
 bench: install-test  ## engine throughput against the Hugging Face Trainer (BENCH_ARGS="--precision fp32")
 	$(PY) benchmarks/train_throughput.py $(BENCH_ARGS) && $(PY) benchmarks/mlm_throughput.py $(BENCH_ARGS)
 
+# Do the tiny preset's baselines learn in every seed? Reruns every trial recorded in
+# benchmarks/tiny_baselines.json (its families x settings x seeds) on the tiny encoder and data,
+# which it makes first (benchmarks/README.md, "Tiny baselines").
+.PHONY: bench-baselines
+bench-baselines: install  ## the tiny baselines over seeds (benchmarks/tiny_baselines.json), rerun
+	$(VENV)/bin/snakemake --cores $(CORES) --configfile $(PRESET) results/encoders/tiny/pretrained \
+	  $$($(PY) benchmarks/tiny_baselines.py --data-targets --json benchmarks/tiny_baselines.json)
+	$(PY) benchmarks/tiny_baselines.py --rerun --json benchmarks/tiny_baselines.json
+
 # fast_align (the adjust paper's aligner: align.backend fast_align) has no package: clone it at
 # the measured commit and build it with cmake and a C++ compiler (network needed once). The
 # binary and atools land in $(FAST_ALIGN_DIR)/build: put that on PATH (docs/align.md).
