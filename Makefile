@@ -29,11 +29,17 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 	$(PY) -m xlt.process.zygote warm snakemake.cli snakemake.api snakemake.workflow snakemake.dag
 	touch $@
 
-$(VENV)/.installed-test: $(VENV)/.installed
+# Snakemake reads --configfile files before any workflow code runs and names neither file nor
+# line for one that is not YAML: the venv's `snakemake` reads them first (xlt/process/snakemake_cli.py).
+$(VENV)/.snakemake-cli: $(VENV)/.installed xlt/process/snakemake_cli.py
+	$(PY) -m xlt.process.snakemake_cli install $(VENV)/bin/snakemake
+	touch $@
+
+$(VENV)/.installed-test: $(VENV)/.installed $(VENV)/.snakemake-cli
 	$(PY) -m pip install -q -c constraints.txt -e '.[test]'
 	touch $@
 
-install: $(VENV)/.installed  ## the virtual environment .venv with the pinned packages
+install: $(VENV)/.installed $(VENV)/.snakemake-cli  ## the virtual environment .venv with the pinned packages
 install-test: $(VENV)/.installed-test  ## install plus the test extras
 
 # Snakemake reads config files before the workflow runs: a file that is not YAML would stop it
@@ -139,8 +145,9 @@ clean:  ## remove results, logs, .snakemake and report.html
 
 # `make <target>`: any Snakemake target on PRESET (`make help` lists them: crossmulti_table2,
 # crossmulti_fig1, underspec_all, ...). A name that is no target stops here with the nearest
-# names, before Snakemake reads the workflow.
+# names, and a bad PRESET with its file and line or key, before Snakemake reads the workflow.
 .DEFAULT:
-	@$(MAKE) -s --no-print-directory $(VENV)/.installed
+	@$(MAKE) -s --no-print-directory $(VENV)/.installed $(VENV)/.snakemake-cli
 	@$(PY) -m xlt.workflow.help --check $@
+	@$(PY) -m xlt.workflow.config $(PRESET)
 	$(VENV)/bin/snakemake --cores $(CORES) $@ --configfile $(PRESET)
