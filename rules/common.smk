@@ -24,6 +24,7 @@ from xlt.errors import XltError
 from xlt.workflow.plan import plan_lines
 from xlt.workflow.progress import progress_note
 from xlt.workflow.report import rst_caption
+from xlt.workflow.shown import after_success
 
 # when this run started: a job log older than this is an earlier run's (onerror quotes none of it)
 RUN_STARTED = time.time()
@@ -93,6 +94,17 @@ def cluster_plan(workflow, config):
         return "\n".join(lines)
     except Exception as e:  # the plan is a courtesy; the run goes on
         return f"xlt: no plan ({type(e).__name__}: {e})"
+
+
+# A table or zero-shot target run by snakemake itself ends with the table (its first rows) and
+# its path (xlt.workflow.shown); `make <target>` prints it after Snakemake (also when nothing
+# ran), `make tables` lists every path itself.
+onsuccess:
+    if not os.environ.get("XLT_RUN_SUMMARY") and not os.environ.get("XLT_SHOWN"):
+        if _shown := after_success(
+            config, sorted(map(str, workflow.dag_settings.targets))
+        ):
+            print(_shown)
 
 
 # A failed job's own one-line error (file and line, or key) is in its log; repeat it last, and

@@ -147,7 +147,7 @@ def write_partial_index(cfg: dict, summary: dict) -> None:
 
     out = P.index_file(cfg)
     made = [f for f in P.index_items(cfg) if item_of(f) in {*summary["computed"], *summary["published_only"]}]
-    text = index_markdown(made, out) if made else "# Tables and figures\n"
+    text = index_markdown(made, out, None, P.published_only(cfg)) if made else "# Tables and figures\n"
     text += "\n## Not made in the last run\n\n" + "\n".join(f"- `{m['item']}`: {m['why']}" for m in summary["missing"])
     write_text(out, text + "\n")
 
