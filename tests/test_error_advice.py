@@ -227,3 +227,24 @@ def test_a_json_nan_is_refused_as_not_finite_naming_the_key(tmp_path):
                r"type number; it is not a finite number; allowed: a finite number",
                {"bad.json": '{"data": {"wikimatrix": {"threshold": NaN}}}'})
     assert_refused(run_case(case, tmp_path), case.expect, tmp_path, case.outputs)
+
+
+def test_a_hub_encoder_without_safetensors_is_refused_at_the_fetch_with_what_to_do(server, hf_online, tmp_path,
+                                                                                  tiny_model_files):
+    """Its repo holds pytorch_model.bin only: the snapshot is refused, naming the two ways out."""
+    from xlt.sources.encoders import fetch_encoder
+
+    server.hub_repo("org/pickled", {k: v for k, v in tiny_model_files.items() if k != "model.safetensors"}, model=True)
+    cfg = {"hf_endpoint": server.url, "hf_cache_dir": str(tmp_path / "hf-cache"), "lock": str(tmp_path / "lock.yaml")}
+    with pytest.raises(XltError) as e:
+        fetch_encoder("mine", "org/pickled", tmp_path / "enc", cfg=cfg)
+    assert re.fullmatch(r"encoder mine \(Hub model org/pickled\) has no model\.safetensors at [0-9a-f]{40}, and "
+                        r"pickled weights are never read here: pin a revision that has it \(encoders\.mine\.revision\), or download the "
+                        rf"model, convert it once \(`{re.escape(TO_SAFETENSORS)} <its directory>`\) and give that "
+                        r"directory as encoders\.mine\.path", str(e.value)), str(e.value)
+    assert not FailedJob("download_encoder", error=str(e.value)).transient
+    assert not (tmp_path / "enc").exists()
+
+
+from tests.sources.conftest import hf_online, server  # noqa: E402,F401  (fixtures of the fetch tests)
+from tests.sources.test_encoders import tiny_model_files  # noqa: E402,F401
