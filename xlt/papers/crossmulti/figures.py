@@ -133,7 +133,7 @@ def figure_a(spec: dict, probes: pd.DataFrame, out_dir: str, figure: str, probe_
     a = spec["analysis"]
     k = scaled_k(min(a["topk"]), n_heads, a["topk_of_heads"])
     models = [(t, s) for t in spec["tasks"] for s in ("cross", "multi")]
-    fig = Figure(figsize=(7, 3.2 * len(spec["tasks"])), layout="constrained")
+    fig = Figure(figsize=(7.5, 3.2 * len(spec["tasks"])), layout="constrained")  # at 7 the colorbar labels push "layer" to the edge
     fig.get_layout_engine().set(wspace=0.08)  # room between a colorbar's label and the next panel's axis label
     axes = fig.subplots(len(spec["tasks"]), 2, squeeze=False)
     marked = []
