@@ -14,7 +14,7 @@ export HF_DATASETS_OFFLINE ?= 1
 
 # `make help` lists each target with its `##` line, then the workflow's targets (xlt/workflow/help.py).
 help:  ## this list: make targets, then the main Snakemake targets
-	@$(if $(wildcard $(PY)),$(PY),PYTHONPATH=. $(PYTHON)) -m xlt.workflow.help
+	@$(if $(wildcard $(PY)),$(PY) -m xlt.workflow.help --preset $(PRESET),PYTHONPATH=. $(PYTHON) -m xlt.workflow.help)
 
 # pip byte-compiles every file it installs: ~28 of the ~50 s of a fresh install, mostly torch
 # modules no job imports. Installed without that (--no-compile), the bytecode of what the
@@ -29,11 +29,17 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 	$(PY) -m xlt.process.zygote warm snakemake.cli snakemake.api snakemake.workflow snakemake.dag
 	touch $@
 
-$(VENV)/.installed-test: $(VENV)/.installed
+# Snakemake reads --configfile files before any workflow code runs and names neither file nor
+# line for one that is not YAML: the venv's `snakemake` reads them first (xlt/process/snakemake_cli.py).
+$(VENV)/.snakemake-cli: $(VENV)/.installed xlt/process/snakemake_cli.py
+	$(PY) -m xlt.process.snakemake_cli install $(VENV)/bin/snakemake
+	touch $@
+
+$(VENV)/.installed-test: $(VENV)/.installed $(VENV)/.snakemake-cli
 	$(PY) -m pip install -q -c constraints.txt -e '.[test]'
 	touch $@
 
-install: $(VENV)/.installed  ## the virtual environment .venv with the pinned packages
+install: $(VENV)/.installed $(VENV)/.snakemake-cli  ## the virtual environment .venv with the pinned packages
 install-test: $(VENV)/.installed-test  ## install plus the test extras
 
 # Snakemake reads config files before the workflow runs: a file that is not YAML would stop it
@@ -148,8 +154,12 @@ clean:  ## remove results, logs, .snakemake and report.html
 
 # `make <target>`: any Snakemake target on PRESET (`make help` lists them: crossmulti_table2,
 # crossmulti_fig1, underspec_all, ...). A name that is no target stops here with the nearest
-# names, before Snakemake reads the workflow.
+# names, and a bad PRESET with its file and line or key, before Snakemake reads the workflow.
+# It ends with the table made (its first rows) and its path (xlt.workflow.shown), also when
+# nothing was left to run (XLT_SHOWN: the workflow's own onsuccess leaves that to this line).
 .DEFAULT:
-	@$(MAKE) -s --no-print-directory $(VENV)/.installed
+	@$(MAKE) -s --no-print-directory $(VENV)/.installed $(VENV)/.snakemake-cli
 	@$(PY) -m xlt.workflow.help --check $@
-	$(VENV)/bin/snakemake --cores $(CORES) $@ --configfile $(PRESET)
+	@$(PY) -m xlt.workflow.config $(PRESET)
+	XLT_SHOWN=make $(VENV)/bin/snakemake --cores $(CORES) $@ --configfile $(PRESET)
+	@$(PY) -m xlt.workflow.shown $@ --configfile $(PRESET)

@@ -18,12 +18,16 @@ from xlt import fidelity as FIDELITY
 from xlt.dag import resources as R
 from xlt.dag import targets as T
 from xlt import zeroshot as Z
-from xlt.process.cli import RERUN, configfile_slip, failed_job_errors
+from xlt.process.cli import configfile_slip, failure_lines
 from xlt.workflow.config import check_workflow_config, located, merged, workflow_sources
 from xlt.errors import XltError
 from xlt.workflow.plan import plan_lines
 from xlt.workflow.progress import progress_note
 from xlt.workflow.report import rst_caption
+from xlt.workflow.shown import after_success
+
+# when this run started: a job log older than this is an earlier run's (onerror quotes none of it)
+RUN_STARTED = time.time()
 
 # `--configfile=presets/tiny.yaml my.yaml all_tables` reads my.yaml as a target: say so in one line.
 if slip := configfile_slip(sys.argv):
@@ -92,13 +96,23 @@ def cluster_plan(workflow, config):
         return f"xlt: no plan ({type(e).__name__}: {e})"
 
 
-# A failed job's own one-line error (file and line, or key) is in its log; repeat it last,
-# and say that rerunning resumes (under `make tables`, xlt.workflow.runsummary says it after the run).
+# A table or zero-shot target run by snakemake itself ends with the table (its first rows) and
+# its path (xlt.workflow.shown); `make <target>` prints it after Snakemake (also when nothing
+# ran), `make tables` lists every path itself.
+onsuccess:
+    if not os.environ.get("XLT_RUN_SUMMARY") and not os.environ.get("XLT_SHOWN"):
+        if _shown := after_success(
+            config, sorted(map(str, workflow.dag_settings.targets))
+        ):
+            print(_shown)
+
+
+# A failed job's own one-line error (file and line, or key) is in its log; repeat it last, and
+# say whether a rerun resumes or what to mend first (under `make tables`, xlt.workflow.runsummary
+# says it after the run).
 onerror:
     if not os.environ.get("XLT_RUN_SUMMARY"):
-        for line in failed_job_errors(log):
-            print(line, file=sys.stderr)
-        print(RERUN, file=sys.stderr)
+        print("\n".join(failure_lines(log, RUN_STARTED)), file=sys.stderr)
 
 
 envvars:

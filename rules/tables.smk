@@ -27,7 +27,9 @@ rule paper_table:
     params:
         spec=lambda w: as_json(P.table_spec(config, w.paper, w.table)),
         ledger_notes=lambda w: as_json(FIDELITY.item_notes(config, w.paper, w.table)),
-        caption=lambda w: rst_caption(w.paper, w.table),
+        caption=lambda w: rst_caption(
+            w.paper, w.table, P.is_published_only(config, w.paper, w.table)
+        ),
         prefix=lambda w, output: output[0].rsplit(".", 1)[0],
     shell:
         "make_table.py --paper {wildcards.paper} --table {wildcards.table}"
@@ -69,9 +71,11 @@ rule tables_index:
         ENV
     params:
         figure_notes=lambda w: as_json(P.index_figure_notes(config)),
+        published_only=P.published_only(config),
     shell:
         # the notes reach the job on stdin (echo is the shell's own: no argument-length limit)
-        "echo {params.figure_notes:q} | tables_index.py --items {input} --figure-notes - --out {output} 2> {log}"
+        "echo {params.figure_notes:q} | tables_index.py --items {input} --figure-notes - "
+        "--published-only {params.published_only} --out {output} 2> {log}"
 
 
 # Which findings of a paper hold (xlt.claims): its claims file decided on the CSVs of its tables

@@ -376,7 +376,8 @@ SCRIPTS_CASES = [
         r"xmixup tagging: the target side's labels are a source model's soft labels; none given",
         {**POS_DATA}, outputs=["out", "ckpt"]),
     Bad("finetune-encoder-pickle-only", finetune({}, encoder="{tmp}/model/encoder"),
-        r"cannot load encoder .*no file named model\.safetensors",
+        r"encoder .*/model/encoder holds only pickled weights \(pytorch_model\.bin\), which can run code when loaded "
+        r"and are never read here; convert them once to safetensors: `\.venv/bin/python -m xlt\.engine\.to_safetensors ",
         {**POS_DATA, "model/.cut": lambda p: (p.parent / "encoder/model.safetensors").rename(p.parent / "encoder/pytorch_model.bin")},
         fixture="model", outputs=["out", "ckpt"]),
     # make_table.py, make_world.py, encoder_corpus.py, build_encoder.py

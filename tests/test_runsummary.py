@@ -118,9 +118,11 @@ def test_make_tables_ends_a_failed_run_with_the_jobs_error_and_the_rerun_hint(tm
         (venv / "bin" / exe).chmod(0o755)
     work = tmp_path / "work"
     work.mkdir()
-    for name in ("pyproject.toml", "constraints.txt"):  # the install's prerequisites, older than the stamp
+    for name in ("pyproject.toml", "constraints.txt", "xlt/process/snakemake_cli.py"):  # the install's prerequisites,
+        (work / name).parent.mkdir(parents=True, exist_ok=True)                        # older than the stamps
         (work / name).write_text("")
     (venv / ".installed").write_text("")
+    (venv / ".snakemake-cli").write_text("")
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     run = subprocess.run(["make", "-s", "-f", str(REPO / "Makefile"), "tables", f"VENV={venv}", "ZYGOTE=", f"PRESET={TINY}"],
                          cwd=work, env=env, capture_output=True, text=True, timeout=60)

@@ -80,7 +80,8 @@ Error in rule evaluate:
     log: {tmp_path / 'missing.log'} (check log file(s) for error details)
 """)
     assert failed_job_errors([str(log)]) == [
-        f"error: rule prepare_task: x.conllu:3: expected 10 tab-separated columns, got 7 (log: {tmp_path / 'a.log'})"]
+        f"error: rule prepare_task: x.conllu:3: expected 10 tab-separated columns, got 7; mend line 3 of x.conllu (or, "
+        f"if downloaded, remove it to fetch it again), then rerun (log: {tmp_path / 'a.log'})"]
     assert failed_job_errors(None) == [] and failed_job_errors(str(tmp_path / "nothing.log")) == []
 
 

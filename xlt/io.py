@@ -183,18 +183,42 @@ def weights_digest(directory: str | Path) -> dict[str, str]:
     return {str(p.relative_to(directory)): sha256_file(p) for p in sorted(directory.rglob("*.safetensors"))}
 
 
-def verify_weights(directory: str | Path, expected: dict[str, str] | None = None) -> None:
+def verify_weights(directory: str | Path, expected: dict[str, str] | None = None, fix: str | None = None) -> None:
     """Check every safetensors file under `directory` (structure, and the sha256 recorded when
-    it was saved, if given): a truncated or bit-flipped weight file is refused with its path."""
+    it was saved, if given): a truncated or bit-flipped weight file is refused with its path and,
+    when given, `fix` (what rebuilds it: a rerun alone keeps the damaged file)."""
     directory = Path(directory)
-    for p in sorted(directory.rglob("*.safetensors")):
-        check_safetensors(p)
-    for rel, digest in (expected or {}).items():
-        p = directory / rel
-        if not p.is_file():
-            raise DataFormatError(p, None, "file not found (listed in the model's weights_sha256)")
-        if sha256_file(p) != digest:
-            raise DataFormatError(p, None, "corrupted: sha256 differs from the one recorded when it was saved")
+    try:
+        for p in sorted(directory.rglob("*.safetensors")):
+            check_safetensors(p)
+        for rel, digest in (expected or {}).items():
+            p = directory / rel
+            if not p.is_file():
+                raise DataFormatError(p, None, "file not found (listed in the model's weights_sha256)")
+            if sha256_file(p) != digest:
+                raise DataFormatError(p, None, "corrupted: sha256 differs from the one recorded when it was saved")
+    except DataFormatError as e:
+        if fix is None:
+            raise
+        raise DataFormatError(e.path, e.line, f"{str(e).split(': ', 1)[1]}; {fix}") from None
+
+
+# Pickled weights (torch.save): loading them can run code, so no loader here reads them.
+PICKLED_WEIGHTS = ("pytorch_model*.bin",)
+TO_SAFETENSORS = ".venv/bin/python -m xlt.engine.to_safetensors"
+
+
+def pickle_only(directory: str | Path) -> str | None:
+    """The one-line problem of a model directory whose weights are pickled only (no safetensors
+    beside them), with the command that converts them; None otherwise."""
+    directory = Path(directory)
+    if any(directory.glob("*.safetensors")):
+        return None
+    pickled = sorted(p.name for pattern in PICKLED_WEIGHTS for p in directory.glob(pattern))
+    if not pickled:
+        return None
+    return (f"{directory} holds only pickled weights ({', '.join(pickled)}), which can run code when loaded and are "
+            f"never read here; convert them once to safetensors: `{TO_SAFETENSORS} {directory}`")
 
 
 def sha256_file(path: str | Path, chunk: int = 1 << 20) -> str:

@@ -36,7 +36,7 @@ import pandas as pd
 
 from xlt.dag import targets as T
 from xlt.errors import XltError, check_config_ref, unknown
-from xlt.io import read_json
+from xlt.io import pickle_only, read_json
 from xlt.registry import TASKS, get_task
 from xlt.tables import COLLAPSE_NOTE, cell_text, paper_vs_ours, render_grid, write_table
 
@@ -79,6 +79,8 @@ def resolve_encoder(cfg: dict, given: str) -> tuple[str, dict | None]:
         path = Path(given).resolve()
         if not (path / "config.json").is_file():
             raise XltError(f"config key encoder: {given} is not a Hugging Face model directory (no config.json there)")
+        if problem := pickle_only(given):
+            raise XltError(f"config key encoder: {problem}")
         for name, spec in encoders.items():
             if "path" in spec and Path(spec["path"]).resolve() == path:
                 return name, None

@@ -21,7 +21,7 @@ from xlt.engine.fastpath import REPRESENTATIONS, encode, encode_pair, use_keep_m
 from xlt.engine.hooks import LayerHooks
 from xlt.engine.kinds import Kind, resolve
 from xlt.errors import XltError
-from xlt.io import atomic_dir, read_json, verify_weights, weights_digest, write_json
+from xlt.io import atomic_dir, pickle_only, read_json, verify_weights, weights_digest, write_json
 from xlt.registry import Task
 from xlt.process.network import HUB_OFFLINE_VARIABLES, hub_offline, offline_variables, offline_words
 
@@ -70,7 +70,10 @@ def load_encoder_weights(name_or_path: str, revision: str | None = None, dropout
     require_local(name_or_path)
     kwargs = {"revision": revision} if revision else {}
     if Path(name_or_path).is_dir():
-        verify_weights(name_or_path)
+        if problem := pickle_only(name_or_path):
+            raise XltError(f"encoder {problem}")
+        verify_weights(name_or_path, fix=f"a rerun reads the same file: fetch it again (remove {name_or_path}, then `make prefetch`) "
+                       "or, for your own encoder, save it there again")
     if dropout is not None:
         kwargs.update(hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout)
     try:
@@ -210,7 +213,9 @@ def load_model(model_dir: str | Path, device: str | torch.device = "cpu") -> tup
     if not meta_path.exists():
         raise XltError(f"{model_dir}: not a saved xlt model (no {MODEL_META})")
     meta = read_json(meta_path)
-    verify_weights(model_dir, meta.get("weights_sha256"))
+    verify_weights(model_dir, meta.get("weights_sha256"),
+                   fix=f"a rerun keeps it: rebuild the model with `rm -r {model_dir}` and the same command again "
+                       f"(or `--forcerun {model_dir}` on a snakemake command)")
     try:
         spec = ModelSpec.from_dict({**meta["spec"], "dropout": 0.0})
     except (KeyError, TypeError) as e:

@@ -262,6 +262,11 @@ def published_only(cfg: dict) -> list[str]:
             for f in table_files(cfg, slug, t.id)]
 
 
+def is_published_only(cfg: dict, slug: str, table_id: str) -> bool:
+    """Whether the table shows the paper's numbers only under this config (`published_only`)."""
+    return slug in cfg["papers"] and not get_table(slug, table_id).inputs(cfg)
+
+
 def all_tables(cfg: dict) -> list[str]:
     """Every table and figure (`index_items`), the claims page and the index of the tables."""
     return index_items(cfg) + (claims_page_files(cfg) if claim_papers(cfg) else []) + [index_file(cfg)]

@@ -114,6 +114,22 @@ def configfile_slip(argv: list[str]) -> str | None:
     return f"error: {', '.join(map(str, files))}: a config file given as a target; {LAYERING}"
 
 
+def snakemake_configfiles(command: list[str]) -> list[str]:
+    """The files of `--configfile A B …` / `--configfile=A` in a Snakemake command line
+    (`--configfiles` and abbreviations as argparse takes them), in order."""
+    files, taking = [], False
+    for arg in command:
+        opt, eq, value = arg.partition("=")
+        if len(opt) > len("--config") and "--configfiles".startswith(opt):
+            taking = not eq
+            files += [value] if eq else []
+        elif taking and not arg.startswith("-"):
+            files.append(arg)
+        else:
+            taking = False
+    return files
+
+
 def not_a_config_file(path) -> str | None:
     """The hint for a target read as a config file (`--configfile a.yaml all_tables`): a missing
     'file' without a config file's suffix."""
@@ -124,8 +140,18 @@ def not_a_config_file(path) -> str | None:
 
 RERUN = ("Rerun the same command to finish: what was made is kept, and an interrupted training job "
          "resumes from its last checkpoint.")
+# After a failure no rerun can mend as it stands (a bad file, a setting, a missing download).
+FIX_FIRST = ("Rerunning as it stands fails the same way: first do what each error line above says; then rerun "
+             "the same command (what was made is kept).")
 _FAILED_RULE = re.compile(r"^Error in rule (\S+):")
 _FIELD = re.compile(r"^\s+(output|log): (.+?)(?: \(check log file\(s\) for error details\))?$")
+# An error line a rerun can get past: the job was stopped (a signal, the scheduler's limit; it saved
+# a checkpoint), ran out of memory, or the network timed out. Any other `error:` line is the
+# project's own check, which names what to mend: rerunning unchanged fails the same way.
+_TRANSIENT = re.compile(r"rerun to resume|checkpoint saved|timed out|out of memory|Temporary failure"
+                        r"|connection (?:reset|aborted)", re.IGNORECASE)
+_AT_LINE = re.compile(r"^(\S+?):(\d+): ")  # a DataFormatError's `<file>:<line>: `
+STOPPED = "stopped without an error line in its log (killed: out of memory, a time limit or an interrupt)"
 
 
 @dataclass
@@ -133,11 +159,33 @@ class FailedJob:
     rule: str
     outputs: list[str] = field(default_factory=list)
     logs: list[str] = field(default_factory=list)
-    error: str | None = None  # the last `error:` line of its log, without `error: `
+    error: str | None = None  # the last `error:` line of its log (of this run), without `error: `
+
+    @property
+    def transient(self) -> bool:
+        """Whether rerunning the same command can get past this failure (nothing to mend first)."""
+        return self.error is None or bool(_TRANSIENT.search(self.error))
+
+    @property
+    def fix(self) -> str | None:
+        """What to do where the error line names a file's line (malformed data) without saying."""
+        m = _AT_LINE.match(self.error or "")
+        if m is None or "; " in self.error[m.end():]:  # the message already says what to do
+            return None
+        return f"mend line {m[2]} of {m[1]} (or, if downloaded, remove it to fetch it again), then rerun"
 
     def line(self) -> str:
         where = f" (log: {', '.join(self.logs)})" if self.logs else ""
-        return f"error: rule {self.rule}: {self.error or 'failed, no error line in its log'}{where}"
+        fix = f"; {self.fix}" if self.fix else ""
+        return f"error: rule {self.rule}: {self.error or STOPPED}{fix}{where}"
+
+
+def next_step(jobs: list[FailedJob], command: str | None = None) -> str:
+    """The last line after a failed run: rerun (every failure transient), or mend first."""
+    same = f"the same command ({command})" if command else "the same command"
+    if all(j.transient for j in jobs):
+        return RERUN.replace("the same command", same)
+    return FIX_FIRST.replace("the same command", same)
 
 
 def error_lines(text: str) -> list[str]:
@@ -152,8 +200,10 @@ def _read(paths) -> str:
     return "\n".join(Path(p).read_text(encoding="utf-8", errors="replace") for p in paths or [] if p and Path(p).is_file())
 
 
-def failed_jobs(snakemake_logs) -> list[FailedJob]:
-    """Each `Error in rule …` block of Snakemake's log(s), with the job's own last error line."""
+def failed_jobs(snakemake_logs, since: float | None = None) -> list[FailedJob]:
+    """Each `Error in rule …` block of Snakemake's log(s), with the job's own last error line.
+    `since` (seconds since the epoch): the run's start; a job log not written since is an older
+    run's (the job failed before writing its own), and its error is not this run's."""
     jobs: list[FailedJob] = []
     for line in _read(snakemake_logs).splitlines():
         if m := _FAILED_RULE.match(line):
@@ -161,14 +211,20 @@ def failed_jobs(snakemake_logs) -> list[FailedJob]:
         elif jobs and (m := _FIELD.match(line)):
             getattr(jobs[-1], m.group(1) + "s").extend(m.group(2).split(", "))
     for job in jobs:
-        errors = [e for log in job.logs if Path(log).is_file()
+        errors = [e for log in job.logs if Path(log).is_file() and (since is None or Path(log).stat().st_mtime >= since - 1)
                   for e in error_lines(Path(log).read_text(encoding="utf-8", errors="replace"))]
         job.error = errors[-1][len("error: "):] if errors else None
     return jobs
 
 
-def failed_job_errors(snakemake_logs) -> list[str]:
-    """The `error:` line each failed job wrote to its log, as `error: rule <rule>: <line> (log:
-    <path>)`, read from Snakemake's own log file(s) of the run (the workflow's `onerror` prints them
-    last, so a failed run ends with the project's line naming the file and line)."""
-    return list(dict.fromkeys(j.line() for j in failed_jobs(snakemake_logs) if j.error))
+def failed_job_errors(snakemake_logs, since: float | None = None) -> list[str]:
+    """The `error:` line each failed job wrote to its log (of this run), as `error: rule <rule>:
+    <line> (log: <path>)`, read from Snakemake's own log file(s) of the run."""
+    return list(dict.fromkeys(j.line() for j in failed_jobs(snakemake_logs, since) if j.error))
+
+
+def failure_lines(snakemake_logs, since: float | None = None) -> list[str]:
+    """What a failed run prints last (the workflow's `onerror`): each failed job's line, naming
+    the file and line or key to mend, and then whether to rerun or to mend first."""
+    jobs = failed_jobs(snakemake_logs, since)
+    return [*dict.fromkeys(j.line() for j in jobs), next_step(jobs)]

@@ -20,7 +20,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from xlt.errors import XltError
-from xlt.io import atomic_dir, write_json
+from xlt.io import TO_SAFETENSORS, atomic_dir, write_json
 from xlt.sources.catalog import COMMIT_RE
 from xlt.sources.fetch import FetchConfig, HubFileMissing, UnpinnedError, _log, fetch_hub_files
 from xlt.sources.lock import LockConflictError, LockEntry, now
@@ -30,7 +30,8 @@ SECTION = "encoders"
 SNAPSHOT_META = "xlt-snapshot.json"
 # What a job reads: the config and the weights (needed), the tokenizer's files (whichever the
 # repo has: mBERT a vocab.txt, XLM-R a sentencepiece model; tokenizer.json for both).
-REQUIRED = ("config.json", "model.safetensors")
+WEIGHTS = "model.safetensors"
+REQUIRED = ("config.json", WEIGHTS)
 OPTIONAL = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt",
             "sentencepiece.bpe.model")  # fmt: skip
 
@@ -87,9 +88,15 @@ def fetch_encoder(name: str, repo_id: str, dest: str | Path, revision: str | Non
                     sha256={f: entry.sha256 if entry else None}, repo_type="model",
                     expected_from={f: f"locked in {lock.path} on {entry.date}" if entry else "pin"},
                 )  # fmt: skip
-            except HubFileMissing:
+            except HubFileMissing as e:
                 if entry is None and f in OPTIONAL:
                     continue  # this repo's tokenizer has no such file
+                if f == WEIGHTS:  # pickled weights only (pytorch_model.bin): never loaded here
+                    raise HubFileMissing(
+                        f"encoder {name} (Hub model {repo_id}) has no {WEIGHTS} at {ref}, and pickled weights are "
+                        f"never read here: pin a revision that has it (encoders.{name}.revision), or download the "
+                        f"model, convert it once (`{TO_SAFETENSORS} <its directory>`) and give that directory as "
+                        f"encoders.{name}.path") from e
                 raise
             if got.revision and ref != got.revision:
                 if COMMIT_RE.match(ref):

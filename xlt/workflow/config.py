@@ -22,10 +22,10 @@ import yaml
 from xlt import papers as P
 from xlt.dag import targets as T
 from xlt.align.targets import check as check_align
-from xlt.process.cli import not_a_config_file, run
+from xlt.process.cli import not_a_config_file, run, snakemake_configfiles
 from xlt.engine.train_config import TrainConfig
 from xlt.errors import XltError, check_config_ref, langset_hint
-from xlt.io import read_yaml
+from xlt.io import pickle_only, read_yaml
 from xlt.papers.config_files import with_paper_files
 from xlt.registry import TASKS
 from xlt.world.schema import resolve as resolve_world
@@ -48,8 +48,11 @@ class ConfigKeyError(XltError):
     """A bad value (or name) at a config key: `key` is its path (keys and list indices),
     `where` the path whose origin names the file that set it (default: `key`)."""
 
-    def __init__(self, key, message: str, where=None):
+    def __init__(self, key, message: str, where=None, also=()):
         self.key, self.where = tuple(key), tuple(key if where is None else where)
+        # other keys whose value makes the error (a paper's language set and that set's list):
+        # the file named is the last of those that set any of them
+        self.also = tuple(map(tuple, also))
         super().__init__(f"config key {_key(self.key)}: {message}")
 
 
@@ -82,16 +85,19 @@ def origin(error: XltError, sources) -> str | None:
     mapping) pairs in merge order: config.yaml, each --configfile, --config) that holds the
     longest part of its path; None when the error names no config key."""
     if isinstance(error, ConfigKeyError):
-        path = error.where
+        paths = [error.where, *error.also]
     else:
         # "config key <key>: …", or "<key>: …" (the world's checks, xlt.world.schema)
         m = re.match(r"(?:config key )?([A-Za-z_][\w-]*(?:\.[\w-]+|\[\d+\])*):", str(error))
         if m is None:
             return None
-        path = _parse_key(m[1])
-    depths = [(_depth(data, path), k) for k, (_, data) in enumerate(sources)]
-    best, k = max(depths, default=(0, 0))
-    return sources[k][0] if best else None
+        paths = [_parse_key(m[1])]
+    found = []  # per path: the last source holding the longest part of it
+    for path in paths:
+        best, k = max(((_depth(data, path), k) for k, (_, data) in enumerate(sources)), default=(0, 0))
+        if best:
+            found.append(k)
+    return sources[max(found)][0] if found else None
 
 
 def located(error: XltError, sources) -> str:
@@ -134,6 +140,7 @@ def _explain(err) -> XltError:
 
 # YAML 1.1 (PyYAML, Snakemake) reads a number in exponent form without a dot as a string
 _EXPONENT_WITHOUT_DOT = re.compile(r"([+-]?\d+)([eE][+-]?\d+)")
+_NOT_FINITE = re.compile(r"[+-]?\.?(nan|inf|infinity)", re.IGNORECASE)
 
 
 def _number_hint(instance, expected) -> str:
@@ -141,6 +148,9 @@ def _number_hint(instance, expected) -> str:
     wanted = {expected} if isinstance(expected, str) else set(expected)
     if isinstance(instance, str) and wanted & {"number", "integer"} and (m := _EXPONENT_WITHOUT_DOT.fullmatch(instance.strip())):
         return f" (YAML reads {instance} as a string: write {m[1]}.0{m[2]})"
+    # JSON's NaN / Infinity (read as YAML: a string), YAML 1.2's nan: the same refusal as .nan's
+    if isinstance(instance, str) and wanted & {"number", "integer"} and _NOT_FINITE.fullmatch(instance.strip()):
+        return "; it is not a finite number; allowed: a finite number (no NaN, .nan, Infinity or .inf)"
     return ""
 
 
@@ -322,6 +332,8 @@ def _check_references(config: dict) -> None:
         if "path" in spec and not (Path(spec["path"]) / "config.json").is_file():
             raise XltError(f"config key encoders.{name}.path: {spec['path']} is not a Hugging Face model directory "
                            "(no config.json there)")
+        if "path" in spec and (problem := pickle_only(spec["path"])):  # else it would fail inside its first job
+            raise ConfigKeyError(("encoders", name, "path"), problem)
     for name, profile in config.get("hparams", {}).items():
         base = {k: v for k, v in profile.items() if k != "per_task"}
         if isinstance(base.get("select_metric"), dict):  # one per task (xlt.dag.targets.hparams)
@@ -370,10 +382,9 @@ def _check_references(config: dict) -> None:
                 check_config_ref(f"metric of task {task}", f"papers.{slug}.metric.{task}", paper["metric"][task], TASKS[task].metrics)
             missing = [lang for lang in langs if lang not in TASKS[task].languages]
             if missing:
-                raise XltError(
-                    f"config key {key}: task {task} has no data for {missing}; "
-                    f"its source offers: {', '.join(TASKS[task].languages)}"
-                )
+                raise ConfigKeyError(
+                    _parse_key(key), f"task {task} has no data for {missing} (in language_sets.{set_name}); "
+                    f"its source offers: {', '.join(TASKS[task].languages)}", also=[("language_sets", set_name)])
             if TASKS[task].source == "ud":
                 _check_treebanks(config, slug, paper.get("treebanks"), task, langs)
     _check_named_sets(config)  # after the papers: a set may name a paper's language set, reported there first
@@ -474,22 +485,6 @@ def main(argv: list[str] | None = None) -> None:
     if command is not None:
         sys.stderr.flush()
         os.execvp(command[0], command)
-
-
-def snakemake_configfiles(command: list[str]) -> list[str]:
-    """The files of `--configfile A B …` / `--configfile=A` in a Snakemake command line
-    (`--configfiles` and abbreviations as argparse takes them), in order."""
-    files, taking = [], False
-    for arg in command:
-        opt, eq, value = arg.partition("=")
-        if len(opt) > len("--config") and "--configfiles".startswith(opt):
-            taking = not eq
-            files += [value] if eq else []
-        elif taking and not arg.startswith("-"):
-            files.append(arg)
-        else:
-            taking = False
-    return files
 
 
 if __name__ == "__main__":

@@ -7,6 +7,9 @@ line right above it, plus the per-paper aliases the registry makes (`<slug>_all`
 `<slug>_<table>` / `<slug>_<figure>` for each table and figure, in paper order, `<slug>_claims`
 and `all_claims`).
 
+`python -m xlt.workflow.help --preset FILE…` marks the tables that show the paper's numbers
+only under those config files (the Makefile passes PRESET).
+
 `python -m xlt.workflow.help --check NAME…` is the gate our entry points (`make <target>`, `make plan`)
 pass a target through before Snakemake runs: an unknown name stops with one line giving the
 nearest names (Snakemake itself would say only "No rule to produce").
@@ -58,9 +61,24 @@ def target_rules(sources: list[Path] | None = None) -> list[tuple[str, str]]:
     return out
 
 
-def paper_targets() -> list[tuple[str, str]]:
+# after a table target that shows the paper's numbers only under the preset (xlt.papers.published_only)
+PUBLISHED_MARK = "*"
+
+
+def published_only_targets(preset: list[str]) -> set[str]:
+    """`<slug>_<table>` of each table that shows the paper's numbers alone under the preset's files."""
+    # deferred: loads jsonschema, numpy, pandas, yaml only when this runs
+    from xlt import papers as P
+    from xlt.workflow.config import load_configs
+
+    cfg = load_configs(preset)
+    return {f"{slug}_{t.id}" for slug in P.configured(cfg) for t in P.get_paper(slug).tables
+            if P.is_published_only(cfg, slug, t.id)}
+
+
+def paper_targets(published: set[str] = frozenset()) -> list[tuple[str, str]]:
     """<slug>_all and every <slug>_<table> / <slug>_<figure> of each registered paper, in paper
-    order (needs the installed packages)."""
+    order (needs the installed packages); the tables among `published` marked."""
     # deferred: loads numpy, pandas, yaml only when this runs
     from xlt import papers as P
 
@@ -68,7 +86,7 @@ def paper_targets() -> list[tuple[str, str]]:
     for slug in P.PAPERS:
         items = P.item_targets(slug)
         out.append((f"{slug}_all", f"every table and figure of {slug} ({P.title(slug)})"))
-        tables = [f"{slug}_{i}" for i in items if i.startswith("table")]
+        tables = [f"{slug}_{i}" + PUBLISHED_MARK * (f"{slug}_{i}" in published) for i in items if i.startswith("table")]
         figures = [f"{slug}_{i}" for i in items if not i.startswith("table")]
         out += [("", f"{kind}: {' '.join(names)}") for kind, names in (("tables", tables), ("figures", figures)) if names]
         if P.PAPERS[slug].claims:
@@ -110,11 +128,13 @@ def check_targets(names: list[str], known: set[str] | None = None) -> str | None
     return None
 
 
-def lines() -> list[str]:
+def lines(preset: list[str] = ()) -> list[str]:
     rows = [("make " + t, d) for t, d in make_targets()]
     snake = target_rules()
+    published: set[str] = set()
     try:
-        snake += paper_targets()
+        published = published_only_targets(list(preset)) if preset else set()
+        snake += paper_targets(published)
     except ImportError:
         snake.append(("<paper>_all, <paper>_<table>", "per paper (listed once `make install` has run)"))
     width = max(len(n) for n, _ in rows + snake) + 2
@@ -127,6 +147,9 @@ def lines() -> list[str]:
         else:  # a paper's tables or figures: every target named, wrapped under its paper
             out += textwrap.wrap(d, width=100, initial_indent=" " * (width + 2), subsequent_indent=" " * (width + 4),
                                  break_on_hyphens=False)  # fmt: skip
+    if published:
+        out += ["", f"{PUBLISHED_MARK} published numbers only on {' '.join(preset)}: the table shows the paper's numbers, "
+                "nothing computes ours there"]
     return out
 
 
@@ -137,7 +160,8 @@ def main(argv: list[str] | None = None) -> int:
             print(line, file=sys.stderr)
             return 1
         return 0
-    print("\n".join(lines()))
+    preset = argv[argv.index("--preset") + 1:] if "--preset" in argv else []
+    print("\n".join(lines(preset)))
     sys.stdout.flush()
     return 0
 

@@ -31,11 +31,19 @@ def parse_item(path: str) -> tuple[str, str, str, str]:
     return p.parent.parent.name, p.parent.name, item, ext
 
 
-def index_markdown(files: list[str], index_path: str, figure_notes: dict | None = None) -> str:
+# What marks a table that shows the paper's numbers alone (xlt.papers.published_only): it looks
+# like a computed one otherwise.
+PUBLISHED_ONLY = "published numbers only (nothing computes ours under this config)"
+
+
+def index_markdown(files: list[str], index_path: str, figure_notes: dict | None = None,
+                   published_only: list[str] = ()) -> str:
     """Markdown: per paper (title), each table and figure linked (every format) beside its
     caption, then what the paper's fidelity ledger says of its figures (`figure_notes`: paper ->
-    [[note, [figure ids]]]). Links are relative to the index's folder; order: the order of `files`."""
+    [[note, [figure ids]]]). The tables among `published_only` (their files) are marked as such.
+    Links are relative to the index's folder; order: the order of `files`."""
     entries: dict[str, dict[str, dict[str, list[str]]]] = {}  # paper -> kind -> item -> links
+    marked = {parse_item(f)[1:3] for f in published_only}
     for f in files:
         kind, paper, item, _ = parse_item(f)
         rel = os.path.relpath(f, os.path.dirname(index_path) or ".")
@@ -47,7 +55,8 @@ def index_markdown(files: list[str], index_path: str, figure_notes: dict | None 
         for kind, items in kinds.items():
             if items:
                 lines += [f"{KINDS[kind]}:", ""]
-                lines += [f"- {_links(paper, links)}: {_caption(paper, item)}" for item, links in items.items()]
+                lines += [f"- {_links(paper, links)}: {f'**{PUBLISHED_ONLY}**. ' * ((paper, item) in marked)}"
+                          f"{_caption(paper, item)}" for item, links in items.items()]
                 lines.append("")
         shown = set(kinds["figures"])
         notes = [(n, [f for f in figs if f in shown]) for n, figs in (figure_notes or {}).get(paper, [])]
@@ -81,10 +90,10 @@ def _links(paper: str, links: list[str]) -> str:
     return f"[{paper}/{Path(first).name}]({first}){also}"
 
 
-def write_index(files: list[str], out: str, figure_notes: dict | None = None) -> None:
+def write_index(files: list[str], out: str, figure_notes: dict | None = None, published_only: list[str] = ()) -> None:
     if not files:
         raise XltError(f"{out}: no table or figure to list")
-    write_text(out, index_markdown(files, out, figure_notes))
+    write_text(out, index_markdown(files, out, figure_notes, published_only))
 
 
 def rst_escape(text: str) -> str:
@@ -92,6 +101,8 @@ def rst_escape(text: str) -> str:
     return re.sub(r"([\\`*_|\[\]<>])", r"\\\1", text)
 
 
-def rst_caption(paper: str, item: str) -> str:
-    """A report caption: the paper (slug and title), then the table's or figure's caption."""
-    return f"**{paper}** ({rst_escape(_title(paper))}): {rst_escape(_caption(paper, item))}"
+def rst_caption(paper: str, item: str, published_only: bool = False) -> str:
+    """A report caption: the paper (slug and title), then the table's or figure's caption (a
+    published-only table marked first)."""
+    mark = f"*{rst_escape(PUBLISHED_ONLY)}*. " if published_only else ""
+    return f"**{paper}** ({rst_escape(_title(paper))}): {mark}{rst_escape(_caption(paper, item))}"

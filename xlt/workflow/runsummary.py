@@ -5,7 +5,8 @@
 
 prints, last, one line of timing (elapsed, jobs run, the machine's threads and CPU, the
 training precision the models record) and, after a failure, each failed job's `error:` line
-(read from its log), what is missing and that rerunning the same command resumes. It writes
+(read from its log of this run), what is missing and the next step: rerunning the same command
+resumes where each failure is one a rerun gets past, else mend what the lines name first. It writes
 `results/summary.json` either way (`computed`: the tables and figures made with our numbers;
 `published_only`: the tables made that show the paper's numbers alone, nothing computing ours
 under this config; `missing`: each not made, and why) and, when some tables or figures are missing,
@@ -23,7 +24,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from xlt.process.cli import RERUN, FailedJob, failed_jobs
+from xlt.process.cli import FailedJob, failed_jobs, next_step
 from xlt.errors import XltError
 from xlt.io import write_text
 from xlt.process.cli import ArgumentParser
@@ -103,7 +104,7 @@ def summarise(cfg: dict, since: float, rc: int, command: str, workdir: str | Pat
 
     log = run_log(since, workdir)
     text = log.read_text(encoding="utf-8", errors="replace") if log else ""
-    jobs = failed_jobs(log) if log else []
+    jobs = failed_jobs(log, since) if log else []
     done, planned = jobs_run(text)
     files = P.index_items(cfg)
     items = list(dict.fromkeys(item_of(f) for f in files))
@@ -134,7 +135,7 @@ def summarise(cfg: dict, since: float, rc: int, command: str, workdir: str | Pat
     lines += [j.line() for j in jobs]
     lines.append(f"{made_text}; the {len(missing)} missing, and why, are in "
                  "results/summary.json and results/tables/index.md.")
-    lines.append(RERUN.replace("the same command", f"the same command ({command})"))
+    lines.append(next_step(jobs, command))
     return summary, lines
 
 
@@ -146,7 +147,7 @@ def write_partial_index(cfg: dict, summary: dict) -> None:
 
     out = P.index_file(cfg)
     made = [f for f in P.index_items(cfg) if item_of(f) in {*summary["computed"], *summary["published_only"]}]
-    text = index_markdown(made, out) if made else "# Tables and figures\n"
+    text = index_markdown(made, out, None, P.published_only(cfg)) if made else "# Tables and figures\n"
     text += "\n## Not made in the last run\n\n" + "\n".join(f"- `{m['item']}`: {m['why']}" for m in summary["missing"])
     write_text(out, text + "\n")
 

@@ -75,6 +75,10 @@ def _head_map(ax, values: pd.DataFrame) -> None:
     ax.set_ylabel("layer")
 
 
+# what each column of Figure 1 colours (its colorbar's label)
+UPDATE_LABELS = {"cross": "share of the update", "multi": "share of the update", "diff": "multi − cross"}
+
+
 def figure1(spec: dict, updates: pd.DataFrame, out_dir: str) -> None:
     # deferred: loads matplotlib only when this runs
     from matplotlib.figure import Figure
@@ -102,7 +106,8 @@ def figure1(spec: dict, updates: pd.DataFrame, out_dir: str) -> None:
             name = TASK_LABELS.get(task, task)
             ax.set_title(f"{name}-{col}" + (f" (ρ={rho[0]:.2f}, {p_text(rho[2])})" if col == "diff" else ""), fontsize=9)
             _head_map(ax, m)
-            fig.colorbar(im, ax=ax, fraction=0.046, format="%.2g")  # no offset text ("1e−5") over the colorbar
+            # no offset text ("1e−5") over the colorbar
+            fig.colorbar(im, ax=ax, fraction=0.046, format="%.2g", label=UPDATE_LABELS[col])
     fit_suptitle(fig, "Attention-head updates, each a share of its model's total; diff = multi − cross "
                  "(blue: multi updates more); "
                  "ρ: Spearman, cross vs multi, seed mean; p: the largest over seeds")
@@ -128,7 +133,7 @@ def figure_a(spec: dict, probes: pd.DataFrame, out_dir: str, figure: str, probe_
     a = spec["analysis"]
     k = scaled_k(min(a["topk"]), n_heads, a["topk_of_heads"])
     models = [(t, s) for t in spec["tasks"] for s in ("cross", "multi")]
-    fig = Figure(figsize=(7, 3.2 * len(spec["tasks"])), layout="constrained")
+    fig = Figure(figsize=(7.5, 3.2 * len(spec["tasks"])), layout="constrained")  # at 7 the colorbar labels push "layer" to the edge
     fig.get_layout_engine().set(wspace=0.08)  # room between a colorbar's label and the next panel's axis label
     axes = fig.subplots(len(spec["tasks"]), 2, squeeze=False)
     marked = []

@@ -272,6 +272,9 @@ def _seed_band(agg: pd.DataFrame, data: pd.DataFrame, by: list[str], value: str,
     return agg
 
 
+NO_BAND = "(no CI: one setting, one seed)"
+
+
 def plot_1d(
     norm: pd.DataFrame,
     out_stem: str | Path,
@@ -318,9 +321,12 @@ def plot_1d(
         for lkey, ldata in pdata.groupby(line_cols, sort=True):
             ldata = ldata.sort_values("alpha")
             x, y = ldata["alpha"].to_numpy(), ldata["mean"].to_numpy()
-            line = ax.plot(x, y, marker=".", ms=3, lw=1.2, label=_label(line_cols, lkey))[0]
             lo, hi = ldata["ci_low"].to_numpy(), ldata["ci_high"].to_numpy()
-            if np.isfinite(lo).any():
+            banded = np.isfinite(lo).any()
+            # the caption promises a 95% CI: a line that has none (one setting, one seed) says so
+            label = _label(line_cols, lkey) + ("" if banded else f" {NO_BAND}")
+            line = ax.plot(x, y, marker=".", ms=3, lw=1.2, label=label)[0]
+            if banded:
                 ax.fill_between(x, lo, hi, color=line.get_color(), alpha=0.2, lw=0)
         if value == "norm_mean":
             ax.axhline(1.0, color="0.5", lw=0.6, ls="--")
@@ -335,6 +341,10 @@ def plot_1d(
         fit_suptitle(fig, title)
     _note_collapsed(fig, data)
     return save_figure(fig, out_stem, agg)
+
+
+# what a 2D figure's colour shows (its colorbar's label)
+COLORBAR_LABELS = {"norm_mean": "normalised score (÷ θ_bi's)", "norm_var": "normalised variance over seeds"}
 
 
 def plot_2d(
@@ -379,7 +389,7 @@ def plot_2d(
         if z.shape[0] >= 2 and z.shape[1] >= 2 and np.isfinite(z).sum() >= 4 and np.nanmax(z) > np.nanmin(z):
             cs = ax.contour(a1, a2, z, levels=levels, colors="white", linewidths=0.6)
             contour_labels.append((ax, ax.clabel(cs, fontsize=6, fmt="%.2f")))
-        fig.colorbar(mesh, ax=ax, shrink=0.9)
+        fig.colorbar(mesh, ax=ax, shrink=0.9, label=COLORBAR_LABELS.get(value, value.replace("_", " ")))
         for (x, y), name in (((0, 0), "bi"), ((1, 0), "src"), ((0, 1), "tgt")):
             ax.plot([x], [y], marker="o", ms=5, mfc="red", mec="white")
             ax.annotate(name, (x, y), textcoords="offset points", xytext=(4, 4), color="red", fontsize=8)

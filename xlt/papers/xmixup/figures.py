@@ -246,7 +246,8 @@ def _finish(fig, ax, labels: tuple[str, str], title: str, stem: str, points: pd.
     ax.set_xlabel(labels[0])
     ax.set_ylabel(labels[1])
     ax.set_title(title)
-    ax.legend(fontsize=8)
+    # beside the panel, not in it: "best" weighs the points only, and every point carries a label
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1), borderaxespad=0)
     fig.tight_layout()
     label_points([(ax, list(point_labels))])
     save_figure(fig, stem, points)
@@ -254,7 +255,7 @@ def _finish(fig, ax, labels: tuple[str, str], title: str, stem: str, points: pd.
 
 def _draw_fig3(spec: dict, inputs: list[str], stem: str) -> None:
     points = fig3_points(spec, inputs)
-    fig, ax = _one_panel((6, 4.5))
+    fig, ax = _one_panel((8, 4.5))  # the legend beside the panel (_finish)
     for model, g in points.groupby("model", sort=False):
         rho = g["spearman_rho"].iloc[0]
         label = f"{LABELS[model]} (ρ = {rho:.2f})" if rho == rho else f"{LABELS[model]} (ρ undefined)"
@@ -415,7 +416,7 @@ def fig5_points(spec: dict, inputs: list[str]) -> pd.DataFrame:
 def _draw_fig5(spec: dict, inputs: list[str], stem: str) -> None:
     points = fig5_points(spec, inputs)
     task = LABELS.get(spec["figure5"]["task"], spec["figure5"]["task"])
-    fig, ax = _one_panel((6, 4))
+    fig, ax = _one_panel((8, 4))  # the legend beside the panel (_finish)
     xm = points[points["model"] == "xmixup"]
     ax.plot(xm["layer"].astype(int), xm["accuracy"], "o-", color=COLORS["xmixup"], label=LABELS["xmixup"])
     tt = points[points["model"] == "trans_train"]["accuracy"].iloc[0]
