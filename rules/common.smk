@@ -13,6 +13,7 @@ from snakemake.logging import DefaultFormatter
 from snakemake.logging import logger as snakemake_logger
 
 from xlt.workflow import packs as PACKS
+from xlt.workflow import footprint as FOOT
 from xlt import papers as P
 from xlt import fidelity as FIDELITY
 from xlt.dag import resources as R

@@ -53,6 +53,9 @@ MIN_RUNTIME = 15
 # the defaults of compute.time_margin and compute.max_runtime_hours where a config leaves them out
 TIME_MARGIN = 1.5
 MAX_RUNTIME_HOURS = 48
+# the suffix of a fine-tune rule whose models are removed once evaluated (rules/finetune.smk,
+# xlt.workflow.footprint): its jobs are its twin's, priced and limited as they are
+TEMP_SUFFIX = "_temp"
 _PACK = re.compile(r"finetune_pack(?:_\d+)+")
 
 
@@ -213,8 +216,8 @@ def max_runtime_minutes(cfg: dict, gpu: bool) -> int:
 
 def config_fingerprint(cfg: dict) -> str:
     """What slurm/runtimes.json was priced for: the config's work (its `compute` block aside,
-    which changes the requests, not the work)."""
-    text = json.dumps({k: v for k, v in cfg.items() if k != "compute"}, sort_keys=True, default=str)
+    which changes the requests, not the work; keep_models too, which removes models after it)."""
+    text = json.dumps({k: v for k, v in cfg.items() if k not in ("compute", "keep_models")}, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -238,8 +241,15 @@ def priced_minutes(cfg: dict, path: Path | None = None) -> dict | None:
 
 
 def runtime_rule(rule: str) -> str:
-    """A pack of fine-tunes (finetune_pack_1_2_3) is priced as a pack, whatever its seeds."""
+    """A pack of fine-tunes (finetune_pack_1_2_3) is priced as a pack, whatever its seeds; a rule
+    whose models are removed once evaluated (finetune_temp) as its twin."""
+    rule = kept_twin(rule)
     return "finetune_pack" if _PACK.fullmatch(rule) else rule
+
+
+def kept_twin(rule: str) -> str:
+    """finetune_temp -> finetune, finetune_pack_1_2_temp -> finetune_pack_1_2; any other rule itself."""
+    return rule.removesuffix(TEMP_SUFFIX) if rule.startswith("finetune") else rule
 
 
 def _priced(priced: dict, cfg: dict, rulename: str | None, wildcards) -> float | None:

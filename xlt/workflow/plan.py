@@ -25,7 +25,7 @@ from pathlib import Path
 from xlt import papers as P
 from xlt.dag import targets as T
 from xlt.workflow.help import declared_rules
-from xlt.workflow.packs import base_rule
+from xlt.workflow.packs import base_rule, pack_models
 import json
 import math
 from types import SimpleNamespace
@@ -91,7 +91,7 @@ def largest_request(cfg: dict, jobs: list[tuple[str, list[str]]], env: Mapping[s
             continue
         runtime = R.job_resources(cfg, kind, dict(env))["runtime"]
         datasets = {d for v in priced.get(R.runtime_rule(rule), {}).values() for d in v} or {None}
-        models = len(rule.split("_")) - 2 if rule != base_rule(rule) else 1
+        models = pack_models(rule)
         for enc in by_size.values():
             for d in datasets:
                 m = runtime(SimpleNamespace(encoder=enc, task=d), 1, rulename=rule, models=models)
