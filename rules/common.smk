@@ -22,7 +22,7 @@ from xlt import zeroshot as Z
 from xlt.process.cli import RERUN, configfile_slip, failed_job_errors
 from xlt.workflow.config import check_workflow_config, located, merged, workflow_sources
 from xlt.errors import XltError
-from xlt.workflow.plan import plan_lines
+from xlt.workflow.plan import plan_lines, start_errors
 from xlt.workflow.progress import progress_note
 from xlt.workflow.report import rst_caption
 
@@ -69,6 +69,13 @@ onstart:
     # a cluster run's main process (not a job on a node, not a local run)
     if not workflow.local_exec and not workflow.remote_exec:
         print(cluster_plan(workflow, config), file=sys.stderr)
+        # Slurm, account, partitions, disk: one line each, and no job submitted
+        if errors := start_errors(
+            config, needrun_jobs(workflow), os.environ, Path.cwd()
+        ):
+            for line in errors:
+                print(f"error: {line}", file=sys.stderr)
+            sys.exit(1)
     for _handler in snakemake_logger.handlers:
         if type(_handler.formatter) is DefaultFormatter:
             _handler.setFormatter(
@@ -82,8 +89,7 @@ onstart:
 # and GPU-hours per stage, what is missing. Never in the way of the run: a failure is one line.
 def cluster_plan(workflow, config):
     try:
-        dag = workflow.dag
-        jobs = [(j.rule.name, [str(f) for f in j.output]) for j in dag.needrun_jobs()]
+        jobs = needrun_jobs(workflow)
         target = " ".join(sorted(map(str, workflow.dag_settings.targets)))
         target = target or "all_tables"  # the Snakefile's first rule
         files = [str(f) for f in workflow.overwrite_configfiles]
@@ -91,6 +97,12 @@ def cluster_plan(workflow, config):
         return "\n".join(lines)
     except Exception as e:  # the plan is a courtesy; the run goes on
         return f"xlt: no plan ({type(e).__name__}: {e})"
+
+
+def needrun_jobs(workflow):
+    return [
+        (j.rule.name, [str(f) for f in j.output]) for j in workflow.dag.needrun_jobs()
+    ]
 
 
 # A failed job's own one-line error (file and line, or key) is in its log; repeat it last,

@@ -18,7 +18,8 @@ come from environment variables, never from the repository:
 
     XLT_SLURM_ACCOUNT         sbatch -A
     XLT_SLURM_PARTITION       sbatch -p for CPU jobs
-    XLT_SLURM_GPU_PARTITION   sbatch -p for GPU jobs (default: XLT_SLURM_PARTITION)
+    XLT_SLURM_GPU_PARTITION   sbatch -p for GPU jobs (never XLT_SLURM_PARTITION: a cluster run
+                              that leaves it unset stops before its first sbatch)
     XLT_SLURM_GPU_MODEL       --gpus=<model>:N
     XLT_SLURM_GPU_SHARDS      shards per GPU of the cluster's gres/shard (its gres.conf): a job
                               kind with `jobs_per_gpu: N` asks for --gres=shard:<shards / N>
@@ -141,8 +142,9 @@ def job_resources(cfg: dict, kind: str, env: dict | None = None) -> dict:
         out["gpu"] = n_gpus
         if env.get("XLT_SLURM_GPU_MODEL"):
             out["gpu_model"] = env["XLT_SLURM_GPU_MODEL"]
-    partition = env.get("XLT_SLURM_GPU_PARTITION") if uses_gpu else None
-    partition = partition or env.get("XLT_SLURM_PARTITION")
+    # a GPU job never goes to the CPU partition: unset, the cluster's default (the checks before
+    # the first sbatch, xlt.workflow.preflight, stop a cluster run that leaves it unset)
+    partition = env.get("XLT_SLURM_GPU_PARTITION" if uses_gpu else "XLT_SLURM_PARTITION")
     if partition:
         out["slurm_partition"] = partition
     if env.get("XLT_SLURM_ACCOUNT"):
