@@ -5,6 +5,7 @@ sacctmgr's answers, the disk's free space); and a cluster run without Slurm stop
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from collections import namedtuple
@@ -40,7 +41,7 @@ def check(env=GOOD, answers=SINFO, free=10**13, left=10**9, on_path=("sbatch", "
 
 
 def test_a_ready_cluster_passes_every_check():
-    assert check() == ([], ["sacctmgr", "sinfo", "sinfo"])
+    assert check() == ([], ["sinfo", "sacctmgr", "sinfo"])
 
 
 def test_no_slurm_is_one_line_and_no_slurm_command_is_tried():
@@ -48,6 +49,13 @@ def test_no_slurm_is_one_line_and_no_slurm_command_is_tried():
     assert lines == ["Slurm is not installed here: sbatch not on PATH; submit from the cluster's login node "
                      "(`module load slurm` where it is a module), or run locally: `make tables` | command -v sbatch sacct"]
     assert asked == []  # neither sacctmgr nor sinfo: the plugin's `[Errno 2] ... 'sacctmgr'` never shows
+
+
+def test_a_slurm_whose_controller_does_not_answer_is_one_line():
+    lines, asked = check(answers={})
+    assert lines == ["Slurm does not answer here: `sinfo` fails (no controller reachable from this machine, or SLURM_CONF "
+                     "points nowhere); submit from the cluster's login node | sinfo"]
+    assert asked == ["sinfo"]
 
 
 def test_an_unset_account_names_its_variable():
@@ -119,8 +127,11 @@ def test_the_tiny_plan_asks_for_no_encoder_snapshot_it_never_reads(tmp_path):
 
 def test_a_cluster_run_without_slurm_stops_on_one_line_before_any_submission(tmp_path):
     bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()  # a PATH with no Slurm command on it
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("XLT_SLURM")}, "PATH": f"{bin_dir}:/usr/bin:/bin",
+    bin_dir.mkdir()  # a PATH with no Slurm command on it (this machine's tests may have installed one)
+    for tool in ("bash", "sh", "env", "git", "which", "uname"):  # what Snakemake itself calls
+        if found := shutil.which(tool):
+            (bin_dir / tool).symlink_to(found)
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("XLT_SLURM")}, "PATH": str(bin_dir),
            "XLT_SLURM_ACCOUNT": "proj", "XLT_SLURM_PARTITION": "cpu"}  # fmt: skip
     run = subprocess.run([sys.executable, "-m", "snakemake", "crossmulti_table2", "--snakefile", str(REPO / "Snakefile"),
                           "--directory", str(tmp_path), "--profile", str(REPO / "slurm"),
@@ -132,3 +143,9 @@ def test_a_cluster_run_without_slurm_stops_on_one_line_before_any_submission(tmp
                       "node (`module load slurm` where it is a module), or run locally: `make tables`. Fix: command -v "
                       "sbatch sacct"]
     assert "sbatch call" not in run.stderr and not (tmp_path / "results").exists()
+
+
+def test_an_unset_cpu_partition_alone_names_only_its_variable():
+    lines, _ = check(env={k: v for k, v in GOOD.items() if k != "XLT_SLURM_PARTITION"})
+    assert lines == ["XLT_SLURM_PARTITION unset: sbatch -p of the run's 1 CPU jobs (README.md, \"Run it on a SLURM cluster\") | "
+                     "export XLT_SLURM_PARTITION=<partition>  # sinfo -s lists them"]

@@ -216,8 +216,8 @@ def _gb(n: int) -> str:
 def disk_lines(disk: Mapping) -> list[str]:
     """Under the stages: what the disk columns are, the totals before and after the removal of the
     models no rule but evaluate reads (config keep_models)."""
-    out = ["Disk (ESTIMATE, GB = 10^9 bytes; written by each stage, left at the end): fp32 encoder copies (snapshots, "
-           "adapted encoders, models) from their shapes, ~10 MB an evaluation; downloaded datasets aside"]
+    out = ["Disk GB (10^9 bytes, ESTIMATE): written by each stage, left at the end; fp32 encoder copies (snapshots, "
+           "adapted encoders, models) from their shapes, at most ~10 MB an evaluation, datasets aside"]
     n, m = disk["removable"], disk["models"]
     if disk["keep"] and n:
         out.append(f"  keep_models: true keeps all {m:,} fine-tuned models; keep_models: false would remove the {n:,} that "

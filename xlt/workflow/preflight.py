@@ -64,6 +64,15 @@ def slurm_checks(cfg: dict, jobs: list[tuple[str, list[str]]], env: Mapping[str,
         out.append(Missing(f"Slurm is not installed here: {' and '.join(absent)} not on PATH; submit from the cluster's "
                            "login node (`module load slurm` where it is a module), or run locally: `make tables`",
                            f"command -v {' '.join(SLURM_COMMANDS)}"))  # fmt: skip
+    partitions = None
+    if not absent:
+        if (listed := run(["sinfo", "-h", "-o", "%R"])) is None:
+            # installed, but no controller answers: the plugin would fail on each submission
+            out.append(Missing("Slurm does not answer here: `sinfo` fails (no controller reachable from this machine, "
+                               "or SLURM_CONF points nowhere); submit from the cluster's login node", "sinfo"))  # fmt: skip
+            absent = ["a controller"]
+        else:
+            partitions = sorted({p.strip() for p in listed.split()})
     account = env.get("XLT_SLURM_ACCOUNT")
     if not account:
         out.append(Missing(f"XLT_SLURM_ACCOUNT is unset: `--profile slurm` submits with sbatch -A from it ({README})",
@@ -73,18 +82,16 @@ def slurm_checks(cfg: dict, jobs: list[tuple[str, list[str]]], env: Mapping[str,
         if accounts and account.lower() not in accounts:
             out.append(Missing(f"XLT_SLURM_ACCOUNT={account}: no such account of yours (sacctmgr lists: "
                                f"{', '.join(sorted(accounts))})", "export XLT_SLURM_ACCOUNT=<one of them>"))  # fmt: skip
-    partitions = None
-    if not absent and (listed := run(["sinfo", "-h", "-o", "%R"])):
-        partitions = sorted({p.strip() for p in listed.split()})
     n_cpu, n_gpu = job_devices(cfg, jobs)
     asked = [(var, who, n) for var, who, n in (("XLT_SLURM_PARTITION", "CPU jobs", n_cpu),
                                                ("XLT_SLURM_GPU_PARTITION", "GPU jobs", n_gpu)) if n]  # fmt: skip
     if unset := [(var, who, n) for var, who, n in asked if not env.get(var)]:
         # one line for both: a GPU job never falls back to the CPU partition (xlt.dag.resources)
+        gpu_unset = any(v == "XLT_SLURM_GPU_PARTITION" for v, _, _ in unset)
         out.append(Missing(" and ".join(v for v, _, _ in unset) + " unset: sbatch -p of the run's "
-                           + " and ".join(f"{n:,} {who}" for _, who, n in unset) + f"; GPU jobs never go to the CPU "
-                           f"partition ({README})", "export " + " ".join(f"{v}=<partition>" for v, _, _ in unset)
-                           + "  # sinfo -s lists them"))  # fmt: skip
+                           + " and ".join(f"{n:,} {who}" for _, who, n in unset)
+                           + ("; GPU jobs never go to the CPU partition" if gpu_unset else "") + f" ({README})",
+                           "export " + " ".join(f"{v}=<partition>" for v, _, _ in unset) + "  # sinfo -s lists them"))  # fmt: skip
     for var, who, n in asked:
         value = env.get(var)
         if not value:
