@@ -85,6 +85,13 @@ onstart:
             )
 
 
+# (rule, outputs) of every job this run starts
+def needrun_jobs(workflow):
+    return [
+        (j.rule.name, [str(f) for f in j.output]) for j in workflow.dag.needrun_jobs()
+    ]
+
+
 # A cluster run (`--profile slurm`) starts with the plan `make plan` prints (xlt.workflow.plan): jobs
 # and GPU-hours per stage, what is missing. Never in the way of the run: a failure is one line.
 def cluster_plan(workflow, config):
@@ -97,12 +104,6 @@ def cluster_plan(workflow, config):
         return "\n".join(lines)
     except Exception as e:  # the plan is a courtesy; the run goes on
         return f"xlt: no plan ({type(e).__name__}: {e})"
-
-
-def needrun_jobs(workflow):
-    return [
-        (j.rule.name, [str(f) for f in j.output]) for j in workflow.dag.needrun_jobs()
-    ]
 
 
 # A failed job's own one-line error (file and line, or key) is in its log; repeat it last,
