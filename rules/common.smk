@@ -13,6 +13,7 @@ from snakemake.logging import DefaultFormatter
 from snakemake.logging import logger as snakemake_logger
 
 from xlt.workflow import packs as PACKS
+from xlt.workflow import footprint as FOOT
 from xlt import papers as P
 from xlt import fidelity as FIDELITY
 from xlt.dag import resources as R
@@ -21,7 +22,7 @@ from xlt import zeroshot as Z
 from xlt.process.cli import configfile_slip, failure_lines
 from xlt.workflow.config import check_workflow_config, located, merged, workflow_sources
 from xlt.errors import XltError
-from xlt.workflow.plan import plan_lines
+from xlt.workflow.plan import plan_lines, start_errors
 from xlt.workflow.progress import progress_note
 from xlt.workflow.report import rst_caption
 from xlt.workflow.shown import after_success
@@ -72,6 +73,13 @@ onstart:
     # a cluster run's main process (not a job on a node, not a local run)
     if not workflow.local_exec and not workflow.remote_exec:
         print(cluster_plan(workflow, config), file=sys.stderr)
+        # Slurm, account, partitions, disk: one line each, and no job submitted
+        if errors := start_errors(
+            config, needrun_jobs(workflow), os.environ, Path.cwd()
+        ):
+            for line in errors:
+                print(f"error: {line}", file=sys.stderr)
+            sys.exit(1)
     for _handler in snakemake_logger.handlers:
         if type(_handler.formatter) is DefaultFormatter:
             _handler.setFormatter(
@@ -81,12 +89,18 @@ onstart:
             )
 
 
+# (rule, outputs) of every job this run starts
+def needrun_jobs(workflow):
+    return [
+        (j.rule.name, [str(f) for f in j.output]) for j in workflow.dag.needrun_jobs()
+    ]
+
+
 # A cluster run (`--profile slurm`) starts with the plan `make plan` prints (xlt.workflow.plan): jobs
 # and GPU-hours per stage, what is missing. Never in the way of the run: a failure is one line.
 def cluster_plan(workflow, config):
     try:
-        dag = workflow.dag
-        jobs = [(j.rule.name, [str(f) for f in j.output]) for j in dag.needrun_jobs()]
+        jobs = needrun_jobs(workflow)
         target = " ".join(sorted(map(str, workflow.dag_settings.targets)))
         target = target or "all_tables"  # the Snakefile's first rule
         files = [str(f) for f in workflow.overwrite_configfiles]

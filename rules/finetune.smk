@@ -43,10 +43,28 @@ rule finetune:
         " --oracle-langs {params.oracle} --tensorboard-dir {params.tensorboard} 2> {log}"
 
 
+# A model no rule but evaluate reads is removed once its predictions and metrics are written
+# (config keep_models: false; xlt.workflow.footprint computes which): the same job, its output temp().
+REMOVED = FOOT.removed_families(config)
+if REMOVED:
+
+    use rule finetune as finetune_temp with:
+        output:
+            temp(
+                directory(
+                    f"{RESULTS}/models/{{encoder}}/{{init}}/{{task}}/{{recipe}}/seed{{seed}}"
+                )
+            ),
+        wildcard_constraints:
+            encoder=FOOT.encoder_constraint(REMOVED),
+
+    ruleorder: finetune_temp > finetune
+
+
 # The seeds of one model trained in one job (config engine.pack; xlt.workflow.packs computes the packs):
 # the pack's outputs are its seeds' model directories, so asking for one seed's model runs the
 # pack, and a seed in no pack is the `finetune` job above.
-for _pack in PACKS.packs(config):
+for _pack in PACKS.packs(config, set(REMOVED)):
 
     rule:
         name:
@@ -56,10 +74,11 @@ for _pack in PACKS.packs(config):
             encoder=lambda w: T.encoder_inputs(config, w.encoder, w.init),
         output:
             [
-                directory(
+                temp(directory(path)) if _pack.temp else directory(path)
+                for path in [
                     f"{RESULTS}/models/{{encoder}}/{{init}}/{{task}}/{{recipe}}/seed{seed}"
-                )
-                for seed in _pack.seeds
+                    for seed in _pack.seeds
+                ]
             ],
         log:
             f"logs/models/{{encoder}}/{{init}}/{{task}}/{{recipe}}/{_pack.stem}.log",
@@ -99,3 +118,5 @@ for _pack in PACKS.packs(config):
             " --collapse-rule {params.collapse_rule:q} 2> {log}"
 
     workflow.ruleorder(_pack.rule, "finetune")
+    if REMOVED:
+        workflow.ruleorder(_pack.rule, "finetune_temp")

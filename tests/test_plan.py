@@ -54,7 +54,7 @@ def test_the_plan_is_one_screen_with_the_bills_total_the_missing_steps_and_the_n
     bill = L.bill_of(cfg, jobs, "all_tables", "config.yaml", {})
     total = bill["papers"]["total"]["ours"]
     rows = {w[0]: int(w[1].replace(",", "")) for line in lines if line.startswith("  ")
-            and len(w := line.split()) == 5 and w[1].replace(",", "").isdigit()}  # fmt: skip
+            and len(w := line.split()) == 7 and w[1].replace(",", "").isdigit()}  # fmt: skip
     assert rows["total"] == len(jobs) - 1 == sum(n for s, n in rows.items() if s != "total")
     assert {"data", "finetune", "evaluate", "tables"} <= set(rows)
     assert lines[0].startswith(f"Plan of `all_tables` on config.yaml: {len(jobs) - 1:,} jobs to run, ")

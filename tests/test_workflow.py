@@ -14,6 +14,7 @@ import yaml
 
 from tests.conftest import REPO
 from xlt.workflow.config import load_configs
+from xlt.workflow.packs import base_rule, pack_models
 
 SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile")]
 
@@ -221,9 +222,10 @@ def test_one_seeds_model_with_engine_pack_runs_its_pack(tmp_path, zygote):
 
 def fine_tunes(counts: dict[str, int]) -> tuple[int, int]:
     """(jobs, models) of the fine-tune rules in `job_counts`: `finetune` trains one model, a pack
-    `finetune_pack_<seeds>` (config engine.pack) one per seed in its name."""
-    rules = {r: n for r, n in counts.items() if r == "finetune" or r.startswith("finetune_pack_")}
-    return sum(rules.values()), sum(n * max(1, len(r.split("_")) - 2) for r, n in rules.items())
+    `finetune_pack_<seeds>` (config engine.pack) one per seed in its name; their `_temp` twins
+    (keep_models: false) the same."""
+    rules = {r: n for r, n in counts.items() if base_rule(r) == "finetune"}
+    return sum(rules.values()), sum(n * pack_models(r) for r, n in rules.items())
 
 
 def job_counts(output: str) -> dict[str, int]:

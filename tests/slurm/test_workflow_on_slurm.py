@@ -54,12 +54,14 @@ def overrides(workdir: Path, **extra) -> Path:
     return workdir / "ci.yaml"
 
 
-def start(cluster, workdir: Path, profile: Path, target: str) -> tuple[subprocess.Popen, Path]:
+def start(cluster, workdir: Path, profile: Path, target: str, env: dict | None = None) -> tuple[subprocess.Popen, Path]:
     log = workdir / "snakemake.log"
     cmd = ["timeout", "-k", "10", str(TIMEOUT), sys.executable, "-m", "snakemake", target,
            "--snakefile", str(REPO / "Snakefile"), "--directory", str(workdir), "--profile", str(profile),
            "--verbose", "--configfile", str(REPO / "presets" / "tiny.yaml"), str(workdir / "ci.yaml")]
-    env = {"XLT_SLURM_ACCOUNT": cluster.account, "XLT_SLURM_PARTITION": cluster.partition}
+    # the test cluster's one partition has the (fake) GPUs: both kinds of job go there
+    env = {"XLT_SLURM_ACCOUNT": cluster.account, "XLT_SLURM_PARTITION": cluster.partition,
+           "XLT_SLURM_GPU_PARTITION": cluster.partition} if env is None else env
     with open(log, "w") as out:
         proc = cluster.popen(cmd, cwd=workdir, stdout=out, stderr=subprocess.STDOUT, env=cluster.environ(**env))
     return proc, log
@@ -95,3 +97,22 @@ def test_tiny_target_runs_through_the_slurm_profile(slurm_cluster, tmp_path):
     assert by_rule["prepare_task"] and not any("--gpus" in c for c in by_rule["prepare_task"])  # CPU job
     assert not by_rule["world"] and not by_rule["encoder_corpus"] and not by_rule["paper_table"]  # local
     assert all(f"-A {slurm_cluster.account}" in c and f"-p {slurm_cluster.partition}" in c for c in sbatch)
+
+
+@pytest.mark.parametrize("gpu_partition,error", [
+    (None, "error: XLT_SLURM_GPU_PARTITION unset: sbatch -p of the run's "),
+    ("gpu", "error: XLT_SLURM_GPU_PARTITION=gpu: no such partition (sinfo lists: debug). Fix: export XLT_SLURM_GPU_PARTITION=<one of them>"),
+], ids=["unset", "absent"])  # fmt: skip
+def test_gpu_jobs_never_go_to_the_cpu_partition_the_run_stops_before_its_first_sbatch(slurm_cluster, tmp_path, gpu_partition, error):
+    workdir = tmp_path / "run"
+    workdir.mkdir()
+    overrides(workdir)  # compute.gpus_per_job: 1, encoder jobs are GPU jobs
+    env = {"XLT_SLURM_ACCOUNT": slurm_cluster.account, "XLT_SLURM_PARTITION": slurm_cluster.partition}
+    if gpu_partition:
+        env["XLT_SLURM_GPU_PARTITION"] = gpu_partition
+    proc, log = start(slurm_cluster, workdir, ci_profile(tmp_path), "crossmulti_table2", env=env)
+    proc.wait(timeout=TIMEOUT)
+    out = log.read_text()
+    errors = [line for line in out.splitlines() if line.startswith("error: ")]
+    assert proc.returncode == 1 and len(errors) == 1 and errors[0].startswith(error), out[-4000:]
+    assert "sbatch call:" not in out and slurm_cluster.jobs() == []  # nothing submitted

@@ -18,7 +18,8 @@ come from environment variables, never from the repository:
 
     XLT_SLURM_ACCOUNT         sbatch -A
     XLT_SLURM_PARTITION       sbatch -p for CPU jobs
-    XLT_SLURM_GPU_PARTITION   sbatch -p for GPU jobs (default: XLT_SLURM_PARTITION)
+    XLT_SLURM_GPU_PARTITION   sbatch -p for GPU jobs (never XLT_SLURM_PARTITION: a cluster run
+                              that leaves it unset stops before its first sbatch)
     XLT_SLURM_GPU_MODEL       --gpus=<model>:N
     XLT_SLURM_GPU_SHARDS      shards per GPU of the cluster's gres/shard (its gres.conf): a job
                               kind with `jobs_per_gpu: N` asks for --gres=shard:<shards / N>
@@ -53,6 +54,9 @@ MIN_RUNTIME = 15
 # the defaults of compute.time_margin and compute.max_runtime_hours where a config leaves them out
 TIME_MARGIN = 1.5
 MAX_RUNTIME_HOURS = 48
+# the suffix of a fine-tune rule whose models are removed once evaluated (rules/finetune.smk,
+# xlt.workflow.footprint): its jobs are its twin's, priced and limited as they are
+TEMP_SUFFIX = "_temp"
 _PACK = re.compile(r"finetune_pack(?:_\d+)+")
 
 
@@ -138,8 +142,9 @@ def job_resources(cfg: dict, kind: str, env: dict | None = None) -> dict:
         out["gpu"] = n_gpus
         if env.get("XLT_SLURM_GPU_MODEL"):
             out["gpu_model"] = env["XLT_SLURM_GPU_MODEL"]
-    partition = env.get("XLT_SLURM_GPU_PARTITION") if uses_gpu else None
-    partition = partition or env.get("XLT_SLURM_PARTITION")
+    # a GPU job never goes to the CPU partition: unset, the cluster's default (the checks before
+    # the first sbatch, xlt.workflow.preflight, stop a cluster run that leaves it unset)
+    partition = env.get("XLT_SLURM_GPU_PARTITION" if uses_gpu else "XLT_SLURM_PARTITION")
     if partition:
         out["slurm_partition"] = partition
     if env.get("XLT_SLURM_ACCOUNT"):
@@ -213,8 +218,8 @@ def max_runtime_minutes(cfg: dict, gpu: bool) -> int:
 
 def config_fingerprint(cfg: dict) -> str:
     """What slurm/runtimes.json was priced for: the config's work (its `compute` block aside,
-    which changes the requests, not the work)."""
-    text = json.dumps({k: v for k, v in cfg.items() if k != "compute"}, sort_keys=True, default=str)
+    which changes the requests, not the work; keep_models too, which removes models after it)."""
+    text = json.dumps({k: v for k, v in cfg.items() if k not in ("compute", "keep_models")}, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -238,8 +243,15 @@ def priced_minutes(cfg: dict, path: Path | None = None) -> dict | None:
 
 
 def runtime_rule(rule: str) -> str:
-    """A pack of fine-tunes (finetune_pack_1_2_3) is priced as a pack, whatever its seeds."""
+    """A pack of fine-tunes (finetune_pack_1_2_3) is priced as a pack, whatever its seeds; a rule
+    whose models are removed once evaluated (finetune_temp) as its twin."""
+    rule = kept_twin(rule)
     return "finetune_pack" if _PACK.fullmatch(rule) else rule
+
+
+def kept_twin(rule: str) -> str:
+    """finetune_temp -> finetune, finetune_pack_1_2_temp -> finetune_pack_1_2; any other rule itself."""
+    return rule.removesuffix(TEMP_SUFFIX) if rule.startswith("finetune") else rule
 
 
 def _priced(priced: dict, cfg: dict, rulename: str | None, wildcards) -> float | None:

@@ -115,6 +115,7 @@ ENGINE_EVAL = {"evaluate", "evaluate_on"}
 
 def classify(rule: str, aliases=()) -> str:
     """'priced', or why the rule costs no device time; a rule that is neither is an error."""
+    rule = R.kept_twin(rule)  # finetune_temp: a fine-tune whose models are removed once evaluated
     if rule in PRICED or PACK_RULE.fullmatch(rule):
         return "priced"
     if rule in NO_DEVICE_TIME:
@@ -262,7 +263,7 @@ def job_costs(cfg: dict, jobs: list[tuple[str, list[str]]], examples: Examples, 
         classify(rule, aliases)
         counts[rule] += 1
         packed = bool(PACK_RULE.fullmatch(rule))
-        base = "finetune" if packed else rule
+        base = "finetune" if packed else R.kept_twin(rule)
         if base not in PRICED:
             continue
         pattern = PAPER_RULES[base][1].output if base in PAPER_RULES else PATTERNS[base]
@@ -562,7 +563,7 @@ def job_minutes(cfg: dict, jobs, examples: Examples, rates: dict, util, lv: Leve
             continue
         costs, _ = job_costs(cfg, [(rule, outputs)], examples)
         h = sum(hours(k, c, rates, util, "ours_pack_eval", lv)[0] for k, c in costs.items())
-        base = "finetune" if PACK_RULE.fullmatch(rule) else rule
+        base = "finetune" if PACK_RULE.fullmatch(rule) else R.kept_twin(rule)
         pattern = PAPER_RULES[base][1].output if base in PAPER_RULES else PATTERNS[base]
         w = next((m.groupdict() for p in outputs if (m := pattern.search(p[len(results):] if p.startswith(results) else p))), {})
         encoder = w.get("encoder") or (PAPER_RULES[base][1].encoder(cfg, w) if base in PAPER_RULES else None)
@@ -576,7 +577,7 @@ def job_minutes(cfg: dict, jobs, examples: Examples, rates: dict, util, lv: Leve
 
 def classify_quiet(rule: str) -> str:
     """'priced' or not (no error for an unknown rule: `classify` reports those)."""
-    return "priced" if rule in PRICED or PACK_RULE.fullmatch(rule) else "no"
+    return "priced" if R.kept_twin(rule) in PRICED or PACK_RULE.fullmatch(rule) else "no"
 
 
 def report(cfg: dict, jobs: list[tuple[str, str]], examples: Examples, bench: dict | None, target: str,

@@ -23,7 +23,7 @@ from xlt.errors import XltError
 from xlt.registry import get_task
 
 RULE = "finetune"  # the one-model rule; a pack's rule is `<RULE>_pack_<seeds>`
-PACK_RULE = re.compile(rf"{RULE}_pack(?:_\d+)+")
+PACK_RULE = re.compile(rf"{RULE}_pack(?:_\d+)+(?:{R.TEMP_SUFFIX})?")
 PACKABLE_KINDS = ("tagging", "classification", "span_qa")  # the heads xlt.engine.packed stacks
 _RUN = re.compile(r"(?:^|/)([^/]+)/([^/]+)/([^/]+)/([^/]+\.[^/]+)/seed(\d+)(?:/|$)")
 
@@ -38,8 +38,15 @@ def pack_size(cfg: dict) -> int:
 
 
 def base_rule(rule: str) -> str:
-    """A pack's rule is the fine-tune rule (its stage, its price per model); others are themselves."""
-    return RULE if PACK_RULE.fullmatch(rule) else rule
+    """A pack's rule is the fine-tune rule (its stage, its price per model), as is the rule of
+    models removed once evaluated (finetune_temp); others are themselves."""
+    return RULE if PACK_RULE.fullmatch(rule) else R.kept_twin(rule)
+
+
+def pack_models(rule: str) -> int:
+    """The models one job of `rule` trains: a pack's seeds, else 1."""
+    m = PACK_RULE.fullmatch(rule)
+    return len(R.kept_twin(rule).split("_")) - 2 if m else 1
 
 
 def why_not(cfg: dict, family: tuple[str, str, str, str]) -> str | None:
@@ -64,10 +71,11 @@ def why_not(cfg: dict, family: tuple[str, str, str, str]) -> str | None:
 class Pack:
     seeds: tuple[int, ...]
     families: tuple[tuple[str, str, str, str], ...]  # (encoder, init, dataset, recipe), sorted
+    temp: bool = False  # its models are removed once evaluated (xlt.workflow.footprint)
 
     @property
     def rule(self) -> str:
-        return f"{RULE}_pack_" + "_".join(map(str, self.seeds))
+        return f"{RULE}_pack_" + "_".join(map(str, self.seeds)) + (R.TEMP_SUFFIX if self.temp else "")
 
     @property
     def stem(self) -> str:
@@ -105,8 +113,9 @@ def _read(read, cfg: dict) -> list[str]:
         return []
 
 
-def packs(cfg: dict) -> list[Pack]:
-    """The packs of `cfg` (none when engine.pack is 1), one per distinct tuple of seeds."""
+def packs(cfg: dict, removed=frozenset()) -> list[Pack]:
+    """The packs of `cfg` (none when engine.pack is 1), one per distinct tuple of seeds and, where
+    `removed` (families whose models are removed once evaluated) names some, one more for them."""
     k = pack_size(cfg)
     if k == 1 or R.processes(cfg, RULE) > 1:  # a DDP fine-tune (several GPUs a job) trains alone
         return []
@@ -119,7 +128,12 @@ def packs(cfg: dict) -> list[Pack]:
             chunk = tuple(ordered[i:i + k])
             if len(chunk) > 1:
                 by_seeds.setdefault(chunk, []).append(family)
-    return [Pack(seeds, tuple(sorted(fams))) for seeds, fams in sorted(by_seeds.items())]
+    out = []
+    for seeds, fams in sorted(by_seeds.items()):
+        for temp in (False, True):
+            if part := tuple(sorted(f for f in fams if (f in removed) == temp)):
+                out.append(Pack(seeds, part, temp))
+    return out
 
 
 def pack_resources(cfg: dict, pack: Pack) -> dict:

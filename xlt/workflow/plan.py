@@ -19,13 +19,14 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 from xlt import papers as P
 from xlt.dag import targets as T
+from xlt.workflow import footprint as F
 from xlt.workflow.help import declared_rules
-from xlt.workflow.packs import base_rule
+from xlt.workflow.preflight import Missing, slurm_checks
+from xlt.workflow.packs import base_rule, pack_models
 import json
 import math
 from types import SimpleNamespace
@@ -36,12 +37,6 @@ from xlt.workflow.bill import Examples, gpu_runs, levers_of, report, rule_kinds
 REPO = Path(__file__).resolve().parent.parent.parent
 LOCK_FILE = "xlt/sources/catalog.lock.yaml"
 _INCLUDE = re.compile(r'^include: "rules/(\w+)\.smk"', re.M)
-
-
-@dataclass(frozen=True)
-class Missing:
-    what: str  # one line: what is missing and why it matters
-    command: str  # what to type
 
 
 def stages(repo: Path = REPO) -> dict[str, str]:
@@ -91,7 +86,7 @@ def largest_request(cfg: dict, jobs: list[tuple[str, list[str]]], env: Mapping[s
             continue
         runtime = R.job_resources(cfg, kind, dict(env))["runtime"]
         datasets = {d for v in priced.get(R.runtime_rule(rule), {}).values() for d in v} or {None}
-        models = len(rule.split("_")) - 2 if rule != base_rule(rule) else 1
+        models = pack_models(rule)
         for enc in by_size.values():
             for d in datasets:
                 m = runtime(SimpleNamespace(encoder=enc, task=d), 1, rulename=rule, models=models)
@@ -100,14 +95,16 @@ def largest_request(cfg: dict, jobs: list[tuple[str, list[str]]], env: Mapping[s
 
 
 def missing_first(cfg: dict, workdir: Path, env: Mapping[str, str],
-                  lock_counts: Mapping[str, int] | None = None) -> list[Missing]:
+                  lock_counts: Mapping[str, int] | None = None,
+                  jobs: list[tuple[str, list[str]]] | None = None) -> list[Missing]:  # fmt: skip
     """What to do before submitting, in order. `lock_counts`: xlt.sources.pins.tally's counts
-    over the sources this run downloads (None: not asked)."""
+    over the sources this run downloads (None: not asked); `jobs`: the run's (rule, outputs),
+    whose encoders' snapshots alone are asked for (None: every Hub encoder's)."""
     out = []
-    fetch = T.prefetch(cfg)
+    snapshots = {T.snapshot_dir(cfg, e) for e in used_hub_encoders(cfg, jobs)}
+    fetch = [f for f in T.prefetch(cfg) if f in snapshots or not f.startswith(T.snapshot_dir(cfg, ""))]
     absent = [f for f in fetch if not (workdir / f).exists()]
     if absent:
-        snapshots = {T.snapshot_dir(cfg, e) for e in T.hub_encoders(cfg)}
         n_snap = sum(f in snapshots for f in absent)
         out.append(Missing(
             f"{len(absent) - n_snap} of {len(fetch) - len(snapshots)} downloads and {n_snap} of {len(snapshots)} "
@@ -119,20 +116,33 @@ def missing_first(cfg: dict, workdir: Path, env: Mapping[str, str],
             f"encoder snapshots are not locked yet: the first fetch locks them in {LOCK_FILE}; "
             "check the locks and commit that file",
             f"make pins  # then: git add {LOCK_FILE} && git commit"))  # fmt: skip
-    if not env.get("XLT_SLURM_ACCOUNT"):
-        out.append(Missing("XLT_SLURM_ACCOUNT is unset: `--profile slurm` submits with sbatch -A from it "
-                           "(also XLT_SLURM_PARTITION, XLT_SLURM_GPU_PARTITION: README.md, \"Run it on a SLURM cluster\")",
-                           "export XLT_SLURM_ACCOUNT=<your project>"))  # fmt: skip
     return out
+
+
+def used_hub_encoders(cfg: dict, jobs: list[tuple[str, list[str]]] | None) -> list[str]:
+    """The Hub encoders whose snapshot the run reads: those named in its jobs' outputs (a
+    snapshot, a model, an adapted encoder, an evaluation); every one where `jobs` is None."""
+    hub = T.hub_encoders(cfg)
+    if jobs is None:
+        return hub
+    results = cfg["results"].rstrip("/") + "/"
+    named = set()
+    for _, outputs in jobs:
+        for o in outputs:
+            if o.startswith(results) and len(parts := o[len(results):].split("/")) > 1:
+                named.add(parts[1])
+            named.update(e for e in hub if o == T.snapshot_dir(cfg, e))
+    return [e for e in hub if e in named]
 
 
 def render(target: str, config: str, jobs: list[tuple[str, list[str]]], bill: dict, missing: list[Missing],
            run_command: str | None, rule_stage: Mapping[str, str] | None = None,
-           times: Mapping | None = None, gpus: int = 8) -> list[str]:  # fmt: skip
+           times: Mapping | None = None, gpus: int = 8, disk: Mapping | None = None) -> list[str]:  # fmt: skip
     """The plan, one screen: jobs and GPU-hours per stage (measured / estimated) on the bill's
     GPU, the total, the assumptions each with the price without it, the wall-clock on `gpus`
-    GPUs, the time limits (`times`: plan_lines' time_limits), what is missing, the next command
-    (none when `run_command` is None: the run has started)."""
+    GPUs, the time limits (`times`: plan_lines' time_limits), the disk (`disk`:
+    xlt.workflow.footprint.disk), what is missing, the next command (none when `run_command` is
+    None: the run has started)."""
     rule_stage = stages() if rule_stage is None else rule_stage
     rule_hours = {r: v["ours"] for r, v in bill["rules"].items()}
     rule_measured = {r: v.get("measured_ours", 0.0) for r, v in bill["rules"].items()}
@@ -145,10 +155,13 @@ def render(target: str, config: str, jobs: list[tuple[str, list[str]]], bill: di
            f"({_hours(measured)} measured, {_hours(total - measured)} estimated)",
            "(GPU-hours: from the GPU benchmark's tokens/s where it measured the work, else a FLOPs ESTIMATE; "
            "`make bill` gives them per paper and rule)", "",
-           f"  {'stage':<12}{'jobs':>7}  {'GPU-hours':>10}{'measured':>10}{'estimated':>10}"]  # fmt: skip
+           f"  {'stage':<12}{'jobs':>7}  {'GPU-hours':>10}{'measured':>10}{'estimated':>10}" + _disk_head(disk)]  # fmt: skip
     out += [f"  {s:<12}{c:>7,}  {_hours(h) if h else '–':>10}{_hours(m) if h else '–':>10}{_hours(h - m) if h else '–':>10}"
-            for s, c, h, m in rows]
-    out += [f"  {'total':<12}{n:>7,}  {_hours(total):>10}{_hours(measured):>10}{_hours(total - measured):>10}", ""]
+            + _disk_cells(disk, s) for s, c, h, m in rows]
+    out += [f"  {'total':<12}{n:>7,}  {_hours(total):>10}{_hours(measured):>10}{_hours(total - measured):>10}"
+            + _disk_cells(disk, None), ""]
+    if disk and disk["written"]:
+        out += disk_lines(disk)
     levers = bill.get("levers") or {}
     if levers:
         out.append("Assumptions (each with the total without it):")
@@ -180,6 +193,38 @@ def render(target: str, config: str, jobs: list[tuple[str, list[str]]], bill: di
     if run_command is not None:
         nxt = missing[0].command if missing else run_command
         out.append(f"Next: {nxt}" + ("" if missing else "   (rerun it after an interruption: it resumes)"))
+    return out
+
+
+def _disk_head(disk: Mapping | None) -> str:
+    return f"{'disk GB':>10}{'left GB':>9}" if disk and disk["written"] else ""
+
+
+def _disk_cells(disk: Mapping | None, stage: str | None) -> str:
+    """A stage's (None: the total's) disk written and left at the end, in GB."""
+    if not disk or not disk["written"]:
+        return ""
+    w, left = disk["stages"].get(stage, (0, 0)) if stage else (disk["written"], disk["left"])
+    return f"{_gb(w) if w else '–':>10}{_gb(left) if w else '–':>9}"
+
+
+def _gb(n: int) -> str:
+    v = n / 1e9
+    return f"{v:,.0f}" if v >= 10 else f"{v:.1f}" if v >= 0.1 else f"{v:.2g}"
+
+
+def disk_lines(disk: Mapping) -> list[str]:
+    """Under the stages: what the disk columns are, the totals before and after the removal of the
+    models no rule but evaluate reads (config keep_models)."""
+    out = ["Disk GB (10^9 bytes, ESTIMATE): written by each stage, left at the end; fp32 encoder copies (snapshots, "
+           "adapted encoders, models) from their shapes, at most ~10 MB an evaluation, datasets aside"]
+    n, m = disk["removable"], disk["models"]
+    if disk["keep"] and n:
+        out.append(f"  keep_models: true keeps all {m:,} fine-tuned models; keep_models: false would remove the {n:,} that "
+                   f"no rule but evaluate reads, once evaluated: {F.gb(disk['left_without'])} left at the end")
+    elif n:
+        out.append(f"  keep_models: false removes {n:,} of the {m:,} fine-tuned models once evaluated (no rule but evaluate "
+                   f"reads them): {F.gb(disk['written'])} before, {F.gb(disk['left'])} after; keep_models: true keeps them all")
     return out
 
 
@@ -222,7 +267,17 @@ def plan_lines(cfg: dict, jobs: list[tuple[str, list[str]]], target: str, config
     if planned:
         locks = tally(FetchConfig.coerce(cfg.get("download") or {}), cfg.get("encoders") or {}, sources=set(planned))[1]
     command = None if started else run_command(target, configfiles)
-    return render(target, label, jobs, bill, missing_first(cfg, workdir, env, locks), command, times=times, gpus=gpus)
+    rule_stage = stages()
+    disk = F.disk(cfg, jobs, rule_stage, base_rule)
+    missing = missing_first(cfg, workdir, env, locks, jobs=jobs) + slurm_checks(cfg, jobs, env, disk["left"], workdir=workdir)
+    return render(target, label, jobs, bill, missing, command, rule_stage, times=times, gpus=gpus, disk=disk)
+
+
+def start_errors(cfg: dict, jobs: list[tuple[str, list[str]]], env: Mapping[str, str], workdir: Path) -> list[str]:
+    """The checks that stop a cluster run before its first sbatch (xlt.workflow.preflight), one
+    line each: what is wrong, then the command or variable that fixes it."""
+    left = F.disk(cfg, jobs, stages(), base_rule)["left"]
+    return [f"{m.what}. Fix: {m.command}" for m in slurm_checks(cfg, jobs, env, left, workdir=workdir)]
 
 
 def bill_of(cfg: dict, jobs: list[tuple[str, list[str]]], target: str, label: str,

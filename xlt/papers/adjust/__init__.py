@@ -20,7 +20,7 @@ from xlt.papers.adjust.checks import check
 from xlt.papers.adjust.figures import draw
 from xlt.papers.adjust import bill
 from xlt.papers.adjust.inits import AUX_KINDS, INIT_KIND
-from xlt.papers.adjust.plan import (SLUG, WILDCARDS, data_sizes, figure_inputs, figure_spec, table2_inputs, table3_inputs, table4_inputs,
+from xlt.papers.adjust.plan import (SLUG, WILDCARDS, data_sizes, figure_inputs, figure_spec, models_read, table2_inputs, table3_inputs, table4_inputs,
                                     table8_inputs, table9_inputs, table_spec)
 from xlt.papers.adjust.tables import VARIANT_NOTES, table2, table3, table4, table8, table9, variant_table
 from xlt.papers.base import Figure, Paper, Table
@@ -44,6 +44,7 @@ PAPER = Paper(
                        "pair: original, adjusted, and per task fine-tuned, adjusted + fine-tuned, adjusted + continual."),
     ),
     figure_inputs=figure_inputs,
+    models_read=models_read,  # adjust_l2 (the figures)
     draw=draw,
     figure_spec=figure_spec,
     check=check,

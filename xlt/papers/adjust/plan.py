@@ -218,6 +218,12 @@ def l2_encoder(cfg: dict, xx: str, row: str, seed: int) -> str:
     return where if row == "adjusted" else f"{where}/encoder"
 
 
+def models_read(cfg: dict) -> list[str]:
+    """The fine-tuned models adjust_l2 reads (the figures' rows but the adjusted encoder)."""
+    seed = figure_seed(cfg)
+    return [l2_model(cfg, xx, r, seed) for xx in targets(cfg) for r in l2_rows(cfg) if r != "adjusted"]
+
+
 def figure_seed(cfg: dict) -> int:
     p = cfg["papers"][SLUG]
     return int((p.get("figures") or {}).get("seed", p["seeds"][0]))

@@ -46,6 +46,8 @@ PAPER = Paper(
           for i, (task, name) in enumerate((("pos", "POS"), ("ner", "NER"), ("pawsx", "PI"), ("marc", "SA")), 1)),
     ),
     figure_inputs=figure_inputs,
+    # the probes, head updates and PPPL read Table 2's models of the analysis seeds
+    models_read=analysed_models,
     draw=draw_figure,
     # per language, but ES and FR POS train as printed, not re-derived from a UD release (rank 1)
     data_sizes=lambda: datasize.published_sizes(SLUG, rank=1),

@@ -17,7 +17,7 @@ from xlt.papers import datasize
 from xlt.papers.base import Paper, RecipeTags, Table
 from xlt.papers.dlfa.checks import check
 from xlt.papers.dlfa import bill
-from xlt.papers.dlfa.plan import (SLUG, TAG_GRAMMAR, data_sizes, extra_of_tag, oracle_models, similarity_models, table2_inputs, table3_inputs, table4_inputs,
+from xlt.papers.dlfa.plan import (SLUG, TAG_GRAMMAR, data_sizes, extra_of_tag, models_read, oracle_models, similarity_models, table2_inputs, table3_inputs, table4_inputs,
                                   table5_inputs, table6_inputs, table7_inputs, table_spec)
 from xlt.papers.dlfa.tables import table1, table2, table3, table4, table5, table6, table7
 
@@ -39,5 +39,6 @@ PAPER = Paper(
     data_sizes=data_sizes,
     bill=bill.paper_bill(SLUG, similarity_models),
     oracle_models=oracle_models,
+    models_read=models_read,  # Table VI's similarity jobs
     claims="claims.yaml",
 )

@@ -182,6 +182,14 @@ def similarity_models(cfg: dict, encoder: str, seed: int) -> dict[str, str]:
     return {f"{task}:{s}": m for task in ranked_tasks(p) for s, m in zip(settings, models(cfg, encoder, task, settings, seed))}
 
 
+def models_read(cfg: dict) -> list[str]:
+    """The models Table VI's similarity jobs read."""
+    p = cfg["papers"][SLUG]
+    if not ranked_tasks(p):
+        return []
+    return [m for seed in p["seeds"] for m in similarity_models(cfg, p["encoder"], seed).values()]
+
+
 def similarity_inputs(cfg: dict, encoder: str, seed: int) -> dict:
     return {"models": list(similarity_models(cfg, encoder, seed).values()), "data": f"{cfg['results']}/data/xnli"}
 
