@@ -55,7 +55,7 @@ def test_a_pickled_encoder_is_refused(tiny_encoder, tmp_path):
     enc = tmp_path / "enc"
     shutil.copytree(tiny_encoder, enc)
     (enc / "model.safetensors").rename(enc / "pytorch_model.bin")
-    with pytest.raises(XltError, match=r"cannot load encoder .*no file named model\.safetensors"):
+    with pytest.raises(XltError, match=r"holds only pickled weights \(pytorch_model\.bin\).*to_safetensors"):
         load_encoder(str(enc))
 
 
