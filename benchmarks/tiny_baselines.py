@@ -54,6 +54,8 @@ FAMILIES = {
     "crossmulti-marc-multi": ("marc", "de+en+es+fr.crossmulti"),
     "crossmulti-ner-en": ("ner", "en.crossmulti"),
     "xmixup-xnli-translate-train": ("xnli.translate_train", "ar+de+en+hi+ru+zh.xmixup"),
+    # a method, beside its baseline: X-Mixup (mixup in layer 1, MSE and KL on), as xmixup Table 2 trains it
+    "xmixup-xnli-xmixup": ("xnli.translate_train", "ar+de+en+hi+ru+zh.xmixup-xmixup1"),
 }
 
 
@@ -108,9 +110,11 @@ def run_family(results: Path, family: str, seeds: list[int], overrides: dict, tr
 
     from xlt.dag import targets as T
     from xlt.papers import hparams
+    from xlt.papers.recipes import load_recipes
     from xlt.stages.finetune import finetune
     from xlt.workflow.config import load_configs
 
+    load_recipes()  # a method's fine-tune extension (X-Mixup), as the workflow's job loads it
     torch.set_num_threads(1)
     cfg = load_configs([str(REPO / "presets" / "tiny.yaml")])
     dataset, recipe = FAMILIES[family]
