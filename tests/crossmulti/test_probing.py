@@ -61,3 +61,38 @@ def test_probe_task_on_toy_pos(tiny_encoder, toy_data):
     assert res["heads"].shape == (enc.config.num_hidden_layers, enc.config.num_attention_heads)
     assert 0 <= res["heads"].min() and res["model"] <= 100
     assert res["model"] > 30  # the toy POS is learnable from the last layer
+    verdict = res["model_verdict"]  # judged on the words' tags: its accuracy is the task's metric here
+    assert verdict["measure"] == "token accuracy" and verdict["dev_score"] == pytest.approx(res["model"], abs=1e-4)
+    assert verdict["collapsed"] == (verdict["dev_score"] <= verdict["majority_baseline"] or verdict["chance_p"] >= 0.01)
+    assert len(res["head_verdicts"]) == res["heads"].size
+
+
+def probe_preds(gold: list[int], right: float, seed: int = 0) -> torch.Tensor:
+    """A probe's predictions (N, 1): `right` of the rows its gold label, the others another label."""
+    g = torch.Generator().manual_seed(seed)
+    gold = torch.tensor(gold)
+    wrong = torch.rand(len(gold), generator=g) >= right
+    return torch.where(wrong, (gold + 1) % int(gold.max() + 1), gold)[:, None]
+
+
+@pytest.mark.parametrize("task_name, gold", [
+    ("ner", [0] * 300 + [1] * 50 + [2] * 50),  # tags of words, mostly O (label 0)
+    ("pawsx", [0] * 110 + [1] * 90),  # examples' labels
+])
+def test_probe_verdicts_mark_a_probe_that_learned_nothing(task_name, gold):
+    from xlt.papers.crossmulti.probing import probe_verdicts
+    from xlt.registry import get_task
+
+    task = get_task(task_name)
+    majority = torch.zeros(len(gold), 1, dtype=torch.long)  # the majority label everywhere (an all-O tagger)
+    learned, unlearned, chance = (probe_verdicts(task, torch.tensor(gold), pred)[0]
+                                  for pred in (probe_preds(gold, 0.95), majority, probe_preds(gold, 0.5)))
+    assert learned["collapsed"] is False and learned["dev_score"] > learned["majority_baseline"]
+    assert unlearned["collapsed"] is True and {"baseline", "chance"} <= set(unlearned["by"])
+    assert unlearned["dev_score"] == unlearned["majority_baseline"] == pytest.approx(100 * gold.count(0) / len(gold))
+    assert chance["collapsed"] is True  # right half the time: below the majority label's share
+    assert learned["measure"] == ("token accuracy" if task_name == "ner" else "accuracy")
+    # the rule's numbers kept beside the verdict: what the probe job's JSON records
+    assert {"n_correct", "n", "gold_majority_share", "chance_p", "rule"} <= set(learned)
+    assert probe_verdicts(task, torch.tensor(gold), majority, {"alpha": 0.01, "min_gain": 0.0, "max_share": 1.1})[0]["by"] \
+        == ["baseline", "chance"]  # the config's rule is the one applied
