@@ -10,7 +10,7 @@ languages concatenated) go through it once; every probe then trains on the cache
 Tagging tasks read the first subword of each word, classification tasks the first token
 ([CLS]). All probes of one job (one per head, plus the model probe) are trained together as
 one batched linear layer (`BatchedProbes`): weights (probes × features × labels), zero
-initialised, one minibatch order, Adam on the sum of the probes' losses. Each probe's
+initialised, on standardised features, one minibatch order, Adam on the sum of the probes' losses. Each probe's
 gradient is that of its own loss, and Adam's update is per weight, so the result is each
 probe trained alone (tested).
 """
@@ -61,6 +61,13 @@ class Cached:
 def train_probes(x: torch.Tensor, y: torch.Tensor, num_labels: int, cfg: ProbeConfig) -> tuple[torch.Tensor, torch.Tensor]:
     """Train P linear probes at once: x (N, P, d), y (N,) -> weights (P, d, C), bias (P, C)."""
     n, p, d = x.shape
+    # Adam moves a weight by about lr a step whatever its gradient's scale, so on features that
+    # vary little around a large mean (the tiny encoder's [CLS], a PI model's words: per-dimension
+    # std 0.14-0.53 for a row norm of 11) a zero-initialised probe needs hundreds of steps to pull
+    # its logits apart (benchmarks/probe_steps.json). It trains on the features standardised by
+    # the training rows' mean and std, per batch (no second copy of x), and the weights returned
+    # fold that in: still a linear layer on the raw features, the same class of probe.
+    mean, std = x.mean(0), x.std(0, unbiased=False).clamp_min(1e-6)  # (P, d): each probe its own
     w = torch.zeros(p, d, num_labels, requires_grad=True)
     b = torch.zeros(p, num_labels, requires_grad=True)
     opt = torch.optim.Adam([w, b], lr=cfg.lr)
@@ -69,13 +76,14 @@ def train_probes(x: torch.Tensor, y: torch.Tensor, num_labels: int, cfg: ProbeCo
         order = torch.randperm(n, generator=g)
         for start in range(0, n, cfg.batch_size):
             idx = order[start:start + cfg.batch_size]
-            logits = torch.einsum("npd,pdc->npc", x[idx], w) + b  # (batch, P, C)
+            logits = torch.einsum("npd,pdc->npc", (x[idx] - mean) / std, w) + b  # (batch, P, C)
             # the sum over probes of each probe's mean loss: probe k's gradient is its own loss's
             loss = F.cross_entropy(logits.reshape(-1, num_labels), y[idx].repeat_interleave(p), reduction="sum") / len(idx)
             opt.zero_grad()
             loss.backward()
             opt.step()
-    return w.detach(), b.detach()
+    w, b = w.detach(), b.detach()
+    return w / std[..., None], b - torch.einsum("pd,pdc->pc", mean / std, w)
 
 
 def predict_probes(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
