@@ -163,10 +163,27 @@ def main():
         print(f"{r['trial']:34s} learned {r['learned']:2d}/{r['probes']}  mean gain over majority {r['mean_gain']:6.2f}  "
               f"train {r['train_seconds']:.2f}s")
     if args.json:
-        Path(args.json).write_text(json.dumps({
-            "what": "model probes of the tiny preset trained on the first --train EN training examples, scored on "
-                    "the first --heldout EN dev examples (no target-language or test data); trials: TRIALS in "
-                    "probe_steps.py", "rule": CHOICE, "args": vars(args), "summary": summary, "rows": rows}, indent=1) + "\n")
+        Path(args.json).write_text(report(rows, summary, vars(args)))
+
+
+ROW = ["encoder", "task", "trial", "steps", "score", "accuracy", "majority", "predicted_majority_share", "chance_p",
+       "learned", "train_seconds"]
+TRIAL = ["epochs", "batch_size", "lr", "init", "features"]
+
+
+def report(rows: list[dict], summary: list[dict], args: dict) -> str:
+    """The JSON: each trial's settings once, each (encoder, task)'s rows and feature spread once,
+    then one line per probe (`ROW`'s columns)."""
+    trials = {r["trial"]: {k: r[k] for k in TRIAL} for r in rows}
+    data = {(r["encoder"], r["task"]): {k: r[k] for k in r if k.startswith("features_") or k in
+                                        ("metric", "train_rows", "heldout_rows")} for r in rows}
+    head = json.dumps({
+        "what": "model probes of the tiny preset trained on the first --train EN training examples, scored on "
+                "the first --heldout EN dev examples (no target-language or test data); trials: TRIALS in "
+                "probe_steps.py", "rule": CHOICE, "args": args, "summary": summary, "trials": trials,
+        "data": [{"encoder": e, "task": t, **v} for (e, t), v in data.items()], "columns": ROW, "rows": "@ROWS@"}, indent=1)
+    lines = ",\n  ".join(json.dumps([r[k] for k in ROW]) for r in rows)
+    return head.replace('"@ROWS@"', f"[\n  {lines}\n ]") + "\n"
 
 
 CHOICE = ("per trial, over every (encoder, probing task): the probes that learned (the collapse rule on EN dev, "
