@@ -67,6 +67,23 @@ def test_probe_task_on_toy_pos(tiny_encoder, toy_data):
     assert len(res["head_verdicts"]) == res["heads"].size
 
 
+def test_probe_verdicts_read_the_training_languages_test_examples_only(tiny_encoder, toy_data):
+    """What a probe scores on another language is transfer: its verdict reads the English rows."""
+    from xlt.engine.evalset import load_records
+    from xlt.engine.model import load_encoder
+    from xlt.papers.crossmulti.probing import probe_task
+    from xlt.registry import get_task
+
+    enc, tok = load_encoder(str(tiny_encoder), dropout=0.0)
+    train = load_records([toy_data / "pos" / "en" / "train.jsonl"])
+    en, de = (load_records([toy_data / "pos" / lang / "test.jsonl"]) for lang in ("en", "de"))
+    cfg = ProbeConfig(epochs=3)
+    judged = probe_task(enc, tok, get_task("pos"), train, en + de, "accuracy", cfg, 32, judged=list(range(len(en))))
+    alone = probe_task(enc, tok, get_task("pos"), train, en, "accuracy", cfg, 32)
+    assert judged["model_verdict"]["n"] == alone["model_verdict"]["n"] == sum(len(r["tokens"]) for r in en)
+    assert judged["model_verdict"]["n_correct"] == alone["model_verdict"]["n_correct"]
+
+
 def test_a_probe_learns_a_signal_that_varies_little_around_a_large_mean():
     """The tiny encoder's [CLS] features: each dimension near a large constant, the label in a
     small spread (benchmarks/probe_steps.json). On raw features 10 Adam steps of lr 1e-2 barely

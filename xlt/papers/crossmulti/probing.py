@@ -31,7 +31,7 @@ from xlt.engine.batching import collate
 from xlt.errors import XltError
 import time
 import pandas as pd
-from xlt.engine.evalset import load_records
+from xlt.engine.evalset import load_records, record_files
 from xlt.stages.finetune import split_file
 from xlt.io import write_json
 from xlt.metrics import label_collapse
@@ -178,22 +178,28 @@ def probe_verdicts(task, gold: torch.Tensor, pred: torch.Tensor, rule: dict | No
 
 
 def probe_task(encoder, tokenizer, task, train: list[dict], test: list[dict], metric: str, cfg: ProbeConfig,
-               max_length: int, rule: dict | None = None) -> dict:
+               max_length: int, rule: dict | None = None, judged: list[int] | None = None) -> dict:
     """Model probe and every head probe of one task: {"model": score, "heads": (layers, heads)
-    scores, "model_verdict": its `probe_verdicts`, "head_verdicts": the heads', layer-major}."""
+    scores, "model_verdict": its `probe_verdicts`, "head_verdicts": the heads', layer-major}.
+    `judged`: the test examples the verdicts read (the probe's training language's: what it
+    scores on another language is a transfer result, as a fine-tuned model's test score is);
+    None: all of them."""
     tr = encode_dataset(encoder, tokenizer, task, train, max_length)
     te = encode_dataset(encoder, tokenizer, task, test, max_length)
+    keep = set(range(len(test)) if judged is None else judged)
+    rows = torch.tensor([i for i, (ex, _) in enumerate(te.where) if ex in keep], dtype=torch.long)
     n_heads = tr.heads.shape[1]
     # the model probe (hidden) and the head probes (head_dim) differ in width: two batched layers
     w, b = train_probes(tr.last[:, None], tr.labels, len(task.labels), cfg)
     pred = predict_probes(te.last[:, None], w, b)
-    model_score, model_verdict = score(task, test, te, pred, metric)[0], probe_verdicts(task, te.labels, pred, rule)[0]
+    model_score = score(task, test, te, pred, metric)[0]
+    model_verdict = probe_verdicts(task, te.labels[rows], pred[rows], rule)[0]
     w, b = train_probes(tr.heads, tr.labels, len(task.labels), cfg)
     pred = predict_probes(te.heads, w, b)
     head_scores = score(task, test, te, pred, metric)
     layers = encoder.config.num_hidden_layers
     return {"model": model_score, "heads": np.array(head_scores).reshape(layers, n_heads // layers),
-            "model_verdict": model_verdict, "head_verdicts": probe_verdicts(task, te.labels, pred, rule)}
+            "model_verdict": model_verdict, "head_verdicts": probe_verdicts(task, te.labels[rows], pred[rows], rule)}
 
 
 PROBE_KEYS = {"epochs", "lr", "batch_size", "max_length", "seed", "max_train_examples", "max_test_examples"}
@@ -236,7 +242,10 @@ def run_probe_job(encoder_path: str, revision: str | None, probes: dict, cfg: di
         files += [train_file, *test_files]
         train = load_records([train_file], cfg.get("max_train_examples"))
         test = load_records(test_files, cfg.get("max_test_examples"))  # the first N of each language
-        res = probe_task(encoder, tokenizer, task, train, test, p["metric"], pc, cfg["max_length"], rule)
+        # verdicts on the training language's test examples (all of them where it is not tested)
+        of_file = record_files(test_files, cfg.get("max_test_examples"))
+        judged = [i for i, f in enumerate(of_file) if p["langs"][f] == p["source"]] if p["source"] in p["langs"] else None
+        res = probe_task(encoder, tokenizer, task, train, test, p["metric"], pc, cfg["max_length"], rule, judged)
         rows.append({**label, "probe_task": name, "unit": "model", "layer": -1, "head": -1, "value": res["model"],
                      "probe_collapsed": res["model_verdict"]["collapsed"]})
         heads = []

@@ -155,7 +155,8 @@ def _published(table: str) -> pd.DataFrame:
 
 
 PROBE_COLLAPSE_NOTE = ("† here also counts a seed whose probe learned nothing, the fine-tuned model's or the "
-                       "vanilla encoder's on that probing task: its test predictions not clearly better than "
+                       "vanilla encoder's on that probing task: its predictions on the test examples of its training language "
+                       "(English) not clearly better than "
                        "predicting the majority label everywhere, by the collapse rule of the fine-tuned models "
                        "(config collapse: nearly all one label, at most min_gain points over the majority label's "
                        "share, or a one-sided exact binomial test at alpha) on each word's tag for tagging (token "
