@@ -23,9 +23,10 @@ rule crossmulti_probe_vanilla:
         pretrained=lambda w: T.encoder_source(config, w.encoder),
         probes=lambda w: as_json(CM.probe_jobs(config)),
         probe=lambda w: as_json(config["papers"]["crossmulti"]["analysis"]["probe"]),
+        collapse=lambda w: as_json({k: v for k, v in config["collapse"].items() if k != "retries"}),
     shell:
         "paper_job.py crossmulti probe --pretrained {params.pretrained}"
-        " --probes {params.probes:q} --probe {params.probe:q} --out {output.csv}"
+        " --probes {params.probes:q} --probe {params.probe:q} --collapse {params.collapse:q} --out {output.csv}"
         " --provenance-out {output.json} --threads {threads} 2> {log}"
 
 
@@ -48,9 +49,10 @@ rule crossmulti_probe_model:
         pretrained=lambda w: T.encoder_source(config, w.encoder),
         probes=lambda w: as_json(CM.probe_jobs(config)),
         probe=lambda w: as_json(config["papers"]["crossmulti"]["analysis"]["probe"]),
+        collapse=lambda w: as_json({k: v for k, v in config["collapse"].items() if k != "retries"}),
     shell:
         "paper_job.py crossmulti probe --model {input.model} --pretrained {params.pretrained}"
-        " --probes {params.probes:q} --probe {params.probe:q} --out {output.csv}"
+        " --probes {params.probes:q} --probe {params.probe:q} --collapse {params.collapse:q} --out {output.csv}"
         " --provenance-out {output.json} --threads {threads} 2> {log}"
 
 

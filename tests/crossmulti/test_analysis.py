@@ -107,3 +107,41 @@ def test_table5_and_figures(probes, tmp_path):
     marks = pd.read_csv(tmp_path / "figs" / "figa2.csv")
     pos_cross = marks[(marks.task == "pos") & (marks.setting == "cross")]
     assert (pos_cross["mark"] == "top").sum() == 4 and pos_cross.loc[pos_cross["mark"] == "top", "value"].min() == 12 - 10  # over the vanilla probe (10)
+
+
+def test_table3_marks_a_probe_that_learned_nothing(probes, tmp_path):
+    """PI cross seed 1's probe on NER learned nothing: its cell is †1 with the other seed's mean
+    in the notes; the vanilla encoder's SA probe learned nothing: every SA cell is over it, †2."""
+    for path in probes:
+        df = pd.read_csv(path)
+        model = df["unit"] == "model"
+        df["probe_collapsed"] = model & (
+            ((df["task"] == "pawsx") & (df["setting"] == "cross") & (df["seed"] == 1) & (df["probe_task"] == "ner"))
+            | ((df["setting"] == "vanilla") & (df["probe_task"] == "marc")))
+        df.to_csv(path, index=False)
+    table = make_table("crossmulti", "table3", SPEC, probes, str(tmp_path / "table3"))
+    cells = table.set_index(["task", "setting", "probe_task"])
+    assert cells.loc[("pawsx", "cross", "ner"), "n_collapsed"] == 1
+    assert cells.loc[("pawsx", "cross", "ner"), "mean_without_collapsed"] == pytest.approx(3.0)  # seed 2: 50 + 1 + 2 − 50
+    assert (cells.xs("marc", level="probe_task")["n_collapsed"] == 2).all()
+    assert cells.loc[("pawsx", "multi", "ner"), "n_collapsed"] == 0 and cells.loc[("pos", "cross", "pawsx"), "n_collapsed"] == 0
+    md = (tmp_path / "table3.md").read_text()
+    assert "†1" in md and "PI cross / NER 3.00 (n=1)" in md
+    assert "probe learned nothing" in md and "token accuracy" in md  # the rule, stated
+
+
+def test_table4_marks_a_cell_whose_top_heads_learned_nothing(probes, tmp_path):
+    """The ner multi seed-1 model's probe of its best POS head learned nothing: its POS cells are †."""
+    for path in probes:
+        df = pd.read_csv(path)
+        df["probe_collapsed"] = ((df["task"] == "ner") & (df["setting"] == "multi") & (df["seed"] == 1)
+                                 & (df["probe_task"] == "pos") & (df["unit"] == "head") & (df["layer"] == 0) & (df["head"] == 0))
+        df.to_csv(path, index=False)
+    table = make_table("crossmulti", "table4", SPEC, probes, str(tmp_path / "table4"))
+    cells = table.dropna(subset=["ours_mean"]).set_index(["task", "setting", "probe_task"])
+    assert (cells.loc[("ner", "multi", "pos"), "n_collapsed"] == 1).all()  # head 0 is its best (its ranking is reversed)
+    assert (cells.drop(index=("ner", "multi", "pos"))["n_collapsed"] == 0).all()
+    assert "learned nothing" in (tmp_path / "table4.md").read_text()
+    draw_figure("crossmulti", "figa1", SPEC, probes, str(tmp_path / "figs"))  # per-head POS probes: that head †
+    heads = pd.read_csv(tmp_path / "figs" / "figa1.csv").set_index(["task", "setting", "layer", "head"])
+    assert heads.loc[("ner", "multi", 0, 0), "unlearned_seeds"] == 1 and heads["unlearned_seeds"].sum() == 1

@@ -128,12 +128,13 @@ def figure_a(spec: dict, probes: pd.DataFrame, out_dir: str, figure: str, probe_
     heads = over_vanilla(probes)
     heads = heads[heads["probe_task"] == probe_task].copy()
     heads["task"] = heads["task"].str.partition(".")[0]
-    mean = heads.groupby(["task", "setting", "layer", "head"], sort=False)["value"].mean().reset_index()
+    mean = (heads.groupby(["task", "setting", "layer", "head"], sort=False)
+            .agg(value=("value", "mean"), unlearned_seeds=("head_flag", "sum")).reset_index())
     n_heads = int(mean.groupby(["task", "setting"]).size().iloc[0])
     a = spec["analysis"]
     k = scaled_k(min(a["topk"]), n_heads, a["topk_of_heads"])
     models = [(t, s) for t in spec["tasks"] for s in ("cross", "multi")]
-    fig = Figure(figsize=(7.5, 3.2 * len(spec["tasks"])), layout="constrained")  # at 7 the colorbar labels push "layer" to the edge
+    fig = Figure(figsize=(8, 3.2 * len(spec["tasks"])), layout="constrained")  # at 7-7.5 the colorbar labels (span_f1_macro − vanilla) push "layer" to the edge
     fig.get_layout_engine().set(wspace=0.08)  # room between a colorbar's label and the next panel's axis label
     axes = fig.subplots(len(spec["tasks"]), 2, squeeze=False)
     marked = []
@@ -151,10 +152,12 @@ def figure_a(spec: dict, probes: pd.DataFrame, out_dir: str, figure: str, probe_
             if mk:
                 ax.add_patch(Rectangle((head - 0.5, layer - 0.5), 1, 1, fill=False, lw=2,
                                            edgecolor="green" if mk == "top" else "red"))
+        for layer, head in m.loc[m["unlearned_seeds"] > 0, ["layer", "head"]].itertuples(index=False):
+            ax.text(head, layer, "†", ha="center", va="center", fontsize=8)  # Table 3's rule for probes
         ax.set_title(f"{TASK_LABELS.get(task, task)}-{setting}", fontsize=9)
         _head_map(ax, m)
     fit_suptitle(fig, f"Per-head probing on {TASK_LABELS.get(probe_task, probe_task)} "
-                 f"(green: top {k}, red: bottom {k}; heads tied at the cut-off unmarked)")
+                 f"(green: top {k}, red: bottom {k}; heads tied at the cut-off unmarked; †: a probe learned nothing)")
     _save(fig, out_dir, figure, pd.concat(marked).assign(probe_task=probe_task))
 
 

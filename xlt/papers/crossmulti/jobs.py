@@ -18,17 +18,18 @@ VANILLA = {"task": "none", "setting": "vanilla", "seed": 0, "collapsed": False} 
 
 
 def probe_job(pretrained: str, probes: dict, probe: dict, out: str, provenance_out: str,
-              model: str | None = None, revision: str | None = None) -> None:
+              model: str | None = None, revision: str | None = None, collapse: dict | None = None) -> None:
     """Probe one frozen encoder on every probing task: a fine-tuned model's (`model`, its
     encoder/) or, without one, the pretrained encoder. `probes`: task -> {data, metric, source,
-    langs}; `probe`: papers.crossmulti.analysis.probe."""
+    langs}; `probe`: papers.crossmulti.analysis.probe; `collapse`: the config's collapse rule
+    (less `retries`), which says whether each probe learned nothing."""
     probe_config(probe)  # before loading anything
     if model is None:
-        run_probe_job(pretrained, revision, probes, probe, out, provenance_out, VANILLA)
+        run_probe_job(pretrained, revision, probes, probe, out, provenance_out, VANILLA, collapse)
         return
     if not (Path(model) / MODEL_META).exists():
         raise XltError(f"{model}: not a saved xlt model (no {MODEL_META})")
-    run_probe_job(str(Path(model) / "encoder"), None, probes, probe, out, provenance_out, model_setting(model))
+    run_probe_job(str(Path(model) / "encoder"), None, probes, probe, out, provenance_out, model_setting(model), collapse)
 
 
 def pppl_job(task: str, data_dir: str, langs: list[str], pretrained: str, models: list[str], pppl: dict, out: str,

@@ -154,17 +154,43 @@ def _published(table: str) -> pd.DataFrame:
 # ---- Table 3: model probing -------------------------------------------------------------------
 
 
+PROBE_COLLAPSE_NOTE = ("† here also counts a seed whose probe learned nothing, the fine-tuned model's or the "
+                       "vanilla encoder's on that probing task: its predictions on the test examples of its training language "
+                       "(English) not clearly better than "
+                       "predicting the majority label everywhere, by the collapse rule of the fine-tuned models "
+                       "(config collapse: nearly all one label, at most min_gain points over the majority label's "
+                       "share, or a one-sided exact binomial test at alpha) on each word's tag for tagging (token "
+                       "accuracy: an all-O tagger's F1 says nothing of what it learned) and each example's label for "
+                       "classification; each probe job's JSON keeps the verdicts and their numbers (verdicts)")
+
+
+def probe_flags(probes: pd.DataFrame, rows: pd.DataFrame, keys: list[str]) -> pd.Series:
+    """Per row of `rows`: whether the model collapsed (its fine-tuning's verdict), its probe
+    learned nothing, or the vanilla encoder's probe of the same `keys` (probe task, and layer
+    and head for a head's probe) learned nothing - what its score is taken over."""
+    flag = rows["collapsed"].eq(True) if "collapsed" in rows else pd.Series(False, index=rows.index)
+    if "probe_collapsed" not in probes:  # a probe CSV from before the verdicts: the model's flag alone
+        return flag
+    vanilla = probes[(probes["setting"] == VANILLA)].set_index(keys)["probe_collapsed"].eq(True)
+    base = vanilla.reindex(pd.MultiIndex.from_frame(rows[keys]) if len(keys) > 1 else rows[keys[0]]).to_numpy()
+    return flag | rows["probe_collapsed"].eq(True) | pd.Series(base == True, index=rows.index)  # noqa: E712 (NaN: no)
+
+
 def table3_rows(probes: pd.DataFrame) -> pd.DataFrame:
-    """ceiling − probe per (model, seed, probing task), a model's own task left out."""
+    """ceiling − probe per (model, seed, probing task), a model's own task left out; `collapsed`
+    where the model collapsed or its probe or the vanilla encoder's learned nothing (`probe_flags`)."""
     model = probes[probes["unit"] == "model"]
     vanilla = model[model["setting"] == VANILLA].set_index("probe_task")["value"]
     if vanilla.empty:
         raise XltError("Table 3: no probe of the vanilla encoder among the inputs")
     ft = model[(model["setting"] != VANILLA) & (model["task"] != model["probe_task"])].copy()
-    cols = ["task", "setting", "probe_task", "seed", "value"] + (["collapsed"] if "collapsed" in model else [])
+    flagged = "collapsed" in model or "probe_collapsed" in model
+    cols = ["task", "setting", "probe_task", "seed", "value"] + (["collapsed"] if flagged else [])
     if ft.empty:  # a single task: no model is probed on another task, every cell –
         return pd.DataFrame(columns=cols)
     ft["value"] = ft["value"].astype(float) - ft["probe_task"].map(vanilla).astype(float)
+    if flagged:
+        ft["collapsed"] = probe_flags(model, ft, ["probe_task"])
     return ft[cols]
 
 
@@ -176,7 +202,8 @@ def table3(spec: dict, inputs: list[str]):
     notes = [f"Ceiling − probe ({', '.join(f'{t} {m}' for t, m in spec['metric'].items() if t in spec['tasks'])}, ×100) "
              "on the four test sets concatenated; probe = linear layer on the frozen pretrained encoder's last layer, "
              "ceiling = the same on the frozen fine-tuned encoder, both trained on the EN training data.",
-             f"Encoder: {spec['encoder']}. Seeds: {sorted(ours['seed'].unique().tolist())} (papers.crossmulti.analysis.seeds)."]
+             f"Encoder: {spec['encoder']}. Seeds: {sorted(ours['seed'].unique().tolist())} (papers.crossmulti.analysis.seeds).",
+             COLLAPSE_NOTE, PROBE_COLLAPSE_NOTE]
     md, tex = render_grid(table, ["task", "setting"], "probe_task", "crossmulti Table 3: model probing", notes,
                           columns=spec["tasks"])
     return table, md, tex
@@ -258,30 +285,37 @@ def over_vanilla(probes: pd.DataFrame) -> pd.DataFrame:
         missing = tuned.loc[np.isnan(base), ["probe_task", "layer", "head"]].iloc[0].tolist()
         raise XltError(f"Table 4 / Figures A1-A4: the vanilla encoder has no probe of (probe task, layer, head) {missing}")
     tuned["value"] = tuned["value"].to_numpy(dtype=float) - base
+    # a head whose probe (this model's or the vanilla encoder's) learned nothing: `probe_flags`
+    tuned["head_flag"] = probe_flags(heads, tuned.drop(columns="collapsed", errors="ignore"), ["probe_task", "layer", "head"])
     return tuned
 
 
-def head_scores(probes: pd.DataFrame) -> dict[tuple, np.ndarray]:
+def head_scores(probes: pd.DataFrame, column: str = "value") -> dict[tuple, np.ndarray]:
     """(task, setting, seed, probe_task) -> the heads' scores over the vanilla encoder's
-    (`over_vanilla`), layer-major."""
+    (`over_vanilla`), layer-major; `column` "head_flag": whether each head's probe learned nothing."""
     heads = over_vanilla(probes).sort_values(["layer", "head"], kind="stable")
-    return {key: g["value"].to_numpy() for key, g in heads.groupby(["task", "setting", "seed", "probe_task"], sort=False)}
+    return {key: g[column].to_numpy() for key, g in heads.groupby(["task", "setting", "seed", "probe_task"], sort=False)}
 
 
 def table4_rows(probes: pd.DataFrame, topk: list[int], heads_total: int, of: int) -> pd.DataFrame:
     """Each model vs the probing task's cross model (same seed): overlap and ρ (and its p) per
-    K; `collapsed` where the model or that baseline collapsed (the probes' CSVs say which)."""
-    scores = head_scores(probes)
+    K; `collapsed` where the model or that baseline collapsed (the probes' CSVs say which), or
+    a head among either's top K has a probe that learned nothing (`over_vanilla`'s head_flag)."""
+    scores, unlearned = head_scores(probes), head_scores(probes, "head_flag")
     flags = (probes.groupby(["task", "setting", "seed"])["collapsed"].any().to_dict() if "collapsed" in probes else {})
     rows = []
     for (task, setting, seed, probe), s in scores.items():
         base = scores.get((probe, "cross", seed, probe))
         if base is None or (task, setting) == (probe, "cross"):
             continue
-        cell = {"task": task, "setting": setting, "probe_task": probe, "seed": seed,
-                "collapsed": bool(flags.get((task, setting, seed)) or flags.get((probe, "cross", seed)))}
+        cell = {"task": task, "setting": setting, "probe_task": probe, "seed": seed}
+        collapsed = bool(flags.get((task, setting, seed)) or flags.get((probe, "cross", seed)))
         for k in topk:
-            overlap, rho, p = topk_compare(s, base, scaled_k(k, heads_total, of))
+            kk = scaled_k(k, heads_total, of)
+            overlap, rho, p = topk_compare(s, base, kk)
+            top_unlearned = (unlearned[(task, setting, seed, probe)][top_heads(s, kk)].any()
+                             or unlearned[(probe, "cross", seed, probe)][top_heads(base, kk)].any())
+            cell["collapsed"] = collapsed or bool(top_unlearned)
             rows += [{**cell, "topk": k, "metric": "overlap", "value": overlap},
                      {**cell, "topk": k, "metric": "spearman", "value": rho, "p": p}]
     return pd.DataFrame(rows, columns=["task", "setting", "probe_task", "topk", "metric", "seed", "value", "p", "collapsed"])
@@ -329,7 +363,9 @@ def table4(spec: dict, inputs: list[str]):
              "of the cell; the CSV's pvalue is the largest p over those seeds, n_significant counts the seeds "
              "below α (the paper marks significant ρ with * and gives no α or test: ours).",
              f"Seeds: {sorted(ours['seed'].unique().tolist())}.",
-             *(["† here: the model or its baseline (the same seed's cross model) collapsed."]
+             *(["† here: the model or its baseline (the same seed's cross model) collapsed, or a head among either's "
+                "top K has a probe (its own or the vanilla encoder's of that head) that learned nothing: "
+                "Table 3's rule for probes (config collapse:, on each head's test predictions)."]
                if ours["collapsed"].any() else [])]
     columns = [f"{TASK_LABELS[t]} {m}" for t in spec["tasks"] for m in ("Ovlp", "ρ")]
     md, tex = render_grid(table, ["task", "setting", "topk"], "column", "crossmulti Table 4: attention-head probing",
