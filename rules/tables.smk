@@ -71,7 +71,7 @@ rule tables_index:
         ENV
     params:
         figure_notes=lambda w: as_json(P.index_figure_notes(config)),
-        published_only=P.published_only(config),
+        published_only=lambda w: P.published_only(config),
     shell:
         # the notes reach the job on stdin (echo is the shell's own: no argument-length limit)
         "echo {params.figure_notes:q} | tables_index.py --items {input} --figure-notes - "
