@@ -70,13 +70,18 @@ tables: install  ## every table and figure on PRESET (default: the tiny preset),
 # fine-tuned on two seeds (underspec's θ_src, which `make tables` trains too and reuses) and
 # scored on the world's nine languages. FIRST_PRESET turns on what `make tables`' preset leaves
 # off (papers.xmixup.zero_shot_tagging: there Table 14 shows the paper's values alone).
+# OMP_WAIT_POLICY=PASSIVE: the encoder's two OpenMP threads sleep while they wait rather than spin.
+# Where threads wait, not what they compute: the encoder is bit for bit the same. On a busy
+# 2-core machine (load ~10) its MLM steps took 66 s for 30 with spinning threads, 9 s passive
+# (docs/developing.md, "make first"); the tests set the same (tests/conftest.py).
 FIRST_PRESET ?= presets/first.yaml
 FIRST_TARGET := xmixup_table14
 first: install  ## the first result in ~3 minutes: one table, ours beside the paper (xmixup Table 14: zero-shot NER per language)
 	@$(PY) -m xlt.workflow.config $(PRESET) $(FIRST_PRESET)
 	@start=$$(date +%s); rc=0; \
-	echo "$(ZYGOTE) $(VENV)/bin/snakemake --cores $(CORES) $(FIRST_TARGET) --configfile $(PRESET) $(FIRST_PRESET)"; \
-	$(ZYGOTE) $(VENV)/bin/snakemake --cores $(CORES) $(FIRST_TARGET) --configfile $(PRESET) $(FIRST_PRESET) || rc=$$?; \
+	echo "OMP_WAIT_POLICY=$${OMP_WAIT_POLICY:-PASSIVE} $(ZYGOTE) $(VENV)/bin/snakemake --cores $(CORES) $(FIRST_TARGET) --configfile $(PRESET) $(FIRST_PRESET)"; \
+	OMP_WAIT_POLICY=$${OMP_WAIT_POLICY:-PASSIVE} $(ZYGOTE) $(VENV)/bin/snakemake --cores $(CORES) $(FIRST_TARGET) \
+	  --configfile $(PRESET) $(FIRST_PRESET) || rc=$$?; \
 	$(PY) -m xlt.workflow.first --since $$start --rc $$rc $(PRESET) $(FIRST_PRESET); exit $$rc
 
 # Snakemake's own report of what `make tables` made (it runs what is missing first).
