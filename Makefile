@@ -1,4 +1,4 @@
-# Two commands: `make tables` (the main job on the embedded tiny preset) and `make test`;
+# Three commands: `make first` (one table in minutes), `make tables` (the main job on the embedded tiny preset) and `make test`;
 # `make report` puts every table and figure, captioned, into report.html.
 SHELL := /bin/bash
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
@@ -76,7 +76,7 @@ tables: install  ## every table and figure on PRESET (default: the tiny preset),
 # (docs/developing.md, "make first"); the tests set the same (tests/conftest.py).
 FIRST_PRESET ?= presets/first.yaml
 FIRST_TARGET := xmixup_table14
-first: install  ## the first result in ~3 minutes: one table, ours beside the paper (xmixup Table 14: zero-shot NER per language)
+first: install  ## the first result in minutes: one table, ours beside the paper (xmixup Table 14: zero-shot NER per language)
 	@$(PY) -m xlt.workflow.config $(PRESET) $(FIRST_PRESET)
 	@start=$$(date +%s); rc=0; \
 	echo "OMP_WAIT_POLICY=$${OMP_WAIT_POLICY:-PASSIVE} $(ZYGOTE) $(VENV)/bin/snakemake --cores $(CORES) $(FIRST_TARGET) --configfile $(PRESET) $(FIRST_PRESET)"; \

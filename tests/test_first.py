@@ -47,12 +47,16 @@ def test_only_the_first_presets_keys_differ_from_the_tiny_preset():
 
 def test_the_end_of_make_first_prints_the_table_its_path_and_the_timing(tmp_path):
     cfg = {"results": "results"}
-    md = tmp_path / F.table_files(cfg)["md"]
-    md.parent.mkdir(parents=True)
-    md.write_text("# xmixup Table 14: NER F1 per language\n| model | en |\n")
+    csv = tmp_path / F.table_files(cfg)["csv"]
+    csv.parent.mkdir(parents=True)
+    csv.write_text("model,lang,paper,ours_mean,ours_std,n_seeds,per_seed,n_collapsed,mean_without_collapsed,n_without_collapsed,delta\n"
+                   "mbert,en,85.2000,95.5406,0.6945,2.0000,1=96.0 2=95.0,0.0000,95.5406,2.0000,10.3406\n"
+                   "mbert,af,77.4000,,,,,,,,\n"
+                   "mbert,zh,42.7000,74.3400,3.2000,2.0000,1=77.5 2=71.1,1.0000,77.5,1.0000,31.6400\n")
     out = F.lines(cfg, since=0.0, rc=0, workdir=tmp_path)
     text = "\n".join(out)
-    assert "| model | en |" in text and "results/tables/xmixup/table14.md" in text
+    assert "| en | 85.20 | 95.54 ± 0.69 (2 seeds) | +10.34 |" in text and "| zh | 42.70 | 74.34 ± 3.20 (2 seeds) †1 | +31.64 |" in text
+    assert "results/tables/xmixup/table14.md" in text and "af" not in text.split("The whole table")[0]
     assert out[-1].startswith("make first: ") and " threads" in out[-1]
     failed = F.lines(cfg, since=0.0, rc=1, workdir=tmp_path)
-    assert "| model | en |" not in "\n".join(failed) and "make first" in failed[-1]
+    assert "| en |" not in "\n".join(failed) and "make first" in failed[-1]
