@@ -86,6 +86,7 @@ def test_a_fine_tune_is_priced_by_its_task_and_epochs_times_languages_and_target
     xnli = job_seconds("finetune", {"task": "xnli.translate_train"}, priority=3 * 6)
     assert ner < job_seconds("build_encoder") / 10 and xnli > 5 * ner
     assert job_seconds("paper_table") < ner and job_seconds("some_new_rule") > 0
+    assert job_seconds("finetune", {"task": "ner"}, priority=2**62) == ner  # --prioritize: 4 epochs, one language
 
     def job(jobid, rule, norun=False, priority=0, **wildcards):
         return SimpleNamespace(jobid=jobid, rule=SimpleNamespace(name=rule, norun=norun), wildcards=wildcards, priority=priority)

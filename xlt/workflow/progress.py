@@ -9,8 +9,8 @@ by how this machine did on the jobs it finished (`Pace`):
 
     pace = Pace({1: 90.0, 2: 4.0, 3: 4.0}, cores=2)   # job id -> expected seconds
     pace.started(1, now=0.0); pace.finished(1, now=180.0)   # this machine: 2x the reference
-    pace.left(now=180.0)                                     # 16.0 (s): 2 x 4 s on each core
-    pace.note(now=180.0)                                     # "~16 s left at this run's pace"
+    pace.left(now=180.0)                                     # 8.0 (s): two 4-s jobs at 2x, one a core
+    pace.note(now=180.0)                                     # "~8 s left at this run's pace"
 
 Left = the larger of the work left spread over the cores and the longest single job left (one
 job runs on one core whatever the others do); a running job counts what it has not yet spent.
@@ -20,13 +20,15 @@ Without prices (no DAG to read) it falls back to the mean time per step (`time_l
 from __future__ import annotations
 
 # Seconds one job of a rule takes on the reference (a 2-core AMD EPYC VM, fp32, two jobs at once,
-# the tiny preset: `make first`'s jobs timed in its Snakemake log, 2026-12-08, and docs/developing.md's
-# per-rule job-seconds of `make tables`). Only their ratios matter: the pace rescales them.
+# the tiny preset): world, encoder, NER fine-tunes, evaluations and tables as `make first`'s
+# Snakemake logs timed them (2026-12-08, docs/developing.md "The first result"), the other rules
+# from the per-rule job-seconds of `make tables` in docs/developing.md. Only their ratios
+# matter: the pace rescales them to the machine at hand.
 RULE_SECONDS: dict[str, float] = {
     "world": 25.0,
-    "encoder_corpus": 10.0,
+    "encoder_corpus": 4.0,
     "build_encoder": 100.0,  # WordPiece + 800 MLM steps: the longest job of a tiny run
-    "prepare_task": 5.0,
+    "prepare_task": 3.0,
     "adapt_mlm": 15.0,
     "adjust_encoder": 3.0,
     "evaluate": 2.0,
@@ -48,6 +50,7 @@ DEFAULT_SECONDS = 2.0  # any other rule: a short CPU job (alignment samples, L2,
 EPOCH_SECONDS: dict[str, float] = {"ner": 1.0, "pos": 1.2, "parsing": 1.5, "xnli": 3.0, "pawsx": 3.0,
                                    "marc": 3.0, "qa": 12.0}
 FINETUNE_OVERHEAD_S = 1.5  # loading the encoder and data, saving the model
+MAX_PRIORITY = 10_000  # a fine-tune's own priority is epochs × languages; above: not its own
 
 
 def job_seconds(rule: str, wildcards: dict | None = None, priority: int = 0) -> float:
@@ -56,7 +59,9 @@ def job_seconds(rule: str, wildcards: dict | None = None, priority: int = 0) -> 
     runs nothing, is priced 0 by the caller: `prices`.)"""
     if rule == "finetune":
         task = str((wildcards or {}).get("task", "")).split(".")[0]
-        return FINETUNE_OVERHEAD_S + EPOCH_SECONDS.get(task, 3.0) * max(1, int(priority or 0))
+        # `--prioritize` raises a job's priority to Snakemake's highest: then 4 epochs on one language
+        epochs_x_langs = int(priority or 0) if 0 < int(priority or 0) < MAX_PRIORITY else 4
+        return FINETUNE_OVERHEAD_S + EPOCH_SECONDS.get(task, 3.0) * epochs_x_langs
     return RULE_SECONDS.get(rule, DEFAULT_SECONDS)
 
 
