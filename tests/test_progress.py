@@ -58,7 +58,13 @@ def test_one_expensive_job_left_alone_is_the_time_left_whatever_the_cores():
     assert pace.left(now=4.0) == 600.0  # one job runs on one core: 600 s, not 600/8
     pace.started(3, 4.0)
     assert pace.left(now=104.0) == 500.0  # a running job counts what it has not yet spent
+    assert pace.left(now=10_000.0) == 60.0  # past its price, still running: a tenth of it, never "nothing left"
+    pace.finished(3, 10_000.0)
     assert pace.left(now=10_000.0) == 0.0 and pace.note(10_000.0) == ""
+    target = Pace({1: 2.0, 2: 0.0}, cores=2)  # a target (no job of its own) left: a second, not nothing
+    target.started(1, 0.0)
+    target.finished(1, 2.0)
+    assert target.left(2.0) == 0.0 and target.note(2.0) == "~1 s left at this run's pace"
 
 
 def test_many_cheap_jobs_left_after_an_expensive_one_are_minutes_not_the_encoders_pace():

@@ -13,7 +13,8 @@ by how this machine did on the jobs it finished (`Pace`):
     pace.note(now=180.0)                                     # "~8 s left at this run's pace"
 
 Left = the larger of the work left spread over the cores and the longest single job left (one
-job runs on one core whatever the others do); a running job counts what it has not yet spent.
+job runs on one core whatever the others do); a running job counts what it has not yet spent
+(a tenth of its price once it has spent more: a job still runs, so the note never says nothing left).
 Without prices (no DAG to read) it falls back to the mean time per step (`time_left`).
 """
 
@@ -50,6 +51,7 @@ DEFAULT_SECONDS = 2.0  # any other rule: a short CPU job (alignment samples, L2,
 EPOCH_SECONDS: dict[str, float] = {"ner": 1.0, "pos": 1.2, "parsing": 1.5, "xnli": 3.0, "pawsx": 3.0,
                                    "marc": 3.0, "qa": 12.0}
 FINETUNE_OVERHEAD_S = 1.5  # loading the encoder and data, saving the model
+OVERRUN = 0.1  # a running job past its price: this share of it is still counted as left
 MAX_PRIORITY = 10_000  # a fine-tune's own priority is epochs × languages; above: not its own
 
 
@@ -113,13 +115,18 @@ class Pace:
         for j, e in self.expected.items():
             if j in self.done:
                 continue
-            r = max(e * speed - (now - self.start[j] if j in self.start else 0.0), 0.0)
+            # a running job counts what it has not yet spent; one past its price, a tenth of it still
+            r = max(e * speed - (now - self.start[j] if j in self.start else 0.0), e * speed * OVERRUN)
             rest.append(r)
             work += r * self.threads.get(j, 1)  # core-seconds: a 2-thread job holds both cores of two
         return max(work / self.cores, max(rest, default=0.0))
 
     def note(self, now: float) -> str:
+        """`~2 min left at this run's pace`; '' before a job is timed and once every job is done
+        (jobs that run nothing, targets, left: `~1 s`)."""
         left = self.left(now)
+        if left is not None and not left and len(self.done) < len(self.expected):
+            left = 1.0
         return "" if not left else f"~{_duration(left)} left at this run's pace"
 
 
