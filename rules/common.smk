@@ -78,7 +78,7 @@ class TimeLeftFormatter(DefaultFormatter):
     def format_progress(self, msg):
         now = time.monotonic()
         if self.pace is not None and self.pace.speed() is not None:
-            note = self.pace.note(now)  # '' once only targets (no job of their own) are left
+            note = self.pace.note(now)
         else:
             note = progress_note(msg["done"], msg["total"], now - self.started)
         return super().format_progress(msg) + (f", {note}" if note else "")
