@@ -23,7 +23,7 @@ from xlt.process.cli import configfile_slip, failure_lines
 from xlt.workflow.config import check_workflow_config, located, merged, workflow_sources
 from xlt.errors import XltError
 from xlt.workflow.plan import plan_lines, start_errors
-from xlt.workflow.progress import progress_note
+from xlt.workflow.progress import Pace, prices, progress_note
 from xlt.workflow.report import rst_caption
 from xlt.workflow.shown import after_success
 
@@ -58,14 +58,39 @@ except XltError as e:
 RESULTS = config["results"]
 
 
-# Snakemake's progress line `N of M steps (P%) done` with the time left at the run's pace so
-# far (xlt.workflow.progress), on the console and in .snakemake/log (xlt.workflow.runsummary reads its start).
+# Snakemake's progress line `N of M steps (P%) done` with the time left (xlt.workflow.progress): each
+# job priced by its rule (a fine-tune by its task and epochs), scaled by this machine's pace on the
+# jobs done; on the console and in .snakemake/log (xlt.workflow.runsummary reads its start).
 class TimeLeftFormatter(DefaultFormatter):
     started = time.monotonic()
+    pace = None  # a Pace of a local run's jobs, set at onstart; one for every handler's formatter
+
+    def format_job_info(self, msg):
+        if self.pace is not None and "jobid" in msg:
+            self.pace.started(msg["jobid"], time.monotonic())
+        return super().format_job_info(msg)
+
+    def format_job_finished(self, msg):
+        if self.pace is not None and "job_id" in msg:
+            self.pace.finished(msg["job_id"], time.monotonic())
+        return super().format_job_finished(msg)
 
     def format_progress(self, msg):
-        note = progress_note(msg["done"], msg["total"], time.monotonic() - self.started)
+        now = time.monotonic()
+        if self.pace is not None and self.pace.speed() is not None:
+            note = self.pace.note(now)
+        else:
+            note = progress_note(msg["done"], msg["total"], now - self.started)
         return super().format_progress(msg) + (f", {note}" if note else "")
+
+
+def job_pace(workflow):
+    """The Pace of a local run's jobs; None (the mean time per step) elsewhere or if the DAG can't be read."""
+    try:
+        jobs = list(workflow.dag.needrun_jobs())
+        return Pace(prices(jobs), workflow.cores, {j.jobid: j.threads for j in jobs})
+    except Exception:  # the note is a courtesy; the run goes on
+        return None
 
 
 onstart:
@@ -80,6 +105,8 @@ onstart:
             for line in errors:
                 print(f"error: {line}", file=sys.stderr)
             sys.exit(1)
+    elif workflow.local_exec:
+        TimeLeftFormatter.pace = job_pace(workflow)
     for _handler in snakemake_logger.handlers:
         if type(_handler.formatter) is DefaultFormatter:
             _handler.setFormatter(

@@ -55,6 +55,9 @@ def test_the_first_screen_says_what_xlt_is_the_two_commands_and_the_runs_own_tim
     first = "\n".join(README.splitlines()[:40])
     assert first.startswith("# xlt") and "Snakemake" in first and "five papers" in first
     assert re.search(r"^make tables\b", first, re.M) and re.search(r"^make test\b", first, re.M)
+    # the first result in minutes, with the time and machine it was measured on
+    assert re.search(r"^make first\b", first, re.M)
+    assert re.search(r"`make first: \d+:\d\d elapsed, \d+ of \d+ jobs done, on \d+ threads of [^`]+`", first)
     assert re.search(r"`make tables: \d+:\d\d elapsed, \d+ of \d+ jobs done, on \d+ threads of [^`]+`", first)
     assert "results/tables/" in first and "results/figures/" in first and "make help" in first
     assert not re.search(r"\b[0-9a-f]{7,40}\b", first), "a commit hash in the README's first screen"

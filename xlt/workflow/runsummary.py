@@ -152,15 +152,21 @@ def write_partial_index(cfg: dict, summary: dict) -> None:
     write_text(out, text + "\n")
 
 
+def end_of_run_parser(prog: str, doc: str) -> ArgumentParser:
+    """The arguments of a command that reports a run after it: --since, --rc, the config files."""
+    ap = ArgumentParser(prog=prog, description=doc.split("\n\n")[0])
+    ap.add_argument("--since", type=float, required=True, help="when the run started (seconds since the epoch)")
+    ap.add_argument("--rc", type=int, required=True, help="Snakemake's exit status")
+    ap.add_argument("configfiles", nargs="*", help="the config files of the run, in order")
+    return ap
+
+
 def main(argv: list[str] | None = None) -> None:
     # deferred: loads jsonschema, numpy, pandas, yaml only when this runs
     from xlt.workflow.config import load_configs
 
-    ap = ArgumentParser(prog="python -m xlt.workflow.runsummary", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--since", type=float, required=True, help="when the run started (seconds since the epoch)")
-    ap.add_argument("--rc", type=int, required=True, help="Snakemake's exit status")
+    ap = end_of_run_parser("python -m xlt.workflow.runsummary", __doc__)
     ap.add_argument("--command", default="make tables")
-    ap.add_argument("configfiles", nargs="*", help="the config files of the run, in order")
     a = ap.parse_args(argv)
     try:
         cfg = load_configs(a.configfiles)
