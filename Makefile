@@ -83,7 +83,7 @@ first: install  ## the first result in minutes: one table, ours beside the paper
 	echo "OMP_WAIT_POLICY=$${OMP_WAIT_POLICY:-PASSIVE} $(ZYGOTE) $(VENV)/bin/snakemake --cores $(CORES) $(FIRST_TARGET) --configfile $(PRESET) $(FIRST_PRESET)"; \
 	XLT_SHOWN=make OMP_WAIT_POLICY=$${OMP_WAIT_POLICY:-PASSIVE} $(ZYGOTE) $(VENV)/bin/snakemake --cores $(CORES) $(FIRST_TARGET) \
 	  --configfile $(PRESET) $(FIRST_PRESET) || rc=$$?; \
-	$(PY) -m xlt.workflow.first --since $$start --rc $$rc $(PRESET) $(FIRST_PRESET); exit $$rc
+	$(PY) -m xlt.workflow.first --target $(FIRST_TARGET) --since $$start --rc $$rc $(PRESET) $(FIRST_PRESET); exit $$rc
 
 # Snakemake's own report of what `make tables` made (it runs what is missing first).
 report: tables  ## report.html: every table and figure with its caption (runs what is missing first)
@@ -106,13 +106,13 @@ bench: install-test  ## engine throughput against the Hugging Face Trainer (BENC
 	$(PY) benchmarks/train_throughput.py $(BENCH_ARGS) && $(PY) benchmarks/mlm_throughput.py $(BENCH_ARGS)
 
 # Do the tiny preset's baselines learn in every seed? Reruns every trial recorded in
-# benchmarks/tiny_baselines.json (its families x settings x seeds) on the tiny encoder and data,
+# xlt/papers/benchmarks/tiny_baselines.json (its families x settings x seeds) on the tiny encoder and data,
 # which it makes first (benchmarks/README.md, "Tiny baselines").
 .PHONY: bench-baselines
-bench-baselines: install  ## the tiny baselines over seeds (benchmarks/tiny_baselines.json), rerun
+bench-baselines: install  ## the tiny baselines over seeds (xlt/papers/benchmarks/tiny_baselines.json), rerun
 	$(VENV)/bin/snakemake --cores $(CORES) --configfile $(PRESET) results/encoders/tiny/pretrained \
-	  $$($(PY) benchmarks/tiny_baselines.py --data-targets --json benchmarks/tiny_baselines.json)
-	$(PY) benchmarks/tiny_baselines.py --rerun --json benchmarks/tiny_baselines.json
+	  $$($(PY) xlt/papers/benchmarks/tiny_baselines.py --data-targets --json xlt/papers/benchmarks/tiny_baselines.json)
+	$(PY) xlt/papers/benchmarks/tiny_baselines.py --rerun --json xlt/papers/benchmarks/tiny_baselines.json
 
 # fast_align (the adjust paper's aligner: align.backend fast_align) has no package: clone it at
 # the measured commit and build it with cmake and a C++ compiler (network needed once). The

@@ -59,7 +59,7 @@ def test_the_papers_blocks_and_profiles_come_from_their_folders():
     # the tiny preset's values of a paper are its presets/tiny.yaml, over its defaults
     assert tiny["papers"]["crossmulti"]["encoder"] == "tiny" and full["papers"]["crossmulti"]["encoder"] == "mbert"
     assert tiny["papers"]["crossmulti"]["metric"] == full["papers"]["crossmulti"]["metric"]  # not set by the preset: kept
-    assert F.PRESET_KEY not in tiny and F.presets() == ["tiny"]
+    assert F.PRESET_KEY not in tiny and F.presets() == ["first", "tiny"]  # make first's, make tables'
 
 
 def test_a_key_of_config_yaml_overrides_the_papers_default_and_the_preset_overrides_both(user_config, tmp_path):
@@ -72,7 +72,7 @@ def test_a_key_of_config_yaml_overrides_the_papers_default_and_the_preset_overri
     assert full["hparams"]["dlfa"]["lr"] == 3.0e-5 and full["hparams"]["dlfa"]["epochs"] == 5
     C.check_workflow_config(full)
     # the tiny preset (its papers' presets/tiny.yaml) sets both keys: config.yaml's yield, as before the move
-    assert tiny["papers"]["crossmulti"]["seeds"] == [1, 2] and tiny["hparams"]["dlfa"]["lr"] == 1.0e-3
+    assert tiny["papers"]["crossmulti"]["seeds"] == [1, 2] and tiny["hparams"]["dlfa"]["lr"] == 5.0e-4
 
 
 def test_an_unknown_key_in_a_papers_file_names_the_file_and_key(papers_copy):
@@ -135,7 +135,7 @@ def test_an_edited_config_yaml_overrides_a_papers_name(papers_copy, monkeypatch)
 def test_an_unknown_paper_preset_names_the_file_and_the_presets(tmp_path):
     preset = tmp_path / "mine.yaml"
     preset.write_text("paper_preset: tiy\n")
-    with pytest.raises(XltError, match=r"mine.yaml: config key paper_preset: 'tiy' is no paper's preset .*; allowed: tiny"):
+    with pytest.raises(XltError, match=r"mine.yaml: config key paper_preset: 'tiy' is no paper's preset .*; allowed: first, tiny"):
         C.load_configs([preset])
 
 

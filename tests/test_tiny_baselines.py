@@ -1,4 +1,4 @@
-"""benchmarks/tiny_baselines.py: its settings parser, its per-trial summary and its merge by
+"""xlt/papers/benchmarks/tiny_baselines.py: its settings parser, its per-trial summary and its merge by
 (family, trial, seed) — what makes trials add up over several calls."""
 
 import importlib.util
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("tiny_baselines", REPO / "benchmarks" / "tiny_baselines.py")
+_spec = importlib.util.spec_from_file_location("tiny_baselines", REPO / "xlt" / "papers" / "benchmarks" / "tiny_baselines.py")
 TB = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(TB)
 

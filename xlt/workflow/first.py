@@ -1,7 +1,7 @@
 """The end of `make first`: the one table it made, printed, with its path and the run's timing.
 
-    python -m xlt.workflow.first --since <epoch seconds> --rc <snakemake's exit status> \\
-        presets/tiny.yaml presets/first.yaml
+    python -m xlt.workflow.first --target <paper>_<table> --since <epoch seconds> \\
+        --rc <snakemake's exit status> presets/tiny.yaml presets/first.yaml
 
 `make first` runs one paper table, xmixup's Table 14 (NER F1 per language: the tiny encoder
 fine-tuned on English, two seeds, beside the paper's mBERT row), with only what that table needs
@@ -21,20 +21,22 @@ from pathlib import Path
 
 from xlt.errors import XltError
 from xlt.process.cli import RERUN, failed_jobs
+from xlt.workflow.config import load_configs
+from xlt.workflow.runsummary import _clock, end_of_run_parser, jobs_run, machine, run_log
 
-TARGET = "xmixup_table14"  # the Makefile's FIRST_TARGET (a test checks they agree)
-PAPER, TABLE = TARGET.split("_", 1)
-TITLE = "xmixup Table 14, NER per language"
-
-
-def table_files(cfg: dict) -> dict[str, Path]:
-    """The table's files by suffix: md, csv, tex, html."""
-    return {ext: Path(cfg["results"], "tables", PAPER, f"{TABLE}.{ext}") for ext in ("md", "csv", "tex", "html")}
+def table_files(cfg: dict, target: str) -> dict[str, Path]:
+    """The files of the table `target` names (`<paper>_<table>`, the Makefile's FIRST_TARGET) by suffix."""
+    paper, table = target.split("_", 1)
+    return {ext: Path(cfg["results"], "tables", paper, f"{table}.{ext}") for ext in ("md", "csv", "tex", "html")}
 
 
-def lines(cfg: dict, since: float, rc: int, workdir: str | Path = ".") -> list[str]:
-    from xlt.workflow.runsummary import _clock, jobs_run, machine, run_log
+def title(target: str) -> str:
+    """`<paper>_table14` -> `<paper> Table 14`."""
+    paper, table = target.split("_", 1)
+    return f"{paper} {table.replace('table', 'Table ', 1)}"
 
+
+def lines(cfg: dict, target: str, since: float, rc: int, workdir: str | Path = ".") -> list[str]:
     log = run_log(since, workdir)
     text = log.read_text(encoding="utf-8", errors="replace") if log else ""
     done, planned = jobs_run(text)
@@ -42,12 +44,12 @@ def lines(cfg: dict, since: float, rc: int, workdir: str | Path = ".") -> list[s
     jobs_text = f"{done} of {planned} jobs done" if planned else ("no job to run (all made before)" if rc == 0 else "no job run")
     timing = (f"make first: {_clock(time.time() - since)} elapsed, {jobs_text}, on {mach['threads']} threads"
               f"{' of ' + mach['cpu'] if mach['cpu'] else ''}; {time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime())} UTC")
-    files = table_files(cfg)
+    files = table_files(cfg, target)
     csv_file = Path(workdir, files["csv"])
     if rc != 0 or not csv_file.is_file():
         out = [timing, *(j.line() for j in (failed_jobs(log) if log else []))]
         return out + [RERUN.replace("the same command", "the same command (make first)")]
-    return ["", *compact(csv_file), "",
+    return ["", *compact(csv_file, title(target)), "",
             f"The whole table (every row and language of the paper, and its notes): {files['md']} (.csv, .tex, .html beside it).",
             "Ours: the tiny encoder this repository builds (the one `make tables` uses), fine-tuned on the "
             "synthetic world's English NER and scored on its nine languages; the paper's: mBERT on XTREME's real NER.",
@@ -56,12 +58,12 @@ def lines(cfg: dict, since: float, rc: int, workdir: str | Path = ".") -> list[s
             timing]
 
 
-def compact(csv_file: Path) -> list[str]:
+def compact(csv_file: Path, name: str) -> list[str]:
     """The cells with ours, one line per language: the paper's value, ours mean ± std over the
     seeds (†k: k seeds collapsed or did not learn), Δ."""
     with open(csv_file, newline="", encoding="utf-8") as f:
         rows = [r for r in csv.DictReader(f) if r["ours_mean"]]
-    out = [f"{TITLE}: the paper's mBERT beside ours (F1)", "",
+    out = [f"{name}: the paper's mBERT beside ours (F1)", "",
            "| language | paper | ours (mean ± std over seeds) | Δ |", "|---|---|---|---|"]
     for r in rows:
         n, bad = int(float(r["n_seeds"] or 0)), int(float(r["n_collapsed"] or 0))
@@ -75,12 +77,11 @@ def compact(csv_file: Path) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    from xlt.workflow.config import load_configs
-    from xlt.workflow.runsummary import end_of_run_parser
-
-    a = end_of_run_parser("python -m xlt.workflow.first", __doc__).parse_args(argv)
+    ap = end_of_run_parser("python -m xlt.workflow.first", __doc__)
+    ap.add_argument("--target", required=True, help="the table's Snakemake target (the Makefile's FIRST_TARGET)")
+    a = ap.parse_args(argv)
     try:
-        out = lines(load_configs(a.configfiles), a.since, a.rc)
+        out = lines(load_configs(a.configfiles), a.target, a.since, a.rc)
     except XltError as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(1)

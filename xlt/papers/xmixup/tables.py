@@ -84,12 +84,12 @@ def _shown(value) -> str:
 
 
 # why the zero-shot row can sit at chance on the tiny world where its profile's head is one linear
-# layer on [CLS] (benchmarks/tiny_baselines.py measured the settings over five seeds)
+# layer on [CLS] (xlt/papers/benchmarks/tiny_baselines.py measured the settings over five seeds)
 ZERO_SHOT_LINEAR_HEAD = ("Zero-shot marked †: its profile's head is one linear layer on [CLS] (its authors' classifier). "
                          "The tiny encoder learned no sentence-level objective (MLM only), so its [CLS] state starts "
                          "uninformative; at a step of 1e-3 two of five English seeds stayed at chance (one with Adam's β2 "
                          "at 0.999 or the head's dropout at 0.1 too), at 5e-4 (the tiny preset's XNLI step) none did. "
-                         "Measured on English dev by benchmarks/tiny_baselines.py (benchmarks/tiny_baselines.json).")
+                         "Measured on English dev by xlt/papers/benchmarks/tiny_baselines.py (xlt/papers/benchmarks/tiny_baselines.json).")
 
 
 MIXUP_COLLAPSE = ("X-Mixup marked †: its consistency terms (MSE of the pooled last layers, KL of the two sides' "

@@ -13,10 +13,10 @@ It reads a `make tables` (or any) results folder's prepared data and tiny encode
 writes nothing there; runs go to a temporary folder. Rows are merged into the JSON by
 (family, trial, seed), so trials add up over several calls:
 
-    python benchmarks/tiny_baselines.py --family underspec-xnli-en --seeds 1 2 3 4 5 \
-        --trial preset --json benchmarks/tiny_baselines.json
-    python benchmarks/tiny_baselines.py --family underspec-xnli-en --seeds 1 2 3 4 5 \
-        --trial beta2-0.999 --set adam_betas=[0.9,0.999] --json benchmarks/tiny_baselines.json
+    python xlt/papers/benchmarks/tiny_baselines.py --family underspec-xnli-en --seeds 1 2 3 4 5 \
+        --trial preset --json xlt/papers/benchmarks/tiny_baselines.json
+    python xlt/papers/benchmarks/tiny_baselines.py --family underspec-xnli-en --seeds 1 2 3 4 5 \
+        --trial beta2-0.999 --set adam_betas=[0.9,0.999] --json xlt/papers/benchmarks/tiny_baselines.json
 
 `--list` prints the families. `make bench-baselines` reruns every trial recorded in the
 committed JSON (benchmarks/README.md, "Tiny baselines").
@@ -36,7 +36,7 @@ from pathlib import Path
 
 import yaml
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[3]
 
 # family -> (dataset folder under results/data, recipe as the tiny DAG names it): the baseline
 # rows of the papers' tables (zero-shot θ_src / adjust's Original, dlfa's baseline, crossmulti's
