@@ -59,7 +59,7 @@ def test_the_papers_blocks_and_profiles_come_from_their_folders():
     # the tiny preset's values of a paper are its presets/tiny.yaml, over its defaults
     assert tiny["papers"]["crossmulti"]["encoder"] == "tiny" and full["papers"]["crossmulti"]["encoder"] == "mbert"
     assert tiny["papers"]["crossmulti"]["metric"] == full["papers"]["crossmulti"]["metric"]  # not set by the preset: kept
-    assert F.PRESET_KEY not in tiny and F.presets() == ["first", "tiny"]  # make first's, make tables'
+    assert F.PRESET_KEY not in tiny and F.presets() == ["claims", "first", "tiny"]  # make claims-seeds', make first's, make tables'
 
 
 def test_a_key_of_config_yaml_overrides_the_papers_default_and_the_preset_overrides_both(user_config, tmp_path):
@@ -135,7 +135,7 @@ def test_an_edited_config_yaml_overrides_a_papers_name(papers_copy, monkeypatch)
 def test_an_unknown_paper_preset_names_the_file_and_the_presets(tmp_path):
     preset = tmp_path / "mine.yaml"
     preset.write_text("paper_preset: tiy\n")
-    with pytest.raises(XltError, match=r"mine.yaml: config key paper_preset: 'tiy' is no paper's preset .*; allowed: first, tiny"):
+    with pytest.raises(XltError, match=r"mine.yaml: config key paper_preset: 'tiy' is no paper's preset .*; allowed: claims, first, tiny"):
         C.load_configs([preset])
 
 
