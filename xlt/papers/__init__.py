@@ -293,9 +293,10 @@ def paper_order(item_id: str) -> tuple:
 
 
 def item_targets(slug: str) -> list[str]:
-    """The ids of a paper's tables and figures, in paper order: `<slug>_<id>` is each one's target."""
+    """The ids of a paper's tables and figures, in paper order (its tables first, named ones too):
+    `<slug>_<id>` is each one's target."""
     paper = get_paper(slug)
-    return sorted([t.id for t in paper.tables] + [f.id for f in paper.figures], key=paper_order)
+    return sorted([t.id for t in paper.tables], key=paper_order) + sorted([f.id for f in paper.figures], key=paper_order)
 
 
 def target_names() -> list[str]:
