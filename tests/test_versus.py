@@ -243,3 +243,18 @@ def test_the_figure_plots_each_rows_gain_with_its_interval():
     g = gains(table, spec).set_index("row")
     assert "baseline" not in g.index and g.loc["adjusted", "delta"] == pytest.approx(5.0)
     assert g.loc["da+fa+dlfa", "ci_high"] < 0
+
+
+def test_the_figure_is_drawn_with_a_reason_for_rows_without_a_result(tmp_path):
+    from xlt.papers.versus.figures import draw
+
+    rows = ROWS + ["dlfa+xmixup"]
+    spec = _spec(rows, tasks=("xnli", "ner"))
+    spec["why_not"]["dlfa+xmixup"] = {"xnli": "not expressible: one extra tag", "ner": "not expressible: one extra tag"}
+    scores = pd.concat([_scores(VALUES), _scores(VALUES).assign(task="ner")])
+    table = tables.methods_long(spec, scores, pd.DataFrame(columns=["task", "row", "train_seconds"]), {})
+    table.to_csv(tmp_path / "methods.csv", index=False, float_format="%.4f")
+    draw(spec, [str(tmp_path / "methods.csv")], str(tmp_path), "fig1")  # the layout checked (tests/conftest.py)
+    plotted = pd.read_csv(tmp_path / "fig1.csv")
+    assert set(plotted["row"]) == set(ROWS) - {"baseline"} and set(plotted["task"]) == {"xnli", "ner"}
+    assert (tmp_path / "fig1.png").stat().st_size > 0 and (tmp_path / "fig1.pdf").is_file()

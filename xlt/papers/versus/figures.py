@@ -42,7 +42,9 @@ def draw(spec: dict, inputs: list[str], out_dir: str, figure: str) -> None:
     for ax, task in zip(axes[0], tasks):
         d = data[data["task"] == task].set_index("row")
         for y, row in enumerate(rows):
-            if row not in d.index:
+            if row not in d.index:  # its reason, short, where its point would be (the table has it in full)
+                why = (spec.get("why_not", {}).get(row, {}).get(task) or "no result").split(":")[0]
+                ax.text(0.02, y, why, transform=ax.get_yaxis_transform(), va="center", fontsize=7, color="gray")
                 continue
             r = d.loc[row]
             lo = r["delta"] - r["ci_low"] if pd.notna(r["ci_low"]) else 0
@@ -52,7 +54,7 @@ def draw(spec: dict, inputs: list[str], out_dir: str, figure: str) -> None:
         ax.set_title(TASK_LABELS.get(task, task))
         ax.set_xlabel("Δ vs baseline (points)")
     axes[0][0].set_yticks(range(len(rows)), [spec["labels"][r] for r in rows], fontsize=8)
-    axes[0][0].invert_yaxis()
+    axes[0][0].set_ylim(len(rows) - 0.5, -0.5)  # the first row on top, half a row of margin at each end
     fig.tight_layout()
     save_figure(fig, f"{out_dir}/{figure}", data)
     plt.close(fig)

@@ -257,7 +257,7 @@ def render_methods(table: pd.DataFrame, spec: dict) -> tuple[str, str]:
     md = ["## Methods side by side on one encoder", "",
           f"Encoder {spec['encoder']}; fine-tuning profile `{spec['hparams']}` for every row; seeds "
           f"{', '.join(map(str, spec['seeds']))}. Each cell: mean ± std over seeds of the test score "
-          "(×100); avg: the mean over the target languages of each seed, then mean ± std; Δ: avg − the "
+          "(%); avg: the mean over the target languages of each seed, then mean ± std; Δ: avg − the "
           "baseline's, paired by seed, [95 % interval], p: paired t-test (scipy); vs parts: the same against each "
           "component alone; cost: training time recorded by the row's models and adapted encoders, all seeds.", ""]
     tex = []
