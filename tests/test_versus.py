@@ -95,29 +95,39 @@ def test_the_comparison_is_not_part_of_all_tables(tiny, full):
     assert len(plan.methods_inputs(tiny)) < len(plan.methods_inputs(full))
 
 
-def test_a_trained_model_records_the_composed_extras_aux_tasks_and_init(tiny, tiny_encoder, toy_data, tmp_path):
-    """The da+fa+dlfa row's recipe, resolved as the finetune rule resolves it, trained for one
-    epoch on the toy data (marc for the task, pos for the auxiliary tagging task) from an encoder
-    directory named as the row's init: the saved model's config carries all three methods."""
+@pytest.mark.parametrize("row", ["da+fa+dlfa", "adjusted+xmixup"])
+def test_a_trained_model_records_the_composed_extras_aux_tasks_and_init(tiny, tiny_encoder, toy_data, tmp_path, row):
+    """A combination's XNLI recipe, resolved as the finetune rule resolves it (xlt.papers.hparams,
+    xlt.dag.targets.aux_streams), trained for one epoch by the finetune stage from an encoder
+    directory named as the row's init, on the toy data: marc for the task (with each review as its
+    own English side for X-Mixup), pos for the auxiliary tagging task. The saved model's recorded
+    config carries every method of the row."""
     from xlt.engine.model import load_model
-    from xlt.io import read_json
+    from xlt.io import read_json, write_jsonl
     from xlt.stages.finetune import finetune
 
     cfg = copy.deepcopy(tiny)
     cfg["papers"]["versus"]["dlfa_layer"]["xnli"] = 1  # the test encoder has 2 layers
-    (m,) = plan.models(cfg, "da+fa+dlfa", "xnli", 1)
+    m = plan.models(cfg, row, "xnli", 1)[0]
     hp = {**P.hparams(cfg, m.recipe, "marc"), "epochs": 1, "max_train_examples": 32, "progress": False}
     aux = [{**a, "data": str(toy_data / "pos")} for a in T.aux_streams(cfg, m.recipe, m.dataset) if a["task"] == "pos"]
-    assert aux, "the FA set gives XNLI a tagging auxiliary task"
+    data = toy_data / "marc"
+    if "xmixup" in row:  # X-Mixup's records carry their English side
+        data = tmp_path / "marc"
+        for split in ("train", "dev"):
+            records = [json.loads(line) for line in (toy_data / "marc" / "en" / f"{split}.jsonl").read_text().splitlines()]
+            write_jsonl(data / "en" / f"{split}.jsonl", [{**r, "source": {"text": r["text"]}} for r in records])
     encoder = tmp_path / "encoders" / "tiny" / m.init
     encoder.parent.mkdir(parents=True)
     encoder.symlink_to(tiny_encoder, target_is_directory=True)
     out = tmp_path / "model"
-    finetune("marc", str(encoder), None, str(toy_data / "marc"), ["en"], hp, 1, str(out), str(tmp_path / "ck"), aux=aux)
+    finetune("marc", str(encoder), None, str(data), ["en"], hp, 1, str(out), str(tmp_path / "ck"), aux=aux)
     meta = read_json(out / "xlt_model.json")
-    assert tables.recorded_methods(meta) == frozenset({"da", "fa", "dlfa"})
-    assert meta["spec"]["extras"][0] == {"name": "dlfa", "layer": 1}
-    assert meta["spec"]["aux_tasks"] == ["pos"]
+    assert tables.recorded_methods(meta) == frozenset(plan.methods_of(row))
+    assert meta["train_config"]["encoder"] == str(encoder)
+    if "fa" in plan.methods_of(row):
+        assert aux and meta["spec"]["aux_tasks"] == ["pos"]
+    assert [e["name"] for e in meta["spec"]["extras"]] == [e["name"] for e in hp["extras"]]
     assert load_model(out)[2]["spec"] == meta["spec"]  # rebuilt exactly as recorded
 
 
