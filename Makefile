@@ -97,7 +97,8 @@ compare: install  ## the methods side by side on one encoder, and whether they s
 	OMP_WAIT_POLICY=$${OMP_WAIT_POLICY:-PASSIVE} $(ZYGOTE) $(VENV)/bin/snakemake --cores $(CORES) --keep-going $(COMPARE_TARGET) \
 	  --configfile $(PRESET) || rc=$$?; \
 	echo "make compare: $$(( $$(date +%s) - start )) s elapsed, rc $$rc"; \
-	if [ $$rc = 0 ]; then find results/tables/$(COMPARE_TARGET:_all=) results/figures/$(COMPARE_TARGET:_all=) -type f | sort | sed 's/^/  /'; fi; exit $$rc
+	if [ $$rc = 0 ]; then cat results/tables/$(COMPARE_TARGET:_all=)/verdicts.md; \
+	  find results/tables/$(COMPARE_TARGET:_all=) results/figures/$(COMPARE_TARGET:_all=) -type f | sort | sed 's/^/  /'; fi; exit $$rc
 
 # Its full-scale bill (config.yaml): results/bill-compare.{md,json}; README's bill block stays all_tables'.
 .PHONY: compare compare-bill
