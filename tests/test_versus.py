@@ -201,6 +201,10 @@ def test_verdicts_stacks_worse_and_no_better_than_the_best_part(tmp_path):
     v = _decided(noisy)
     assert v.loc["adjusted+dlfa", "verdict"] == "no better than the best part"
     assert v.loc["adjusted+dlfa", "seeds_to_decide"].isdigit() or v.loc["adjusted+dlfa", "seeds_to_decide"].startswith("more than")
+    # two seeds that differ from the best part by the same amount: no spread, no verdict yet
+    two = _decided({k: v[:2] for k, v in {**VALUES, "adjusted+dlfa": [57, 59, 0]}.items()})
+    assert two.loc["adjusted+dlfa", "verdict"] == "no better than the best part"
+    assert two.loc["adjusted+dlfa", "seeds_to_decide"].startswith("at least 3")
     # decided on the CSV the methods table writes (per_seed read back)
     spec = _spec(ROWS)
     table = tables.methods_long(spec, _scores(VALUES), pd.DataFrame(columns=["task", "row", "train_seconds"]), {})

@@ -170,9 +170,12 @@ def compare(a: Sample, b: Sample) -> dict:
     d = difference(Sample(float(pd.Series(list(a.seeds.values())).mean()), a.std, a.n, a.seeds),
                    Sample(float(pd.Series(list(b.seeds.values())).mean()), b.std, b.n, b.seeds))
     p = paired_ttest([a.seeds[k] for k in common], [b.seeds[k] for k in common])["pvalue"] if len(common) >= 2 else math.nan
-    decided = side_of(d) != 0
-    need = "" if decided else ("at least 2 (no spread yet)" if math.isnan(d.low) else seeds_text(d.seeds_needed()))
-    return {"delta": d.value, "ci_low": d.low, "ci_high": d.high, "pvalue": p, "seeds_to_decide": need, "side": side_of(d)}
+    side = side_of(d)
+    if side and d.sd == 0 and d.n < 3:  # two seeds that differ by the same amount: an interval of width 0, no evidence
+        return {"delta": d.value, "ci_low": d.low, "ci_high": d.high, "pvalue": p, "side": 0,
+                "seeds_to_decide": "at least 3 (the seeds' differences are equal: no spread to judge)"}
+    need = "" if side else ("at least 2 (no spread yet)" if math.isnan(d.low) else seeds_text(d.seeds_needed()))
+    return {"delta": d.value, "ci_low": d.low, "ci_high": d.high, "pvalue": p, "seeds_to_decide": need, "side": side}
 
 
 def methods_long(spec: dict, scores: pd.DataFrame, costs: pd.DataFrame, extras: dict) -> pd.DataFrame:
@@ -247,9 +250,10 @@ def _cell(r) -> str:
 
 
 def _cost(seconds: float, device: str) -> str:
+    """The training loops' recorded seconds (each process's wall clock on the run's device)."""
     if pd.isna(seconds):
         return "–"
-    return f"{seconds / 3600:.2f} {device}-h" if seconds >= 3600 else f"{seconds:.0f} {device}-s"
+    return f"{seconds / 3600:.2f} h ({device})" if seconds >= 3600 else f"{seconds:.0f} s ({device})"
 
 
 def render_methods(table: pd.DataFrame, spec: dict) -> tuple[str, str]:
@@ -259,7 +263,8 @@ def render_methods(table: pd.DataFrame, spec: dict) -> tuple[str, str]:
           f"{', '.join(map(str, spec['seeds']))}. Each cell: mean ± std over seeds of the test score "
           "(%); avg: the mean over the target languages of each seed, then mean ± std; Δ: avg − the "
           "baseline's, paired by seed, [95 % interval], p: paired t-test (scipy); vs parts: the same against each "
-          "component alone; cost: training time recorded by the row's models and adapted encoders, all seeds.", ""]
+          "component alone; cost: the training seconds (wall clock of each training process) recorded by the row's "
+          "models and adapted encoders, all seeds.", ""]
     tex = []
     reasons = []
     for task in spec["tasks"]:
