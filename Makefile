@@ -99,6 +99,26 @@ claims-seeds: install  ## results/claims.md on more seeds where the comparison i
 	  --configfile $(PRESET) $(CLAIMS_PRESET) || rc=$$?; \
 	echo "make claims-seeds: $$(( $$(date +%s) - start )) s, exit $$rc; the page: results/claims.md"; exit $$rc
 
+# The methods of the five papers side by side on one encoder, and whether they stack (issue 55;
+# xlt/papers/<its folder>/README.md): its table (md, csv, tex), verdicts and figure on PRESET, by
+# its own Snakemake target, which `make tables` does not include (its budget is spent). It reuses
+# the world, the tiny encoder and the alignment stage of `make tables` where they are made.
+COMPARE_TARGET := versus_all
+compare: install  ## the methods side by side on one encoder, and whether they stack: results/tables/versus/ (not part of `make tables`)
+	@$(PY) -m xlt.workflow.config $(PRESET)
+	@start=$$(date +%s); rc=0; \
+	echo "OMP_WAIT_POLICY=$${OMP_WAIT_POLICY:-PASSIVE} $(ZYGOTE) $(VENV)/bin/snakemake --cores $(CORES) --keep-going $(COMPARE_TARGET) --configfile $(PRESET)"; \
+	OMP_WAIT_POLICY=$${OMP_WAIT_POLICY:-PASSIVE} $(ZYGOTE) $(VENV)/bin/snakemake --cores $(CORES) --keep-going $(COMPARE_TARGET) \
+	  --configfile $(PRESET) || rc=$$?; \
+	echo "make compare: $$(( $$(date +%s) - start )) s elapsed, rc $$rc"; \
+	if [ $$rc = 0 ]; then cat results/tables/$(COMPARE_TARGET:_all=)/verdicts.md; \
+	  find results/tables/$(COMPARE_TARGET:_all=) results/figures/$(COMPARE_TARGET:_all=) -type f | sort | sed 's/^/  /'; fi; exit $$rc
+
+# Its full-scale bill (config.yaml): results/bill-compare.{md,json}; README's bill block stays all_tables'.
+.PHONY: compare compare-bill
+compare-bill: install  ## the full-scale bill of `make compare`'s target in GPU-hours: results/bill-compare.md
+	$(PY) benchmarks/full_scale_bill.py --target $(COMPARE_TARGET) --out results/bill-compare
+
 # Snakemake's own report of what `make tables` made (it runs what is missing first).
 report: tables  ## report.html: every table and figure with its caption (runs what is missing first)
 	$(VENV)/bin/snakemake --report report.html all_tables --configfile $(PRESET)

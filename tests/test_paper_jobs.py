@@ -163,7 +163,8 @@ def declared() -> dict[str, dict]:
 
 def test_every_declared_job_reads_its_options():
     jobs = declared()
-    assert set(jobs) == set(PAPERS)
+    # every paper with rules of its own declares what they run (versus has none: the generic rules train it)
+    assert set(jobs) == {slug for slug in PAPERS if (REPO / "rules" / f"{slug}.smk").is_file()}
     for slug, named in jobs.items():
         assert named, slug
         for name, fn in named.items():

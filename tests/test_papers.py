@@ -101,6 +101,9 @@ def test_index_links_every_table_and_figure_beside_its_caption():
     md = index_markdown(P.tables_and_figures(cfg), P.index_file(cfg))
     assert "## crossmulti: Enhancing Cross-Lingual Training with Knowledge Learned from Multi-Lingual Training" in md
     for slug, paper in P.PAPERS.items():
+        if paper.standalone:  # a study beside the papers: made by its own target, not listed by make tables' index
+            assert f"[{slug}/" not in md
+            continue
         for table in paper.tables:
             assert f"- [{slug}/{table.id}.md]({slug}/{table.id}.md) ([csv]({slug}/{table.id}.csv), [tex]({slug}/{table.id}.tex), [html]({slug}/{table.id}.html)): {P.caption(slug, table.id)}" in md
     for fig in P.figure_names(cfg, "underspec"):

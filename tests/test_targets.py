@@ -81,7 +81,7 @@ def test_task_languages():
     assert ner[:4] == ["en", "de", "es", "fr"] and len(ner) == 40 and {"ar", "hi", "ru", "vi", "zh"} <= set(ner)
     assert T.task_languages(cfg, "pos.es_ancora") == ["en", "de", "es", "fr"]
     assert T.task_languages(cfg, "pos") == ["en", "ar", "de", "es", "fr", "hi", "ru", "vi", "zh"]
-    del cfg["papers"]["underspec"], cfg["papers"]["dlfa"], cfg["papers"]["adjust"]
+    del cfg["papers"]["underspec"], cfg["papers"]["dlfa"], cfg["papers"]["adjust"], cfg["papers"]["versus"]
     cfg["papers"]["xmixup"]["tasks"].remove("qa")
     assert T.task_languages(cfg, "ner") == ["en", "de", "es", "fr"]
     with pytest.raises(XltError, match="no configured paper uses task 'qa'"):
@@ -129,7 +129,7 @@ def test_download_plan_of_the_default_config():
     plan = T.download_plan(cfg)
     assert set(plan) == NEEDED
     assert plan["wikimatrix"] == cfg["align"]["pairs"]  # the alignment stage's bitext: prefetched too
-    no_adjust = {**cfg, "papers": {k: v for k, v in cfg["papers"].items() if k != "adjust"}}
+    no_adjust = {**cfg, "papers": {k: v for k, v in cfg["papers"].items() if k not in ("adjust", "versus")}}
     assert "wikimatrix" not in T.download_plan(no_adjust)  # no configured paper reads aligned pairs
     assert plan["ud-2.7"] == ["en", "de", "es", "fr", "ar", "hi", "ru", "vi", "zh"]  # extracted languages
     assert len(plan["ud-2.5"]) == 33 and len(plan["wikiann"]) == 40 and len(plan["xnli"]) == 15

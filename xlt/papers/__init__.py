@@ -51,7 +51,7 @@ def _registered(namespace: dict) -> dict[str, Paper]:
 
 # The registry: every paper's plugin (xlt/papers/<slug>/), in the order the targets, the tables'
 # index and the report list them. A paper joins by its name on this line and nowhere else.
-from xlt.papers import crossmulti, dlfa, adjust, underspec, xmixup  # noqa: E402, I001
+from xlt.papers import crossmulti, dlfa, adjust, underspec, xmixup, versus  # noqa: E402, I001
 
 PAPERS: dict[str, Paper] = _registered(globals())
 # what the papers add to the path grammar: their encoder inits and aux-set kinds
@@ -230,14 +230,19 @@ def configured(cfg: dict) -> list[str]:
     return [slug for slug in PAPERS if slug in cfg["papers"]]
 
 
+def in_all_tables(cfg: dict) -> list[str]:
+    """The configured papers that `all_tables` makes: all but the standalone studies (Paper.standalone)."""
+    return [slug for slug in configured(cfg) if not PAPERS[slug].standalone]
+
+
 def tables_and_figures(cfg: dict) -> list[str]:
-    """Every table and figure of the configured papers."""
-    return [f for slug in configured(cfg) for f in paper_tables(cfg, slug) + paper_figures(cfg, slug)]
+    """Every table and figure of the configured papers (not of a standalone study: its own targets)."""
+    return [f for slug in in_all_tables(cfg) for f in paper_tables(cfg, slug) + paper_figures(cfg, slug)]
 
 
 def index_figure_notes(cfg: dict) -> dict[str, list[list]]:
     """paper -> [[note, [figure ids]]]: the fidelity ledger's notes on the figures the index lists."""
-    return {slug: notes for slug in configured(cfg) if (notes := fidelity.figure_notes(cfg, slug, figure_names(cfg, slug)))}
+    return {slug: notes for slug in in_all_tables(cfg) if (notes := fidelity.figure_notes(cfg, slug, figure_names(cfg, slug)))}
 
 
 def index_items(cfg: dict) -> list[str]:
@@ -258,7 +263,7 @@ T.EXTRA_DOWNLOADS.append(lambda cfg: bitext_sources(cfg) if reads_alignment(cfg)
 def published_only(cfg: dict) -> list[str]:
     """The files of the tables that show the paper's numbers only under this config: nothing
     computes ours (the table reads no input; its note says why)."""
-    return [f for slug in configured(cfg) for t in get_paper(slug).tables if not t.inputs(cfg)
+    return [f for slug in in_all_tables(cfg) for t in get_paper(slug).tables if not t.inputs(cfg)
             for f in table_files(cfg, slug, t.id)]
 
 
@@ -288,9 +293,10 @@ def paper_order(item_id: str) -> tuple:
 
 
 def item_targets(slug: str) -> list[str]:
-    """The ids of a paper's tables and figures, in paper order: `<slug>_<id>` is each one's target."""
+    """The ids of a paper's tables and figures, in paper order (its tables first, named ones too):
+    `<slug>_<id>` is each one's target."""
     paper = get_paper(slug)
-    return sorted([t.id for t in paper.tables] + [f.id for f in paper.figures], key=paper_order)
+    return sorted([t.id for t in paper.tables], key=paper_order) + sorted([f.id for f in paper.figures], key=paper_order)
 
 
 def target_names() -> list[str]:
@@ -348,7 +354,7 @@ def load_claims(slug: str):
 
 def claim_papers(cfg: dict) -> list[str]:
     """The configured papers that declare claims."""
-    return [slug for slug in configured(cfg) if PAPERS[slug].claims]
+    return [slug for slug in in_all_tables(cfg) if PAPERS[slug].claims]
 
 
 def claims_inputs(cfg: dict, slug: str) -> list[str]:

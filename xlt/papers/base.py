@@ -147,3 +147,7 @@ class Paper:
     # its rules run as `paper_job.py <slug> <job> --option …`, each option read from the function's
     # signature (xlt.papers.job_cli). A module name: imported by that script alone (jobs load torch)
     jobs: str | None = None
+    # True: a study beside the papers (e.g. the methods compared on one encoder), made by its own
+    # targets (`<slug>_<item>`, `<slug>_all`) alone: not in all_tables, the tables' index or the
+    # claims page, so that `make tables` runs exactly what it ran before the study was added
+    standalone: bool = False

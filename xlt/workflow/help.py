@@ -86,8 +86,9 @@ def paper_targets(published: set[str] = frozenset()) -> list[tuple[str, str]]:
     for slug in P.PAPERS:
         items = P.item_targets(slug)
         out.append((f"{slug}_all", f"every table and figure of {slug} ({P.title(slug)})"))
-        tables = [f"{slug}_{i}" + PUBLISHED_MARK * (f"{slug}_{i}" in published) for i in items if i.startswith("table")]
-        figures = [f"{slug}_{i}" for i in items if not i.startswith("table")]
+        table_ids = {t.id for t in P.PAPERS[slug].tables}
+        tables = [f"{slug}_{i}" + PUBLISHED_MARK * (f"{slug}_{i}" in published) for i in items if i in table_ids]
+        figures = [f"{slug}_{i}" for i in items if i not in table_ids]
         out += [("", f"{kind}: {' '.join(names)}") for kind, names in (("tables", tables), ("figures", figures)) if names]
         if P.PAPERS[slug].claims:
             out.append((f"{slug}_claims", f"which of {slug}'s findings hold (results/claims/{slug}.md)"))

@@ -71,7 +71,7 @@ def _title(paper: str) -> str:
     if paper in P.PAPERS:
         return P.title(paper)
     if paper in TITLES:
-        readers = [slug for slug, p in P.PAPERS.items() if p.reads_alignment]
+        readers = [slug for slug, p in P.PAPERS.items() if p.reads_alignment and not p.standalone]  # the papers of the index
         return TITLES[paper].format(readers=f"the {' and '.join(readers)} paper{'s' * (len(readers) > 1)}")
     return paper_title(paper)
 

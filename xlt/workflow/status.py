@@ -83,6 +83,12 @@ def paper_status(slug: str, tiny: dict, full: dict) -> dict[str, list[str]]:
     }
 
 
+def tiny_made(slug: str, items: list[str]) -> str:
+    """The tiny column of a paper: its items, and for a standalone study (Paper.standalone) that its
+    own target makes them, not `make tables`."""
+    return describe(items) + (f" (its own target `{slug}_all`, not in `make tables`)" if P.PAPERS[slug].standalone else "")
+
+
 def status_table() -> str:
     """The Markdown table of every registered paper, in registry order."""
     tiny, full = load_configs([TINY]), load_configs([])
@@ -90,7 +96,7 @@ def status_table() -> str:
             "|---|---|---|---|---|"]
     for slug in P.PAPERS:
         st = paper_status(slug, tiny, full)
-        rows.append(f"| `{slug}` | {P.title(slug)} | {describe(st['tiny'])} | {describe(st['full_only'])} "
+        rows.append(f"| `{slug}` | {P.title(slug)} | {tiny_made(slug, st['tiny'])} | {describe(st['full_only'])} "
                     f"| {describe(st['published_only'])} |")
     return "\n".join(rows)
 
@@ -120,7 +126,7 @@ def papers_table(page: Path = REPO / "docs" / "papers.md") -> str:
             _link(preset, page) + ": " + ", ".join([f"`{k}`" for k in (trim.get("papers") or {}).get(slug, {})]
                                                    + [f"`{k}`" for k in declared(trim)]))
         rows.append(f"| `{slug}`: {P.title(slug)} | {_link(REPO / 'xlt' / 'papers' / slug / 'README.md', page)} "
-                    f"| {settings} | {trimmed} | {describe(st['tiny'])} | {describe(st['full_only'])} "
+                    f"| {settings} | {trimmed} | {tiny_made(slug, st['tiny'])} | {describe(st['full_only'])} "
                     f"| {describe(st['published_only'])} |")
     return "\n".join(rows)
 
