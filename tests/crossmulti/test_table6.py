@@ -41,12 +41,13 @@ def _weights(model_dir):
 def test_fa_with_zero_weight_is_plain_finetuning(tiny_encoder, toy_data, tmp_path):
     """Through xlt.stages.finetune (what the finetune rule runs): a zero-weight auxiliary stream."""
     from xlt.stages.finetune import finetune
+    from xlt.stages.finetune_job import FinetuneJob
 
     hp = {"lr": 1e-3, "epochs": 2, "batch_size": 8, "max_length": 32, "stride": 8, "progress": False}
-    args = ("pos", str(tiny_encoder), None, str(toy_data / "pos"), ["en"], hp, 3)
-    finetune(*args, str(tmp_path / "plain"), str(tmp_path / "c1"))
-    finetune(*args, str(tmp_path / "zero"), str(tmp_path / "c2"), aux=[{"task": "marc", "data": str(toy_data / "marc"), "weight": 0.0}])
-    finetune(*args, str(tmp_path / "half"), str(tmp_path / "c3"), aux=[{"task": "marc", "data": str(toy_data / "marc"), "weight": 0.5}])
+    args = ("pos", str(tiny_encoder), str(toy_data / "pos"), ["en"], hp, 3)
+    finetune(FinetuneJob.of_seed(*args, tmp_path / "plain", tmp_path / "c1"))
+    finetune(FinetuneJob.of_seed(*args, tmp_path / "zero", tmp_path / "c2", aux=[{"task": "marc", "data": str(toy_data / "marc"), "weight": 0.0}]))
+    finetune(FinetuneJob.of_seed(*args, tmp_path / "half", tmp_path / "c3", aux=[{"task": "marc", "data": str(toy_data / "marc"), "weight": 0.5}]))
     wp, wz, wh = (_weights(tmp_path / n) for n in ("plain", "zero", "half"))
     assert all(torch.equal(wp[k], wz[k]) for k in wp)
     assert {k for k in set(wz) - set(wp)} and all(k.startswith("heads.marc.") for k in set(wz) - set(wp))

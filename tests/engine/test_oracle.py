@@ -41,11 +41,12 @@ def test_oracle_leaves_the_model_as_it_was(tiny_encoder, toy_data, tmp_path):
     oracle.json holds per language the test score of its own best-dev epoch, and for the
     training language, whose dev the model's own selection reads, the selected epoch."""
     from xlt.stages.finetune import finetune
+    from xlt.stages.finetune_job import FinetuneJob
 
     hp = {"lr": 1e-3, "epochs": 2, "batch_size": 8, "max_length": 32, "stride": 8, "progress": False}
-    args = ("pos", str(tiny_encoder), None, str(toy_data / "pos"), ["en"], hp, 3)
-    finetune(*args, str(tmp_path / "plain"), str(tmp_path / "c1"))
-    finetune(*args, str(tmp_path / "oracle"), str(tmp_path / "c2"), oracle_langs=["en", "de"])
+    args = ("pos", str(tiny_encoder), str(toy_data / "pos"), ["en"], hp, 3)
+    finetune(FinetuneJob.of_seed(*args, tmp_path / "plain", tmp_path / "c1"))
+    finetune(FinetuneJob.of_seed(*args, tmp_path / "oracle", tmp_path / "c2", oracle_langs=["en", "de"]))
     plain, oracle = ({**load_file(tmp_path / n / "encoder" / "model.safetensors"), **load_file(tmp_path / n / "modules.safetensors")}
                      for n in ("plain", "oracle"))
     assert all(torch.equal(plain[k], oracle[k]) for k in plain)
