@@ -13,7 +13,7 @@ for _rule in PACKS.finetune_rules(config, set(REMOVED)):
         input:
             data=f"{RESULTS}/data/{{task}}",
             encoder=lambda w: T.encoder_inputs(config, w.encoder, w.init),
-            aux=lambda w: T.aux_inputs(config, w.recipe, w.task, w.encoder, w.init),
+            aux=lambda w: P.aux_inputs(config, w.recipe, w.task, w.encoder, w.init),
         output:
             [
                 temp(directory(path)) if _rule.temp else directory(path)

@@ -286,7 +286,7 @@ def test_dev_languages_pick_the_dev_sets_model_selection_reads(monkeypatch, tmp_
 def test_dlfa_table6_similarity_carries_its_models_collapse(tmp_path):
     """A similarity is of fine-tuned models: a seed whose model collapsed is marked there too."""
     from tests.test_dlfa_tables import BONUS, LANGS, _evals, _spec
-    from xlt.papers import make_table
+    from xlt.workflow.paper_outputs import make_table
 
     spec = _spec()
     inputs = _evals(tmp_path, spec)

@@ -9,7 +9,8 @@ import torch
 from safetensors.torch import load_file
 
 from xlt.errors import XltError
-from xlt.dag.targets import Recipe, aux_streams
+from xlt.dag.targets import Recipe
+from xlt.workflow.paper_targets import aux_streams
 
 CFG = {"results": "results", "aux_sets": {"fa": {"weight": 0.5, "tasks": {"ner": ["pos.es_ancora", "pawsx"]}}}}
 
@@ -57,7 +58,7 @@ def test_fa_with_zero_weight_is_plain_finetuning(tiny_encoder, toy_data, tmp_pat
 
 
 def test_table6_models_and_table(tmp_path):
-    from xlt.papers import make_table
+    from xlt.workflow.paper_outputs import make_table
     from xlt.papers.crossmulti.plan import table6_inputs, table6_models
 
     cfg = {"results": "results", "aux_sets": CFG["aux_sets"], "language_sets": {"crossmulti": ["en", "de", "es", "fr"]},

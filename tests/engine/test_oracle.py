@@ -11,7 +11,7 @@ import torch
 from safetensors.torch import load_file
 
 from xlt.engine.recipes.finetune import oracle_step
-from xlt.papers import make_table
+from xlt.workflow.paper_outputs import make_table
 
 
 def test_oracle_keeps_each_languages_best_dev_epoch_and_scores_test_only_then():
@@ -88,7 +88,7 @@ def test_only_the_models_of_tables_that_show_the_oracle_ask_for_it():
     """The finetune rule's --oracle-langs (xlt.papers.oracle_languages): Table 2's and Table II's
     models with their languages; any other model none, so it is trained as before."""
     from tests.test_config import base
-    from xlt import papers as P
+    from xlt.workflow import paper_targets as P
 
     cfg = base()
     assert P.oracle_languages(cfg, "results/models/mbert/pretrained/ner/en.crossmulti/seed2") == ["en", "de", "es", "fr"]

@@ -23,7 +23,7 @@ class FinetuneJob:
     encoder: str  # Hub id or local directory of the initial encoder
     data: str  # the task's normalised data folder: <data>/<lang>/<split>.jsonl
     train_langs: list[str]  # the recipe's training languages
-    # the recipe's hparams profile, resolved (xlt.papers.hparams): TrainConfig fields but task,
+    # the recipe's hparams profile, resolved (xlt.workflow.paper_targets.hparams): TrainConfig fields but task,
     # encoder, its revision and seed, which the job sets
     hparams: dict
     seeds: list[int]  # several: a pack (xlt.engine.packed), one model per seed

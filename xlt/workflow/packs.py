@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from xlt import papers as P
+from xlt.workflow import paper_targets as P
 from xlt.dag import resources as R
 from xlt.dag import targets as T
 from xlt.errors import XltError
@@ -208,7 +208,7 @@ def finetune_job(cfg: dict, wildcards, outputs: list[str]) -> FinetuneJob:
         seeds=seeds,
         outs=outs,
         checkpoint_dirs=[o.replace(f"{results}/models/", f"{results}/checkpoints/models/", 1) for o in outs],
-        aux=T.aux_streams(cfg, w.recipe, w.task, w.encoder, w.init),
+        aux=P.aux_streams(cfg, w.recipe, w.task, w.encoder, w.init),
         # target-dev (oracle) selection beside the model's own, where a paper's table shows it
         oracle_langs=[P.oracle_languages(cfg, o) for o in outs],
         pack_checkpoint_dir=f"{results}/checkpoints/models/{family}/{pack_stem(seeds)}" if packed else None,

@@ -40,13 +40,13 @@ VARIANTS = {
 def run(results: Path, seeds: list[int], variants: list[str], out: Path | None) -> dict:
     import torch
 
-    from xlt import papers as P
+    from xlt.dag import targets as T
     from xlt.workflow.config import load_configs
     from xlt.stages.finetune import finetune
     from xlt.stages.finetune_job import FinetuneJob
 
     cfg = load_configs([REPO / "presets/tiny.yaml"])
-    profile = P.hparams(cfg, "en.underspec", "xnli")
+    profile = T.hparams(cfg, "en.underspec", "xnli")  # no extra tag: the path grammar's own
     encoder, data = results / "encoders/tiny/pretrained", results / "data/xnli"
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
