@@ -155,42 +155,6 @@ def pack_stem(seeds) -> str:
     return "pack-seeds" + "-".join(map(str, seeds))
 
 
-MODEL_FAMILY = "{encoder}/{init}/{task}/{recipe}"  # a fine-tune's wildcards: results/models/<family>/seed<n>
-
-
-@dataclass(frozen=True)
-class FinetuneRule:
-    """One rule of fine-tune jobs, each declared by the one body of rules/finetune.smk: the
-    one-seed rule `finetune` (its seed a wildcard) or a pack's (`Pack`: its seeds fixed, its
-    families admitted by a look-ahead on `encoder`). Its jobs' settings: `finetune_job`."""
-    name: str
-    seeds: tuple[str, ...]  # the model directories' seed<n>: ("{seed}",), a wildcard, or a pack's seeds
-    stem: str  # its log's name beside the models' seed<n>
-    temp: bool  # its models are removed once evaluated (xlt.workflow.footprint)
-    pack: Pack | None = None
-
-    def model_dirs(self, results: str) -> list[str]:
-        return [f"{results}/models/{MODEL_FAMILY}/seed{seed}" for seed in self.seeds]
-
-    @property
-    def log(self) -> str:
-        return f"logs/models/{MODEL_FAMILY}/{self.stem}.log"
-
-    @property
-    def wildcard_constraints(self) -> dict[str, str]:
-        return {"encoder": self.pack.encoder_constraint()} if self.pack else {}
-
-    def resources(self, cfg: dict) -> dict:
-        return pack_resources(cfg, self.pack) if self.pack else R.job_resources(cfg, RULE)
-
-
-def finetune_rules(cfg: dict, removed=frozenset()) -> list[FinetuneRule]:
-    """The one-seed rule, then one per pack (`packs`); rules/finetune.smk declares the rules
-    that remove models once evaluated (`finetune_temp`) and the rule order."""
-    return [FinetuneRule(RULE, ("{seed}",), "seed{seed}", False),
-            *(FinetuneRule(p.rule, tuple(map(str, p.seeds)), p.stem, p.temp, p) for p in packs(cfg, removed))]
-
-
 def finetune_job(cfg: dict, wildcards, outputs: list[str]) -> FinetuneJob:
     """The job that makes the models `outputs` (results/models/<family>/seed<n>, one per seed:
     several, a pack), read from the config once, here."""
