@@ -124,3 +124,25 @@ def test_every_import_inside_a_function_says_why(tmp_path):
     (tmp_path / "xlt" / "__init__.py").write_text("")
     (tmp_path / "xlt" / "m.py").write_text("def f():\n    x = 1\n    import json\n    return json, x\n")
     assert unexplained_inner_imports(tmp_path / "xlt") == ["xlt/m.py:3"]
+
+
+def test_building_the_dag_imports_no_torch(tmp_path):
+    """What Snakemake imports to read the rules and build the DAG (the full-scale config and the
+    tiny preset) loads neither torch nor transformers: they are the jobs' own (~4 s a process).
+    Read at the process's exit, so that an import behind a try/except or inside a function the
+    DAG build calls counts too."""
+    (tmp_path / "sitecustomize.py").write_text(
+        "import atexit, os, sys\n"
+        "atexit.register(lambda: open(os.environ['XLT_HEAVY_SEEN'], 'a').write(\n"
+        "    ' '.join(m for m in ('torch', 'transformers') if m in sys.modules) + '\\n'))\n")
+    seen = tmp_path / "seen.txt"
+    (tmp_path / "run").mkdir()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO)]), "XLT_HEAVY_SEEN": str(seen)}
+    for configfile in ("config.yaml", "presets/tiny.yaml"):
+        run = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--quiet", "rules", "--snakefile",
+                              str(REPO / "Snakefile"), "--configfile", str(REPO / configfile), "--directory",
+                              str(tmp_path / "run"), "--", "all_tables"],
+                             cwd=REPO, capture_output=True, text=True, timeout=300, env=env)
+        assert run.returncode == 0, run.stderr[-2000:]
+    lines = seen.read_text().splitlines()  # one a process that exited
+    assert len(lines) >= 2 and not any(lines), lines
