@@ -26,7 +26,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from xlt import papers as P
+from xlt.workflow import paper_targets as P
 from xlt.dag import resources as R
 from xlt.workflow.bill import Examples, dag_jobs, gpu_runs, levers_of, markdown, report
 from xlt.process.cli import run

@@ -8,7 +8,7 @@
 # sample of aligned pairs, settings from config `adapt.adjust`.
 rule adjust_encoder:
     input:
-        unpack(lambda w: P.adjust.inits.adjust_inputs(config, w.encoder, w.init)),
+        unpack(lambda w: papers.adjust.inits.adjust_inputs(config, w.encoder, w.init)),
     output:
         directory(f"{RESULTS}/encoders/{{encoder}}/{{init}}"),
     log:
@@ -22,7 +22,7 @@ rule adjust_encoder:
         **R.job_resources(config, "adapt_encoder"),
     params:
         encoder=lambda w: T.encoder_source(config, w.encoder),
-        adjust=lambda w: as_json(P.adjust.inits.adjust_config(config, w.init)),
+        adjust=lambda w: as_json(papers.adjust.inits.adjust_config(config, w.init)),
         checkpoints=f"{RESULTS}/checkpoints/encoders/{{encoder}}/{{init}}",
     shell:
         "paper_job.py adjust encoder --encoder {params.encoder} --pairs {input.pairs}"
@@ -34,7 +34,7 @@ rule adjust_l2:
     input:
         pool=lambda w: f"{A.pair_dir(config, w.xx)}/pool.tsv",
         links=lambda w: f"{A.backend_dir(config, w.xx)}/links.pharaoh",
-        model=lambda w: P.adjust.plan.l2_model(config, w.xx, w.row, w.seed),
+        model=lambda w: papers.adjust.plan.l2_model(config, w.xx, w.row, w.seed),
     output:
         csv=f"{RESULTS}/adjust/l2/en-{{xx}}/{{row}}.seed{{seed}}.csv",
         meta=f"{RESULTS}/adjust/l2/en-{{xx}}/{{row}}.seed{{seed}}.json",
@@ -46,7 +46,7 @@ rule adjust_l2:
     resources:
         **R.job_resources(config, "l2"),
     params:
-        encoder=lambda w: P.adjust.plan.l2_encoder(config, w.xx, w.row, w.seed),
+        encoder=lambda w: papers.adjust.plan.l2_encoder(config, w.xx, w.row, w.seed),
         l2=lambda w: as_json(A.l2_job_config(config)),
     shell:
         "align_stage.py l2 --encoder {params.encoder} --pool {input.pool}"

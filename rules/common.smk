@@ -1,6 +1,7 @@
 # Validate the config (one line naming the key and the allowed values) and expose the
-# target logic of xlt.dag.targets as `T` and of the paper plugins (xlt.papers) as `P`; on
-# failure, repeat the jobs' own error lines.
+# target logic of xlt.dag.targets as `T`, what the workflow derives from the papers
+# (xlt.workflow.paper_targets) as `P` and the registry (xlt.papers: `papers.<slug>` is a
+# paper's plugin, which its rules/<slug>.smk reads); on failure, repeat the jobs' own error lines.
 import json
 import os
 import sys
@@ -14,7 +15,8 @@ from snakemake.logging import logger as snakemake_logger
 
 from xlt.workflow import packs as PACKS
 from xlt.workflow import footprint as FOOT
-from xlt import papers as P
+from xlt.workflow import paper_targets as P
+from xlt import papers
 from xlt import fidelity as FIDELITY
 from xlt.dag import resources as R
 from xlt.dag import targets as T

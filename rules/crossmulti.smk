@@ -2,7 +2,7 @@
 # Figure 1, Figures A1-A4 (rules paper_table / paper_figure; the plugin xlt.papers.crossmulti
 # lists what each reads). One probe job per encoder: every probing task, all its heads at once.
 
-CM = P.crossmulti.plan
+CM = papers.crossmulti.plan
 
 
 rule crossmulti_probe_vanilla:

@@ -19,7 +19,7 @@ rule download:
     conda:
         ENV
     params:
-        langs=lambda w: " ".join(T.download_langs(config, w.entry)),
+        langs=lambda w: " ".join(P.download_langs(config, w.entry)),
         download=lambda w: as_json(config.get("download", {})),
         # the manifest is <raw_root>/manifests/<source>.json
         raw_root=lambda w, output: os.path.dirname(os.path.dirname(output[0])),
@@ -50,7 +50,7 @@ rule download_encoder:
 # every dataset download and every Hub encoder snapshot the configured papers read.
 rule prefetch:
     input:
-        T.prefetch(config),
+        P.prefetch(config),
 
 
 rule prepare_task:
@@ -78,4 +78,4 @@ rule prepare_task:
 # every download and every prepared dataset the configured papers read
 rule data_all:
     input:
-        T.data_all(config),
+        P.data_all(config),

@@ -5,7 +5,7 @@
 
 rule dlfa_similarity:
     input:
-        unpack(lambda w: P.dlfa.plan.similarity_inputs(config, w.encoder, int(w.seed))),
+        unpack(lambda w: papers.dlfa.plan.similarity_inputs(config, w.encoder, int(w.seed))),
     output:
         csv=f"{RESULTS}/dlfa/similarity/{{encoder}}/seed{{seed}}.csv",
         json=f"{RESULTS}/dlfa/similarity/{{encoder}}/seed{{seed}}.json",
@@ -18,7 +18,7 @@ rule dlfa_similarity:
         **R.job_resources(config, "evaluate"),
     params:
         models=lambda w: as_json(
-            P.dlfa.plan.similarity_models(config, w.encoder, int(w.seed))
+            papers.dlfa.plan.similarity_models(config, w.encoder, int(w.seed))
         ),
         langs=lambda w: " ".join(
             config["language_sets"][

@@ -1,11 +1,27 @@
 # Fine-tuning: results/models/{encoder}/{init}/{task}/{recipe}/seed{seed}/
+#
+# Every fine-tune job is one FinetuneJob (xlt/stages/finetune_job.py), built once by
+# xlt.workflow.packs.finetune_job from the rule's wildcards and outputs and handed to finetune.py
+# as one JSON argument. The one-seed rule `finetune` and each pack's rule (config engine.pack;
+# xlt.workflow.packs computes the packs) differ in their outputs, log, constraint and resources
+# alone; what they read, run and pass is this one body.
+_FINETUNE_INPUT = dict(
+    data=f"{RESULTS}/data/{{task}}",
+    encoder=lambda w: T.encoder_inputs(config, w.encoder, w.init),
+    aux=lambda w: P.aux_inputs(config, w.recipe, w.task, w.encoder, w.init),
+)
+# the costliest fine-tunes first: the run's tail then holds short jobs
+_FINETUNE_PRIORITY = lambda w: T.finetune_priority(P.hparams(config, w.recipe, w.task), w.recipe)
+_FINETUNE_PARAMS = dict(
+    launcher=R.launcher(config, "finetune"),
+    job=lambda w, output: PACKS.finetune_job(config, w, output).to_json(),
+)
+_FINETUNE_SHELL = "{params.launcher} $(command -v finetune.py) --job {params.job:q} 2> {log}"
 
 
 rule finetune:
     input:
-        data=f"{RESULTS}/data/{{task}}",
-        encoder=lambda w: T.encoder_inputs(config, w.encoder, w.init),
-        aux=lambda w: T.aux_inputs(config, w.recipe, w.task, w.encoder, w.init),
+        **_FINETUNE_INPUT,
     output:
         directory(
             f"{RESULTS}/models/{{encoder}}/{{init}}/{{task}}/{{recipe}}/seed{{seed}}"
@@ -17,30 +33,11 @@ rule finetune:
     threads: R.job_threads(config, "finetune")
     resources:
         **R.job_resources(config, "finetune"),
-    # the costliest fine-tunes first: the run's tail then holds short jobs
-    priority: lambda w: T.finetune_priority(P.hparams(config, w.recipe, w.task), w.recipe)
+    priority: _FINETUNE_PRIORITY
     params:
-        task=lambda w: T.task_of(w.task),
-        encoder=lambda w: T.encoder_source(config, w.encoder, w.init),
-        train_langs=lambda w: " ".join(T.Recipe.parse(w.recipe).train_langs),
-        hparams=lambda w: as_json(P.hparams(config, w.recipe, w.task)),
-        aux=lambda w: as_json(T.aux_streams(config, w.recipe, w.task, w.encoder, w.init)),
-        launcher=R.launcher(config, "finetune"),
-        # under DDP the job's threads are shared by its processes (one per GPU)
-        threads=R.process_threads(config, "finetune"),
-        collapse_retries=config["collapse"]["retries"],
-        collapse_rule=as_json({k: v for k, v in config["collapse"].items() if k != "retries"}),
-        # target-dev (oracle) selection beside the model's own, where a paper's table shows it
-        oracle=lambda w, output: " ".join(P.oracle_languages(config, output[0])),
-        checkpoints=f"{RESULTS}/checkpoints/models/{{encoder}}/{{init}}/{{task}}/{{recipe}}/seed{{seed}}",
-        tensorboard=f"{RESULTS}/logs/tensorboard/models/{{encoder}}/{{init}}/{{task}}/{{recipe}}/seed{{seed}}",
+        **_FINETUNE_PARAMS,
     shell:
-        "{params.launcher} $(command -v finetune.py) --task {params.task} --encoder {params.encoder}"
-        " --data {input.data} --train-langs {params.train_langs}"
-        " --hparams {params.hparams:q} --aux {params.aux:q} --seed {wildcards.seed} --out {output}"
-        " --checkpoint-dir {params.checkpoints} --threads {params.threads}"
-        " --collapse-retries {params.collapse_retries} --collapse-rule {params.collapse_rule:q}"
-        " --oracle-langs {params.oracle} --tensorboard-dir {params.tensorboard} 2> {log}"
+        _FINETUNE_SHELL
 
 
 # A model no rule but evaluate reads is removed once its predictions and metrics are written
@@ -61,17 +58,16 @@ if REMOVED:
     ruleorder: finetune_temp > finetune
 
 
-# The seeds of one model trained in one job (config engine.pack; xlt.workflow.packs computes the packs):
-# the pack's outputs are its seeds' model directories, so asking for one seed's model runs the
-# pack, and a seed in no pack is the `finetune` job above.
+# The seeds of one model trained in one job: the same job with several seeds, its outputs its
+# seeds' model directories, so asking for one seed's model runs the pack, and a seed in no pack
+# is the `finetune` job above.
 for _pack in PACKS.packs(config, set(REMOVED)):
 
     rule:
         name:
             _pack.rule
         input:
-            data=f"{RESULTS}/data/{{task}}",
-            encoder=lambda w: T.encoder_inputs(config, w.encoder, w.init),
+            **_FINETUNE_INPUT,
         output:
             [
                 temp(directory(path)) if _pack.temp else directory(path)
@@ -84,38 +80,16 @@ for _pack in PACKS.packs(config, set(REMOVED)):
             f"logs/models/{{encoder}}/{{init}}/{{task}}/{{recipe}}/{_pack.stem}.log",
         wildcard_constraints:
             encoder=_pack.encoder_constraint(),
-        priority: lambda w: T.finetune_priority(P.hparams(config, w.recipe, w.task), w.recipe)
         conda:
             ENV
         threads: R.job_threads(config, "finetune")
         resources:
             **PACKS.pack_resources(config, _pack),
+        priority: _FINETUNE_PRIORITY
         params:
-            task=lambda w: T.task_of(w.task),
-            encoder=lambda w: T.encoder_source(config, w.encoder, w.init),
-            train_langs=lambda w: " ".join(T.Recipe.parse(w.recipe).train_langs),
-            hparams=lambda w: as_json(P.hparams(config, w.recipe, w.task)),
-            seeds=" ".join(map(str, _pack.seeds)),
-            threads=R.process_threads(config, "finetune"),
-            collapse_retries=config["collapse"]["retries"],
-            collapse_rule=as_json(
-                {k: v for k, v in config["collapse"].items() if k != "retries"}
-            ),
-            oracle=lambda w, output: as_json(
-                [P.oracle_languages(config, o) for o in output]
-            ),
-            checkpoints=lambda w, output: [
-                o.replace(f"{RESULTS}/models/", f"{RESULTS}/checkpoints/models/", 1)
-                for o in output
-            ],
-            pack_checkpoint=f"{RESULTS}/checkpoints/models/{{encoder}}/{{init}}/{{task}}/{{recipe}}/{_pack.stem}",
+            **_FINETUNE_PARAMS,
         shell:
-            "$(command -v finetune.py) --task {params.task} --encoder {params.encoder}"
-            " --data {input.data} --train-langs {params.train_langs} --hparams {params.hparams:q}"
-            " --seed {params.seeds} --out {output} --checkpoint-dir {params.checkpoints}"
-            " --pack-checkpoint-dir {params.pack_checkpoint} --oracle-langs-each {params.oracle:q}"
-            " --threads {params.threads} --collapse-retries {params.collapse_retries}"
-            " --collapse-rule {params.collapse_rule:q} 2> {log}"
+            _FINETUNE_SHELL
 
     workflow.ruleorder(_pack.rule, "finetune")
     if REMOVED:

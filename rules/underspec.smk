@@ -12,12 +12,12 @@ ruleorder: underspec_grid_2d > underspec_grid
 rule underspec_grid:
     input:
         unpack(
-            lambda w: P.underspec.plan.grid_inputs(
+            lambda w: papers.underspec.plan.grid_inputs(
                 config, w.encoder, w.task, w.source, w.target, w.seed
             )
         ),
     output:
-        P.underspec.plan.grid_job_outputs(config, two_d=False),
+        papers.underspec.plan.grid_job_outputs(config, two_d=False),
     log:
         "logs/underspec/grids/{encoder}/{task}/{source}-{target}/seed{seed}.log",
     conda:
@@ -26,7 +26,7 @@ rule underspec_grid:
     resources:
         **R.job_resources(config, "grid"),
     params:
-        grids=lambda w: P.underspec.plan.grid_job_grids(
+        grids=lambda w: papers.underspec.plan.grid_job_grids(
             config, w.task, w.source, w.target
         ),
         out_dir=lambda w, output: os.path.dirname(output[0]),
@@ -43,6 +43,6 @@ rule underspec_grid:
 
 use rule underspec_grid as underspec_grid_2d with:
     output:
-        P.underspec.plan.grid_job_outputs(config, two_d=True),
+        papers.underspec.plan.grid_job_outputs(config, two_d=True),
     wildcard_constraints:
-        task=P.underspec.plan.two_d_task_constraint(config),
+        task=papers.underspec.plan.two_d_task_constraint(config),

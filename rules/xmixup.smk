@@ -8,7 +8,7 @@
 rule xmixup_cka:
     input:
         model=lambda w: T.model_dir(config, w.encoder, w.init, w.task, w.recipe, int(w.seed)),
-        data=lambda w: T.data_dir(config, P.xmixup.plan.cka_dataset(config, w.task, w.recipe)),
+        data=lambda w: T.data_dir(config, papers.xmixup.plan.cka_dataset(config, w.task, w.recipe)),
     output:
         cka=f"{RESULTS}/xmixup/cka/{{encoder}}/{{init}}/{{task}}/{{recipe}}/seed{{seed}}/{{split}}.{{langset}}.json",
         pca=f"{RESULTS}/xmixup/cka/{{encoder}}/{{init}}/{{task}}/{{recipe}}/seed{{seed}}/{{split}}.{{langset}}.pca.json",
@@ -45,7 +45,7 @@ rule xmixup_centroids:
         **R.job_resources(config, "evaluate"),
     params:
         langs=lambda w: " ".join(T.langset_languages(config, w.langset)),
-        max_sentences=lambda w: P.xmixup.figures.max_sentences_arg(config),
+        max_sentences=lambda w: papers.xmixup.figures.max_sentences_arg(config),
     shell:
         "paper_job.py xmixup centroids --model-dir {input.model} --data-dir {input.data} --langs {params.langs}"
         " --split {wildcards.split} --source en {params.max_sentences} --out {output} --threads {threads} 2> {log}"

@@ -136,3 +136,55 @@ class PluginsIndependenceContract(IndependenceContract):
     def check(self, graph: grimp.ImportGraph, verbose: bool) -> ContractCheck:
         self.modules = {ModuleExpression(p) for p in plugins(graph, self.plugins_of)}  # type: ignore[arg-type]
         return super().check(graph, verbose)
+
+
+def package_circles(graph: grimp.ImportGraph, root: str) -> list[list[str]]:
+    """Each package P under `root` (itself included) whose own part — its `__init__` and the
+    plain modules of P that the `__init__` imports, following imports among them — imports a
+    subpackage S of P, while S (any module of it, through any modules) imports that own part back:
+    [P's module, S's module it imports, ..., P's module], the shortest such chain. Python runs a
+    package's `__init__` before any module under it, so importing such an own-part module from
+    outside runs P, which imports S, which needs P: the circle `acyclic_modules` cannot see when S's
+    module imports P's plain module rather than P (xlt.papers importing each paper, each paper
+    importing xlt.papers.base, was one: importing the kit loaded every paper)."""
+    found = []
+    packages = [m for m in sorted(graph.modules) if (m == root or m.startswith(root + ".")) and graph.find_children(m)]
+    for package in packages:
+        children = graph.find_children(package)
+        plain = {c for c in children if not graph.find_children(c)}
+        own, todo = {package}, [package]
+        while todo:  # the __init__ and the plain modules it imports, among themselves
+            for nxt in graph.find_modules_directly_imported_by(todo.pop()) & plain:
+                if nxt not in own:
+                    own.add(nxt)
+                    todo.append(nxt)
+        for sub in sorted(children - plain):
+            inside = {m for m in graph.modules if m == sub or m.startswith(sub + ".")}
+            entries = sorted((o, s) for o in own for s in graph.find_modules_directly_imported_by(o) & inside)
+            if not entries:
+                continue
+            chains = [chain for s in sorted(inside) for o in sorted(own)
+                      if (chain := graph.find_shortest_chain(importer=s, imported=o)) and len(chain) > 1]
+            if chains:
+                back = min(chains, key=lambda c: (len(c), c))
+                entry = next(((o, s) for o, s in entries if o == back[-1]), entries[0])
+                found.append([entry[0], *(back if back[0] == entry[1] else [entry[1], "...", *back])])
+    return found
+
+
+class AcyclicPackagesContract(Contract):
+    """Contract option: `root`, the package under which no package and its subpackage import each
+    other (`package_circles`)."""
+
+    type_name = "acyclic_packages"
+
+    root = fields.StringField()
+
+    def check(self, graph: grimp.ImportGraph, verbose: bool) -> ContractCheck:
+        found = package_circles(graph, self.root)  # type: ignore[arg-type]
+        return ContractCheck(kept=not found, warnings=[], metadata={"circles": found})
+
+    def render_broken_contract(self, check: ContractCheck) -> None:
+        for circle in check.metadata["circles"]:
+            output.print_error(f"Package circle: {' -> '.join(circle)}")
+            output.new_line()

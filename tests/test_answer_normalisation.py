@@ -15,6 +15,7 @@ from xlt.engine.evalset import EvalSet
 from xlt.errors import XltError
 from xlt.io import write_jsonl
 from xlt.stages.finetune import evaluate_model, finetune
+from xlt.stages.finetune_job import FinetuneJob
 from xlt.stats import read_seed_outputs
 from xlt.workflow.config import MLQA_ANSWER_LANGUAGES, check_workflow_config
 
@@ -59,7 +60,7 @@ def test_a_bad_normalisation_declaration_fails_naming_the_key(mutate, message):
 @pytest.fixture(scope="module")
 def qa_model(tiny_encoder, toy_data, tmp_path_factory):
     out = tmp_path_factory.mktemp("qa_model")
-    finetune("qa", str(tiny_encoder), None, toy_data / "qa", ["en"], HP, 1, out / "m", out / "ck")
+    finetune(FinetuneJob.of_seed("qa", str(tiny_encoder), toy_data / "qa", ["en"], HP, 1, out / "m", out / "ck"))
     return out / "m"
 
 

@@ -325,9 +325,11 @@ def evaluate(split: str = "dev", lang: str = "en") -> list[str]:
 
 
 def finetune(hparams: dict | str, *, encoder: str = "{tmp}/model/encoder", langs: str = "en") -> list[str]:
-    return ["finetune.py", "--task", "pos", "--encoder", encoder, "--data", "{tmp}/data", "--train-langs", langs,
-            "--hparams", hparams if isinstance(hparams, str) else json.dumps(hparams), "--seed", "1",
-            "--out", "{tmp}/out", "--checkpoint-dir", "{tmp}/ckpt", "--threads", "1"]
+    """finetune.py's argv: its one job (`hparams` a text: spliced into the job's JSON as it is)."""
+    job = {"task": "pos", "encoder": encoder, "data": "{tmp}/data", "train_langs": [langs], "hparams": "HPARAMS",
+           "seeds": [1], "outs": ["{tmp}/out"], "checkpoint_dirs": ["{tmp}/ckpt"], "threads": 1}
+    text = hparams if isinstance(hparams, str) else json.dumps(hparams)
+    return ["finetune.py", "--job", json.dumps(job).replace('"HPARAMS"', text)]
 
 
 def zero_shot_table() -> list[str]:
@@ -363,7 +365,7 @@ SCRIPTS_CASES = [
     # finetune.py
     Bad("finetune-unknown-option", finetune({"learning_rate": 1}), r"hparams: unknown training option\(s\) \['learning_rate'\]",
         {**POS_DATA}, fixture="model", outputs=["out", "ckpt"]),
-    Bad("finetune-nan-json", finetune('{"lr": NaN}'), r"argument --hparams: invalid JSON \(NaN is not a finite number\)",
+    Bad("finetune-nan-json", finetune('{"lr": NaN}'), r"argument --job: invalid JSON \(NaN is not a finite number\)",
         {**POS_DATA}, fixture="model", outputs=["out", "ckpt"]),
     Bad("finetune-stride", finetune({"stride": 40, "max_length": 64}), r"stride=40 must be positive and below max_length/2",
         {**POS_DATA}, fixture="model", outputs=["out", "ckpt"]),

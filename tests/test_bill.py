@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from tests.conftest import REPO
-from xlt import papers as P
+from xlt.workflow import paper_targets as P
 from xlt.workflow.bill import (BITEXT, ESTIMATE_MFU, EVAL_MFU, FLOPS, NO_DEVICE_TIME, PACK_MFU, PRICED, SHARE_MFU, SIDES, Cost,
                       Examples, Levers, bill, classify, dag_jobs, estimate_rate, flop_rates, job_costs, levers_of,
                       markdown, report, throughputs)  # fmt: skip

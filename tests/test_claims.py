@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from xlt import claims as C
-from xlt import papers as P
+from xlt.workflow import paper_targets as P
 from xlt.errors import XltError
 from xlt.tables import paper_vs_ours
 

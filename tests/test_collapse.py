@@ -14,6 +14,7 @@ import yaml
 
 from xlt.errors import XltError
 from xlt.stages.finetune import RETRY_SEED_STRIDE, evaluate_model, finetune
+from xlt.stages.finetune_job import FinetuneJob
 from xlt.io import read_jsonl, write_jsonl
 from xlt.engine.kinds import prediction_collapse, resolve
 from xlt.metrics import COLLAPSE_RULE
@@ -151,7 +152,7 @@ def one_tag_data(toy_data, tmp_path):
 
 def test_a_collapsed_run_is_flagged_retried_with_the_next_seed_and_kept(tiny_encoder, one_tag_data, tmp_path):
     out, ckpt = tmp_path / "model", tmp_path / "ckpt"
-    summary = finetune("pos", str(tiny_encoder), None, one_tag_data, ["en"], HP, 3, out, ckpt, collapse_retries=1)
+    [summary] = finetune(FinetuneJob.of_seed("pos", str(tiny_encoder), one_tag_data, ["en"], HP, 3, out, ckpt, collapse_retries=1))
     meta = json.loads((out / "xlt_model.json").read_text())
     assert meta["collapse"] == summary["collapse"]
     assert meta["collapse"]["collapsed"] is True  # both attempts collapsed: the last is kept, flagged
@@ -184,7 +185,7 @@ def test_retry_stops_at_the_first_run_that_does_not_collapse(monkeypatch, tmp_pa
         return {"seed": cfg.seed, "dev_collapse": next(verdicts)}
 
     monkeypatch.setattr(xlt.engine.recipes.finetune, "train", fake_train)
-    summary = finetune("pos", "enc", None, data, ["en"], {}, 2, tmp_path / "model", tmp_path / "ck", collapse_retries=5)
+    [summary] = finetune(FinetuneJob.of_seed("pos", "enc", data, ["en"], {}, 2, tmp_path / "model", tmp_path / "ck", collapse_retries=5))
     assert calls == [(2, str(tmp_path / "ck")), (2 + RETRY_SEED_STRIDE, f"{tmp_path / 'ck'}.retry1")]
     meta = json.loads((tmp_path / "model" / "xlt_model.json").read_text())
     assert meta["seed_trained"] == 2 + RETRY_SEED_STRIDE
@@ -208,11 +209,11 @@ def test_finetune_judges_by_the_configured_rule(monkeypatch, tmp_path):
                                  "majority_baseline": 30.0}}
 
     monkeypatch.setattr(xlt.engine.recipes.finetune, "train", fake_train)
-    loose = finetune("pos", "enc", None, data, ["en"], {}, 1, tmp_path / "model", tmp_path / "ck",
-                     collapse_rule={"max_share": 0.99, "min_gain": 5.0})
+    [loose] = finetune(FinetuneJob.of_seed("pos", "enc", data, ["en"], {}, 1, tmp_path / "model", tmp_path / "ck",
+                                           collapse_rule={"max_share": 0.99, "min_gain": 5.0}))
     assert loose["collapse"]["collapsed"] is False and loose["collapse"]["rule"] == {"max_share": 0.99, "min_gain": 5.0, "alpha": 0.01}
-    strict = finetune("pos", "enc", None, data, ["en"], {}, 1, tmp_path / "model", tmp_path / "ck",
-                      collapse_rule={"min_gain": 10.0})
+    [strict] = finetune(FinetuneJob.of_seed("pos", "enc", data, ["en"], {}, 1, tmp_path / "model", tmp_path / "ck",
+                                            collapse_rule={"min_gain": 10.0}))
     assert strict["collapse"]["by"] == ["share", "baseline"] and strict["collapse"]["rule"]["max_share"] == 0.95
 
 
@@ -275,17 +276,17 @@ def test_dev_languages_pick_the_dev_sets_model_selection_reads(monkeypatch, tmp_
         return {"dev_collapse": None}
 
     monkeypatch.setattr(xlt.engine.recipes.finetune, "train", fake_train)
-    finetune("pos", "enc", None, data, ["de", "en"], {"dev_languages": ["en"]}, 1, tmp_path / "model", tmp_path / "ck")
+    finetune(FinetuneJob.of_seed("pos", "enc", data, ["de", "en"], {"dev_languages": ["en"]}, 1, tmp_path / "model", tmp_path / "ck"))
     assert seen == {"train": [str(data / "de" / "train.jsonl"), str(data / "en" / "train.jsonl")],
                     "dev": [str(data / "en" / "dev.jsonl")], "option": ["en"]}
     with pytest.raises(XltError, match=r"de/dev\.jsonl: missing"):
-        finetune("pos", "enc", None, data, ["de", "en"], {}, 1, tmp_path / "model", tmp_path / "ck")
+        finetune(FinetuneJob.of_seed("pos", "enc", data, ["de", "en"], {}, 1, tmp_path / "model", tmp_path / "ck"))
 
 
 def test_dlfa_table6_similarity_carries_its_models_collapse(tmp_path):
     """A similarity is of fine-tuned models: a seed whose model collapsed is marked there too."""
     from tests.test_dlfa_tables import BONUS, LANGS, _evals, _spec
-    from xlt.papers import make_table
+    from xlt.workflow.paper_outputs import make_table
 
     spec = _spec()
     inputs = _evals(tmp_path, spec)

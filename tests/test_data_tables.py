@@ -12,10 +12,12 @@ import pandas as pd
 from tests.conftest import REPO
 from tests.test_config import base
 from xlt.dag import targets as T
+from xlt.workflow import paper_targets as P
 from xlt.formats.hub_parquet import write_parquet
 from xlt.io import write_json
 from xlt.stages.prepare import prepare_task
-from xlt.papers import datasize, make_table
+from xlt.paperkit import datasize
+from xlt.workflow.paper_outputs import make_table
 
 LINDAT = "https://lindat.mff.cuni.cz/repository/xmlui/bitstream/handle/11234/"
 
@@ -109,7 +111,7 @@ def test_crossmulti_table1_from_manual_files_through_prepare(tmp_path, dead_url,
                        "mirrors": {LINDAT: f"{dead_url}/"}, "retries": 1}  # fmt: skip
 
     # The download jobs (rule `download`: one per source, the command it runs)
-    plan = T.download_plan(cfg)
+    plan = P.download_plan(cfg)
     assert plan == {"marc": ["en", "de", "es", "fr"], "paws-x": ["en", "de", "es", "fr"],
                     "ud-2.7": ["en", "de", "es", "fr"], "wikiann": ["en", "de", "es", "fr"]}  # fmt: skip
     for source, langs in plan.items():

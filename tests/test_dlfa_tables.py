@@ -10,13 +10,13 @@ import pandas as pd
 import pytest
 
 from tests.test_config import base
-from xlt import papers as P
+from xlt.workflow import paper_targets as P
 from xlt.dag import targets as T
 from xlt.errors import XltError
 from xlt.papers.dlfa import plan as D
 from xlt.papers.dlfa.checks import check
 from xlt.papers.dlfa.tables import ENF
-from xlt.papers import make_table
+from xlt.workflow.paper_outputs import make_table
 from xlt.papers.underspec import plan as US
 from xlt.papers.dlfa.similarity import parallel_rows
 

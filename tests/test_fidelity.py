@@ -9,7 +9,8 @@ import pytest
 import yaml
 
 from xlt import fidelity as F
-from xlt import papers as P
+from xlt.workflow import paper_outputs as PO
+from xlt.workflow import paper_targets as P
 from xlt.errors import XltError
 from xlt.workflow.config import load_configs
 
@@ -147,10 +148,10 @@ def test_notes_carry_deviations_and_this_runs_changes(toy):
 
 def test_a_tables_markdown_ends_with_the_ledgers_notes():
     md = "## Table 2\n\n| | XNLI |\n|---|---|\n\n- a note of the table\n"
-    out = P.with_ledger_notes(md, ["Deviation (toy fidelity `clip`), gradient clipping: …"])
+    out = PO.with_ledger_notes(md, ["Deviation (toy fidelity `clip`), gradient clipping: …"])
     assert out.startswith(md.rstrip("\n"))
-    assert out.endswith(f"\n\n{P.LEDGER_HEADING}\n\n- Deviation (toy fidelity `clip`), gradient clipping: …\n")
-    assert P.with_ledger_notes(md, []) == md
+    assert out.endswith(f"\n\n{PO.LEDGER_HEADING}\n\n- Deviation (toy fidelity `clip`), gradient clipping: …\n")
+    assert PO.with_ledger_notes(md, []) == md
 
 
 def test_the_index_lists_figure_notes_under_the_papers_figures():

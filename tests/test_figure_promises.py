@@ -14,7 +14,7 @@ import pytest
 from matplotlib.collections import PolyCollection
 
 import xlt.figures
-from xlt import papers as P
+from xlt.workflow import paper_targets as P
 from xlt.papers.underspec import aggregate as A
 from xlt.papers.underspec.figures import make_figures
 from tests.underspec import test_figures as UF

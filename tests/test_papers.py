@@ -10,12 +10,14 @@ import pandas as pd
 import pytest
 
 from tests.test_config import base
-from xlt import papers as P
+from xlt.workflow import paper_outputs as PO
+from xlt.workflow import paper_targets as P
 from xlt.errors import XltError
-from xlt.papers import datasize
+from xlt.paperkit import datasize
+from xlt.paperkit.base import Table
 from xlt.papers.crossmulti import plan as crossmulti
 from xlt.papers.underspec import plan as US
-from xlt.papers.published import list_published
+from xlt.paperkit.published import list_published
 from xlt.workflow.report import index_markdown, rst_escape
 
 EXISTING_TARGETS = ("crossmulti_table1", "crossmulti_table2", "dlfa_table1", "underspec_table1", "crossmulti_all", "underspec_all")
@@ -76,7 +78,7 @@ def test_adding_a_table_touches_only_its_plugin(monkeypatch, tmp_path):
         table = pd.DataFrame({"file": inputs, "seeds": [len(spec["seeds"])] * len(inputs)})
         return table, "## toy\n", "% toy\n"
 
-    toy = P.Table("table9", inputs=lambda cfg: [f"{cfg['results']}/eval/toy.json"], build=build, caption="A toy table.")
+    toy = Table("table9", inputs=lambda cfg: [f"{cfg['results']}/eval/toy.json"], build=build, caption="A toy table.")
     paper = P.PAPERS["crossmulti"]
     monkeypatch.setitem(P.PAPERS, "crossmulti", dataclasses.replace(paper, tables=paper.tables + (toy,)))
     cfg = base()
@@ -88,7 +90,7 @@ def test_adding_a_table_touches_only_its_plugin(monkeypatch, tmp_path):
     assert P.table_inputs(cfg, "crossmulti", "table9") == ["results/eval/toy.json"]
     spec = P.table_spec(cfg, "crossmulti", "table9")
     assert spec == cfg["papers"]["crossmulti"]
-    table = P.make_table("crossmulti", "table9", spec, ["a.json", "b.json"], str(tmp_path / "table9"))
+    table = PO.make_table("crossmulti", "table9", spec, ["a.json", "b.json"], str(tmp_path / "table9"))
     assert list(table["seeds"]) == [3, 3] and (tmp_path / "table9.md").read_text() == "## toy\n"
     assert "- [crossmulti/table9.md](crossmulti/table9.md) ([csv](crossmulti/table9.csv), [tex](crossmulti/table9.tex), [html](crossmulti/table9.html)): A toy table." in index_markdown(files, "results/tables/index.md")
 

@@ -14,6 +14,7 @@ import pytest
 from tests.conftest import REPO
 from xlt.workflow import plan as L
 from xlt.dag import targets as T
+from xlt.workflow import paper_targets as P
 from xlt.workflow.packs import base_rule
 
 
@@ -33,7 +34,7 @@ def full(tmp_path_factory):
 def test_prefetch_fetches_every_download_all_tables_needs(full):
     cfg, jobs = full
     needed = {f for rule, outputs in jobs if rule in ("download", "download_encoder") for f in outputs}
-    assert needed == set(T.prefetch(cfg))
+    assert needed == set(P.prefetch(cfg))
     assert "resources/raw/manifests/wikimatrix.json" in needed  # the alignment stage's bitext (adjust)
 
 
@@ -59,7 +60,7 @@ def test_the_plan_is_one_screen_with_the_bills_total_the_missing_steps_and_the_n
     assert {"data", "finetune", "evaluate", "tables"} <= set(rows)
     assert lines[0].startswith(f"Plan of `all_tables` on config.yaml: {len(jobs) - 1:,} jobs to run, ")
     assert f" {L._hours(total)} GPU-hours on the {bill['gpu']} (" in lines[0] and total > 10
-    n_dl, n_enc = len(T.download_plan(cfg)), len(T.hub_encoders(cfg))
+    n_dl, n_enc = len(P.download_plan(cfg)), len(T.hub_encoders(cfg))
     assert f"{n_dl} of {n_dl} downloads and {n_enc} of {n_enc} encoder snapshots are not prefetched" in text
     assert text.index("make prefetch") < text.index("not locked yet") < text.index("XLT_SLURM_ACCOUNT is unset")
     assert lines[-1] == "Next: make prefetch"
@@ -67,7 +68,7 @@ def test_the_plan_is_one_screen_with_the_bills_total_the_missing_steps_and_the_n
 
 def test_what_is_done_leaves_the_plan_and_the_last_step_is_the_submission(full, tmp_path):
     cfg, jobs = full
-    for path in T.prefetch(cfg):  # as if `make prefetch` had run here
+    for path in P.prefetch(cfg):  # as if `make prefetch` had run here
         (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / path).mkdir() if not path.endswith(".json") else (tmp_path / path).write_text("{}")
     missing = L.missing_first(cfg, tmp_path, env={"XLT_SLURM_ACCOUNT": "proj"}, lock_counts={"not locked": 3})

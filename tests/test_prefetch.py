@@ -10,8 +10,8 @@ import subprocess
 from tests.conftest import REPO
 from tests.test_config import base
 from tests.test_workflow import SNAKEMAKE, job_counts
-from xlt import papers  # noqa: F401  (registers the alignment stage's downloads)
 from xlt.dag import targets as T
+from xlt.workflow import paper_targets as P
 from xlt.process.network import OFFLINE_VARIABLES
 
 
@@ -27,10 +27,10 @@ def test_prefetch_plans_every_dataset_and_encoder_snapshot_and_a_fine_tune_reads
     model = "results/models/mbert/pretrained/xnli/en.underspec/seed1"
     out = _dry_run(tmp_path, "prefetch", model)
     counts = job_counts(out)
-    assert counts["download"] == len(T.download_plan(cfg)) and counts["download_encoder"] == 3
+    assert counts["download"] == len(P.download_plan(cfg)) and counts["download_encoder"] == 3
     # the seed's model comes with its pack's (config.yaml's engine.pack: its seeds trained in one job)
     assert set(counts) == {"download", "download_encoder", "prefetch", "prepare_task", "finetune_pack_1_2_3", "total"}
-    for source in T.download_plan(cfg):
+    for source in P.download_plan(cfg):
         assert f"resources/raw/manifests/{source}.json" in out
     for encoder in ("mbert", "xlmr_base", "xlmr_large"):
         assert f"output: resources/raw/encoders/{encoder}\n" in out

@@ -9,7 +9,7 @@ import pytest
 
 from xlt.errors import XltError
 from xlt.papers import PAPERS
-from xlt.papers.published import _index, list_published, load_published, slugs, table_info
+from xlt.paperkit.published import _index, list_published, load_published, slugs, table_info
 
 ROOT = resources.files("xlt.papers")
 

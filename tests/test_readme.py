@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO
-from xlt import papers as P
+from xlt.workflow import paper_outputs as PO
+from xlt.workflow import paper_targets as P
 from xlt.process.cli import LIST_OPTIONS, VALUED_OPTIONS
 from xlt.workflow.config import load_configs
 from xlt.workflow.help import make_targets, target_rules

@@ -13,7 +13,7 @@ import pytest
 
 from tests.conftest import REPO
 from tests.test_bad_inputs import TINY, _env
-from xlt import papers as P
+from xlt.workflow import paper_targets as P
 from xlt.workflow.config import load_configs
 from xlt.workflow.help import PUBLISHED_MARK, lines as help_lines
 from xlt.workflow.report import PUBLISHED_ONLY, index_markdown, rst_caption

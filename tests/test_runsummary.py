@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from tests.conftest import REPO
-from xlt import papers as P
+from xlt.workflow import paper_targets as P
 from xlt.workflow.config import load_configs
 from xlt.workflow.runsummary import item_of, main
 

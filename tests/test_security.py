@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO
-from xlt import papers as P
+from xlt import papers
+from xlt.workflow import paper_targets as P
 from xlt.dag import targets as T
 from xlt.workflow import packs as PACKS
 from xlt.workflow import footprint as FOOT
@@ -104,7 +105,7 @@ def test_rule_level_constraints_stay_inside_their_folder():
                 packs = PACKS.packs(config) if "_pack" in expr else [None]
                 removed = FOOT.removed_families(config)
                 for pack in packs:
-                    pattern = eval(expr, {"T": T, "P": P, "_pack": pack, "config": config, "FOOT": FOOT, "REMOVED": removed})
+                    pattern = eval(expr, {"T": T, "P": P, "papers": papers, "_pack": pack, "config": config, "FOOT": FOOT, "REMOVED": removed})
                     found += 1
                     for value in ESCAPES:
                         assert not re.fullmatch(pattern, value), f"{path.name}: {name}={value!r} would leave results/"
@@ -113,7 +114,8 @@ def test_rule_level_constraints_stay_inside_their_folder():
 
 def test_every_output_is_under_results_or_the_raw_root_or_logs():
     """A rule writes only under {RESULTS}/, the raw manifests (download) or logs/ (T, P, A, Z: the
-    path functions of xlt.dag.targets, xlt.papers, xlt.align.targets, xlt.zeroshot)."""
+    path functions of xlt.dag.targets, xlt.workflow.paper_targets, xlt.align.targets, xlt.zeroshot;
+    `papers.<slug>`: a paper's own plan, through the registry)."""
     checked = 0
     for path in RULES:
         text = path.read_text(encoding="utf-8")
@@ -122,6 +124,7 @@ def test_every_output_is_under_results_or_the_raw_root_or_logs():
                 line = line.strip()
                 if not line or line.startswith(("directory(", ")", "unpack(")):
                     continue
-                assert re.search(r'RESULTS\}|"logs/|[TPAZ](\.\w+)+\(|^\w+=[TPAZ]\.|^\w+=f"\{RESULTS\}|rules\.', line), f"{path.name}: {line}"
+                assert re.search(r'RESULTS\}|"logs/|(?:[TPAZ]|papers)(\.\w+)+\(|^\w+=[TPAZ]\.|^\w+=f"\{RESULTS\}|rules\.', line), \
+                    f"{path.name}: {line}"
                 checked += 1
     assert checked > 10, "the output scan is broken"

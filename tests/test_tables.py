@@ -3,7 +3,7 @@ import math
 
 import pandas as pd
 
-from xlt.papers import make_table
+from xlt.workflow.paper_outputs import make_table
 from xlt.tables import paper_vs_ours
 
 

@@ -1,9 +1,9 @@
 import pytest
 
 from tests.test_config import base, shipped_configs
-from xlt import papers  # noqa: F401  (registers the alignment stage's downloads)
 from xlt.dag import targets as T
 from xlt.errors import XltError
+from xlt.workflow import paper_targets as P
 
 
 def tiny_config():
@@ -31,8 +31,8 @@ def test_encoder_sources():
     assert T.hub_encoders(cfg) == ["mbert", "xlmr_base", "xlmr_large"] and T.snapshot_revision_arg(cfg, "mbert") == ""
     cfg["encoders"]["mbert"]["revision"] = "a" * 40
     assert T.snapshot_revision_arg(cfg, "mbert") == f"--revision {'a' * 40}"
-    assert T.prefetch(cfg)[-3:] == [f"resources/raw/encoders/{e}" for e in ("mbert", "xlmr_base", "xlmr_large")]
-    assert T.prefetch(cfg)[:-3] == [T.download_manifest(cfg, s) for s in T.download_plan(cfg)]
+    assert P.prefetch(cfg)[-3:] == [f"resources/raw/encoders/{e}" for e in ("mbert", "xlmr_base", "xlmr_large")]
+    assert P.prefetch(cfg)[:-3] == [T.download_manifest(cfg, s) for s in P.download_plan(cfg)]
     with pytest.raises(XltError, match="unknown encoder 'bert'"):
         T.encoder_source(cfg, "bert")
 
@@ -51,7 +51,7 @@ def test_an_adapted_encoder_is_a_directory_the_dag_makes():
     with pytest.raises(XltError, match="unknown language set 'klingon'"):
         T.adapt_inputs(cfg, "mbert", "mlm-pawsx-klingon")
     with pytest.raises(XltError, match="expected 'pretrained', 'mlm-<dataset>-<language set>' or 'adjust-"):
-        T.Init.parse("dapt-pawsx")
+        T.Init.parse("dapt-pawsx", P.init_kinds())
 
 
 def test_model_selection_uses_the_metric_the_paper_reports():
@@ -126,23 +126,23 @@ NEEDED = {"ud-2.5", "ud-2.7", "wikiann", "paws-x", "marc", "xnli", "mnli",
 
 def test_download_plan_of_the_default_config():
     cfg = base()
-    plan = T.download_plan(cfg)
+    plan = P.download_plan(cfg)
     assert set(plan) == NEEDED
     assert plan["wikimatrix"] == cfg["align"]["pairs"]  # the alignment stage's bitext: prefetched too
     no_adjust = {**cfg, "papers": {k: v for k, v in cfg["papers"].items() if k not in ("adjust", "versus")}}
-    assert "wikimatrix" not in T.download_plan(no_adjust)  # no configured paper reads aligned pairs
+    assert "wikimatrix" not in P.download_plan(no_adjust)  # no configured paper reads aligned pairs
     assert plan["ud-2.7"] == ["en", "de", "es", "fr", "ar", "hi", "ru", "vi", "zh"]  # extracted languages
     assert len(plan["ud-2.5"]) == 33 and len(plan["wikiann"]) == 40 and len(plan["xnli"]) == 15
     assert plan["mnli"] == []  # one file, English only: no language selection
-    assert T.download_langs(cfg, "squad") == []  # a source no paper reads: every language of the entry
+    assert P.download_langs(cfg, "squad") == []  # a source no paper reads: every language of the entry
     # data_all: every real source once (second routes to the same data left out), and the data
     everything = {"ud-2.5", "ud-2.7", "wikiann", "paws-x", "marc", "xnli", "mnli", "xnli-mt", "squad-json",
                   "xquad-json", "mlqa-zip", "tydiqa", "wikimatrix", "xtreme-xnli-translate-train",
                   "xtreme-pawsx-translate-train", "xtreme-squad-translate-train", "xtreme-xquad-translate-test",
                   "xtreme-tydiqa-translate-train", "xtreme-xnli-translate-test", "xtreme-pawsx-translate-test"}
     manifests = [f"resources/raw/manifests/{s}.json" for s in sorted(everything)]
-    assert T.data_all(cfg)[: len(everything)] == manifests
-    assert T.data_all(cfg)[len(everything):] == [f"results/data/{d}" for d in T.datasets(cfg)]
+    assert P.data_all(cfg)[: len(everything)] == manifests
+    assert P.data_all(cfg)[len(everything):] == [f"results/data/{d}" for d in T.datasets(cfg)]
 
 
 @pytest.mark.parametrize(
@@ -180,8 +180,8 @@ def test_raw_sources_of_tasks_no_paper_uses_yet():
 
 def test_tiny_preset_downloads_nothing():
     tiny = tiny_config()
-    assert T.download_plan(tiny) == {}
-    assert T.data_all(tiny) == [f"results/data/{d}" for d in T.datasets(tiny)]
+    assert P.download_plan(tiny) == {}
+    assert P.data_all(tiny) == [f"results/data/{d}" for d in T.datasets(tiny)]
     world = set(tiny["world"]["languages"])
     for paper, spec in tiny["papers"].items():  # every language a paper asks for is in the world
         for task in spec["tasks"]:
@@ -238,9 +238,9 @@ def test_a_named_set_declares_its_languages_splits_and_sources():
     # fetched with the rest once a paper reads the task; prepared only when a job reads them
     cfg["papers"]["adjust"] = {"tasks": ["qa"], "languages": "en_only"}
     cfg["language_sets"]["en_only"] = ["en"]
-    assert {"mlqa-zip", "tydiqa", "xtreme-squad-translate-train"} <= set(T.download_plan(cfg))
+    assert {"mlqa-zip", "tydiqa", "xtreme-squad-translate-train"} <= set(P.download_plan(cfg))
     assert T.raw_sources(cfg, "qa.mlqa") == {"mlqa-zip": ["en", "ar", "de", "es", "hi", "vi", "zh"]}  # the zip by default
-    assert "results/data/qa.mlqa" not in T.data_all(cfg)
+    assert "results/data/qa.mlqa" not in P.data_all(cfg)
 
 
 def test_one_language_code_stands_for_itself_as_an_evaluations_language_set():

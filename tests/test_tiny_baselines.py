@@ -43,7 +43,7 @@ def test_a_rerun_replaces_its_own_rows_and_keeps_the_others(tmp_path):
 
 def test_every_family_names_a_dataset_and_a_recipe_the_tiny_preset_resolves():
     from xlt.dag import targets as T
-    from xlt.papers import hparams
+    from xlt.workflow.paper_targets import hparams
     from xlt.workflow.config import load_configs
 
     cfg = load_configs([str(REPO / "presets" / "tiny.yaml")])

@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from xlt import papers as P
+from xlt.workflow import paper_targets as P
 from xlt.dag import targets as T
 from xlt.papers.versus import plan, tables
 from xlt.papers.versus.figures import gains
@@ -58,11 +58,11 @@ def test_each_row_composes_its_methods_parts(tiny, row):
     assert models
     for m in models:
         assert _init_kind(m.init) == init
-        T.Init.parse(m.init)  # a name of the path grammar (the adjusted kind registered by its plugin)
+        T.Init.parse(m.init, P.init_kinds())  # a name of the path grammar (the adjusted kind registered by its plugin)
         hp = P.hparams(tiny, m.recipe, m.dataset)  # the finetune rule's own resolution
         assert {e["name"] for e in hp.get("extras", [])} == extras
         assert hp["lr"] == tiny["hparams"]["versus"]["lr"]  # one profile for every row
-        streams = T.aux_streams(tiny, m.recipe, m.dataset)
+        streams = P.aux_streams(tiny, m.recipe, m.dataset)
         assert bool(streams) == aux
         if "dlfa" in extras:
             assert hp["extras"][-1]["layer"] == tiny["papers"]["versus"]["dlfa_layer"]["xnli"]
@@ -97,20 +97,21 @@ def test_the_comparison_is_not_part_of_all_tables(tiny, full):
 
 @pytest.mark.parametrize("row", ["da+fa+dlfa", "adjusted+xmixup"])
 def test_a_trained_model_records_the_composed_extras_aux_tasks_and_init(tiny, tiny_encoder, toy_data, tmp_path, row):
-    """A combination's XNLI recipe, resolved as the finetune rule resolves it (xlt.papers.hparams,
-    xlt.dag.targets.aux_streams), trained for one epoch by the finetune stage from an encoder
+    """A combination's XNLI recipe, resolved as the finetune rule resolves it (xlt.workflow.paper_targets.hparams
+    and aux_streams), trained for one epoch by the finetune stage from an encoder
     directory named as the row's init, on the toy data: marc for the task (with each review as its
     own English side for X-Mixup), pos for the auxiliary tagging task. The saved model's recorded
     config carries every method of the row."""
     from xlt.engine.model import load_model
     from xlt.io import read_json, write_jsonl
     from xlt.stages.finetune import finetune
+    from xlt.stages.finetune_job import FinetuneJob
 
     cfg = copy.deepcopy(tiny)
     cfg["papers"]["versus"]["dlfa_layer"]["xnli"] = 1  # the test encoder has 2 layers
     m = plan.models(cfg, row, "xnli", 1)[0]
     hp = {**P.hparams(cfg, m.recipe, "marc"), "epochs": 1, "max_train_examples": 32, "progress": False}
-    aux = [{**a, "data": str(toy_data / "pos")} for a in T.aux_streams(cfg, m.recipe, m.dataset) if a["task"] == "pos"]
+    aux = [{**a, "data": str(toy_data / "pos")} for a in P.aux_streams(cfg, m.recipe, m.dataset) if a["task"] == "pos"]
     data = toy_data / "marc"
     if "xmixup" in row:  # X-Mixup's records carry their English side
         data = tmp_path / "marc"
@@ -121,7 +122,8 @@ def test_a_trained_model_records_the_composed_extras_aux_tasks_and_init(tiny, ti
     encoder.parent.mkdir(parents=True)
     encoder.symlink_to(tiny_encoder, target_is_directory=True)
     out = tmp_path / "model"
-    finetune("marc", str(encoder), None, str(data), ["en"], hp, 1, str(out), str(tmp_path / "ck"), aux=aux)
+    finetune(FinetuneJob(task="marc", encoder=str(encoder), data=str(data), train_langs=["en"], hparams=hp, seeds=[1],
+                         outs=[str(out)], checkpoint_dirs=[str(tmp_path / "ck")], aux=aux))
     meta = read_json(out / "xlt_model.json")
     assert tables.recorded_methods(meta) == frozenset(plan.methods_of(row))
     assert meta["train_config"]["encoder"] == str(encoder)

@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from tests.conftest import REPO
+from xlt.workflow import paper_targets as P
 from xlt.workflow.config import load_configs
 from xlt.workflow.packs import base_rule, pack_models
 
@@ -249,12 +250,12 @@ def test_full_scale_data_all_downloads_each_real_source_once(tmp_path):
     assert run.returncode == 0, run.stderr[-3000:]
     counts = job_counts(run.stdout + run.stderr)
     cfg = base()
-    downloads = [p for p in T.data_all(cfg) if "/manifests/" in p]
+    downloads = [p for p in P.data_all(cfg) if "/manifests/" in p]
     # the catalog's 23 entries less 3 second routes (squad, xquad, mlqa): XTREME's XNLI and PAWS-X
     # translate-test (xmixup's source side at inference) are two of them
     assert counts["download"] == len(downloads) == 20
     assert counts["prepare_task"] == len(T.datasets(cfg))
-    for source in T.download_plan(cfg):  # what the papers read is among them
+    for source in P.download_plan(cfg):  # what the papers read is among them
         assert f"resources/raw/manifests/{source}.json" in run.stdout + run.stderr
 
 

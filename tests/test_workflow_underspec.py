@@ -11,7 +11,7 @@ import yaml
 
 from tests.browser import dump_dom, visible_text
 from tests.test_workflow import SHRINK, snakemake
-from xlt import papers as P
+from xlt.workflow import paper_targets as P
 from xlt.dag import targets as T
 
 UNDERSPEC_SHRINK = {

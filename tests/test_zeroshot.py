@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from tests.test_config import REPO, base
-from xlt import papers as P
+from xlt.workflow import paper_targets as P
 from xlt import zeroshot as Z
 from xlt.workflow.config import deep_merge, load_configs, validate
 from xlt.errors import XltError

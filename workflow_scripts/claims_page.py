@@ -10,7 +10,7 @@ def main():
     ap.add_argument("--out-md", required=True)
     ap.add_argument("--out-csv", required=True)
     a = ap.parse_args()
-    from xlt.papers import claims_page
+    from xlt.workflow.paper_outputs import claims_page
 
     claims_page(a.inputs, a.out_md, a.out_csv)
 

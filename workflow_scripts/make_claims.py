@@ -11,7 +11,7 @@ def main():
     ap.add_argument("--inputs", nargs="*", default=[], help="results/{tables,figures}/<paper>/<id>.csv the claims read")
     ap.add_argument("--out-prefix", required=True, help="writes <prefix>.csv, .md")
     a = ap.parse_args()
-    from xlt.papers import make_claims
+    from xlt.workflow.paper_outputs import make_claims
 
     make_claims(a.paper, a.reflects, a.inputs, a.out_prefix)
 

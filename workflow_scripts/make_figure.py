@@ -12,7 +12,7 @@ def main():
     ap.add_argument("--inputs", nargs="+", required=True, help="what the paper's figures read, e.g. grid CSVs")
     ap.add_argument("--out-dir", required=True)
     a = ap.parse_args()
-    from xlt.papers import draw_figure
+    from xlt.workflow.paper_outputs import draw_figure
 
     draw_figure(a.paper, a.figure, a.spec, a.inputs, a.out_dir)
 

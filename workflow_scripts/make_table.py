@@ -13,7 +13,7 @@ def main():
     ap.add_argument("--ledger-notes", type=json_arg, default=[], help="the fidelity ledger's notes on this table (JSON list)")
     ap.add_argument("--out-prefix", required=True, help="writes <prefix>.csv, .md, .tex")
     a = ap.parse_args()
-    from xlt.papers import make_table
+    from xlt.workflow.paper_outputs import make_table
 
     make_table(a.paper, a.table, a.spec, a.inputs, a.out_prefix, a.ledger_notes)
 

@@ -16,8 +16,9 @@ from xlt.errors import XltError
 from xlt.papers.adjust import plan as A
 from xlt.papers.adjust.checks import check
 from xlt.papers.adjust.tables import continual_note, table2
-from xlt.papers import get_table, table_inputs, wildcard_constraints
-from xlt.dag.targets import Init, aux_inputs, aux_streams
+from xlt.papers import get_table
+from xlt.workflow.paper_targets import aux_inputs, aux_streams, init_kinds, table_inputs, wildcard_constraints
+from xlt.dag.targets import Init
 from xlt.papers.adjust.inits import Adjusted, adjust_config, adjust_inputs
 
 
@@ -29,7 +30,7 @@ def tiny_cfg():
 def test_an_adjusted_init_has_one_spelling_per_setting():
     for name in ("adjust-hi-n300-seed2", "adjust-hi-n300-seed2-start", "adjust-ru-n5000-seed1-words",
                  "adjust-hi-n300-seed1-end-cls_sep", "adjust-hi-n300-seed1-subword", "adjust-hi-n300-seed1-subword-words"):
-        it = Init.parse(name)
+        it = Init.parse(name, init_kinds())
         assert isinstance(it, Adjusted) and it.name == name and re.fullmatch(wildcard_constraints()["init"], name)
     assert Adjusted("hi", 300, 2, "avg", "all").name == "adjust-hi-n300-seed2"  # defaults are not spelt
     assert Adjusted.parse("adjust-hi-n300-seed1-subword-cls") == Adjusted("hi", 300, 1, "subword", "cls")
@@ -37,7 +38,7 @@ def test_an_adjusted_init_has_one_spelling_per_setting():
                 "adjust-hi-n300-seed1-subword-start", "adjust-hi-n300-seed1-cls-subword"):
         assert not re.fullmatch(wildcard_constraints()["init"], bad)
         with pytest.raises(XltError, match=re.escape(Adjusted.GRAMMAR)):
-            Init.parse(bad)
+            Init.parse(bad, init_kinds())
 
 
 def test_an_adjustment_reads_its_seeds_sample_with_the_configured_settings(tiny_cfg):
@@ -272,7 +273,7 @@ def test_figure_rows_read_each_models_encoder(tiny_cfg):
     assert A.l2_encoder(cfg, "hi", "xnli.finetuned", 1) == f"{r}/models/tiny/pretrained/xnli/en.underspec/seed1/encoder"
     assert A.l2_model(cfg, "ru", "ner.adjusted_continual", 2) == \
         f"{r}/models/tiny/adjust-ru-n300-seed2/ner/en.underspec.adjust_continual/seed2"
-    from xlt.papers import figure_inputs
+    from xlt.workflow.paper_targets import figure_inputs
 
     inputs = figure_inputs(cfg, "adjust", "fig1")
     assert f"{r}/align/en-hi/systran_align/l2/tiny.csv" in inputs  # the original row: the alignment stage's

@@ -5,7 +5,7 @@ import copy
 import pytest
 
 from tests.test_config import base, shipped_configs
-from xlt import papers as P
+from xlt.workflow import paper_targets as P
 from xlt.dag import targets as T
 from xlt.align import targets as A
 from xlt.workflow.config import validate

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from xlt.papers import draw_figure, make_table
+from xlt.workflow.paper_outputs import draw_figure, make_table
 from xlt.papers.crossmulti.tables import scaled_k, topk_compare
 
 TASKS = ["pos", "ner", "pawsx", "marc"]

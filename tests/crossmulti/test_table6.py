@@ -9,7 +9,8 @@ import torch
 from safetensors.torch import load_file
 
 from xlt.errors import XltError
-from xlt.dag.targets import Recipe, aux_streams
+from xlt.dag.targets import Recipe
+from xlt.workflow.paper_targets import aux_streams
 
 CFG = {"results": "results", "aux_sets": {"fa": {"weight": 0.5, "tasks": {"ner": ["pos.es_ancora", "pawsx"]}}}}
 
@@ -41,12 +42,13 @@ def _weights(model_dir):
 def test_fa_with_zero_weight_is_plain_finetuning(tiny_encoder, toy_data, tmp_path):
     """Through xlt.stages.finetune (what the finetune rule runs): a zero-weight auxiliary stream."""
     from xlt.stages.finetune import finetune
+    from xlt.stages.finetune_job import FinetuneJob
 
     hp = {"lr": 1e-3, "epochs": 2, "batch_size": 8, "max_length": 32, "stride": 8, "progress": False}
-    args = ("pos", str(tiny_encoder), None, str(toy_data / "pos"), ["en"], hp, 3)
-    finetune(*args, str(tmp_path / "plain"), str(tmp_path / "c1"))
-    finetune(*args, str(tmp_path / "zero"), str(tmp_path / "c2"), aux=[{"task": "marc", "data": str(toy_data / "marc"), "weight": 0.0}])
-    finetune(*args, str(tmp_path / "half"), str(tmp_path / "c3"), aux=[{"task": "marc", "data": str(toy_data / "marc"), "weight": 0.5}])
+    args = ("pos", str(tiny_encoder), str(toy_data / "pos"), ["en"], hp, 3)
+    finetune(FinetuneJob.of_seed(*args, tmp_path / "plain", tmp_path / "c1"))
+    finetune(FinetuneJob.of_seed(*args, tmp_path / "zero", tmp_path / "c2", aux=[{"task": "marc", "data": str(toy_data / "marc"), "weight": 0.0}]))
+    finetune(FinetuneJob.of_seed(*args, tmp_path / "half", tmp_path / "c3", aux=[{"task": "marc", "data": str(toy_data / "marc"), "weight": 0.5}]))
     wp, wz, wh = (_weights(tmp_path / n) for n in ("plain", "zero", "half"))
     assert all(torch.equal(wp[k], wz[k]) for k in wp)
     assert {k for k in set(wz) - set(wp)} and all(k.startswith("heads.marc.") for k in set(wz) - set(wp))
@@ -56,7 +58,7 @@ def test_fa_with_zero_weight_is_plain_finetuning(tiny_encoder, toy_data, tmp_pat
 
 
 def test_table6_models_and_table(tmp_path):
-    from xlt.papers import make_table
+    from xlt.workflow.paper_outputs import make_table
     from xlt.papers.crossmulti.plan import table6_inputs, table6_models
 
     cfg = {"results": "results", "aux_sets": CFG["aux_sets"], "language_sets": {"crossmulti": ["en", "de", "es", "fr"]},

@@ -5,15 +5,15 @@ import subprocess
 import sys
 
 from tests.conftest import REPO
+from xlt.stages.finetune_job import FinetuneJob
 
 HP = {"lr": 1e-3, "epochs": 2, "batch_size": 8, "warmup_ratio": 0.1, "max_length": 32, "stride": 8,
       "dropout": 0.0, "checkpoint_every": 4, "progress": False, "device": "cpu"}
 
 
 def _finetune(launcher, out, ckpt, tiny_encoder, toy_data):
-    cmd = [*launcher, str(REPO / "workflow_scripts" / "finetune.py"), "--task", "marc", "--encoder", str(tiny_encoder),
-           "--data", str(toy_data / "marc"), "--train-langs", "en", "de", "--hparams", json.dumps(HP), "--seed", "4",
-           "--out", str(out), "--checkpoint-dir", str(ckpt), "--threads", "1"]
+    cmd = [*launcher, str(REPO / "workflow_scripts" / "finetune.py"), "--job",
+           FinetuneJob.of_seed("marc", str(tiny_encoder), toy_data / "marc", ["en", "de"], HP, 4, out, ckpt, threads=1).to_json()]
     run = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     # a rank's own traceback comes first; torchrun's summary of the failure fills the tail
     ranks = [line for line in run.stderr.splitlines() if line.startswith("[rank")]

@@ -16,6 +16,7 @@ from xlt.engine.evaluation import CUDA_BATCH_TOKENS, EvalMode, eval_mode
 from xlt.engine.model import load_model
 from xlt.errors import XltError
 from xlt.stages.finetune import finetune
+from xlt.stages.finetune_job import FinetuneJob
 from xlt.registry import get_task
 
 HP = {"lr": 1e-3, "epochs": 2, "batch_size": 8, "warmup_ratio": 0.1, "max_length": 32, "stride": 8, "progress": False}
@@ -40,8 +41,8 @@ def trained(tiny_encoder, toy_data, tmp_path_factory):
     out = {}
     for task in ("marc", "pos"):
         root = tmp_path_factory.mktemp(task)
-        finetune(task, str(tiny_encoder), None, toy_data / task, ["en", "de"], {**HP, "epochs": EPOCHS[task], "lr": LR[task]}, 3,
-                 root / "m", root / "ck")
+        finetune(FinetuneJob.of_seed(task, str(tiny_encoder), toy_data / task, ["en", "de"],
+                                     {**HP, "epochs": EPOCHS[task], "lr": LR[task]}, 3, root / "m", root / "ck"))
         out[task] = root / "m"
     return out
 

@@ -11,7 +11,7 @@ import torch
 from safetensors.torch import load_file
 
 from xlt.engine.recipes.finetune import oracle_step
-from xlt.papers import make_table
+from xlt.workflow.paper_outputs import make_table
 
 
 def test_oracle_keeps_each_languages_best_dev_epoch_and_scores_test_only_then():
@@ -41,11 +41,12 @@ def test_oracle_leaves_the_model_as_it_was(tiny_encoder, toy_data, tmp_path):
     oracle.json holds per language the test score of its own best-dev epoch, and for the
     training language, whose dev the model's own selection reads, the selected epoch."""
     from xlt.stages.finetune import finetune
+    from xlt.stages.finetune_job import FinetuneJob
 
     hp = {"lr": 1e-3, "epochs": 2, "batch_size": 8, "max_length": 32, "stride": 8, "progress": False}
-    args = ("pos", str(tiny_encoder), None, str(toy_data / "pos"), ["en"], hp, 3)
-    finetune(*args, str(tmp_path / "plain"), str(tmp_path / "c1"))
-    finetune(*args, str(tmp_path / "oracle"), str(tmp_path / "c2"), oracle_langs=["en", "de"])
+    args = ("pos", str(tiny_encoder), str(toy_data / "pos"), ["en"], hp, 3)
+    finetune(FinetuneJob.of_seed(*args, tmp_path / "plain", tmp_path / "c1"))
+    finetune(FinetuneJob.of_seed(*args, tmp_path / "oracle", tmp_path / "c2", oracle_langs=["en", "de"]))
     plain, oracle = ({**load_file(tmp_path / n / "encoder" / "model.safetensors"), **load_file(tmp_path / n / "modules.safetensors")}
                      for n in ("plain", "oracle"))
     assert all(torch.equal(plain[k], oracle[k]) for k in plain)
@@ -87,7 +88,7 @@ def test_only_the_models_of_tables_that_show_the_oracle_ask_for_it():
     """The finetune rule's --oracle-langs (xlt.papers.oracle_languages): Table 2's and Table II's
     models with their languages; any other model none, so it is trained as before."""
     from tests.test_config import base
-    from xlt import papers as P
+    from xlt.workflow import paper_targets as P
 
     cfg = base()
     assert P.oracle_languages(cfg, "results/models/mbert/pretrained/ner/en.crossmulti/seed2") == ["en", "de", "es", "fr"]

@@ -1,5 +1,5 @@
-"""A pack of fine-tunes through the job's own entry points (xlt.stages.finetune.finetune_pack,
-workflow_scripts/finetune.py with several seeds): K = 3 seeds in one job, each model equal to
+"""A pack of fine-tunes through the job's own entry points (xlt.stages.finetune.finetune with several seeds,
+workflow_scripts/finetune.py with a job of several seeds): K = 3 seeds in one job, each model equal to
 its own single job within fp32 rounding and with identical dev predictions; a pack killed with
 SIGKILL resumes all three and ends bit-identical to one that ran through."""
 
@@ -13,7 +13,8 @@ import torch
 from safetensors.torch import load_file
 
 from tests.conftest import REPO
-from xlt.stages.finetune import evaluate_model, finetune, finetune_pack
+from xlt.stages.finetune import evaluate_model, finetune
+from xlt.stages.finetune_job import FinetuneJob
 
 SEEDS = [1, 2, 3]
 # fp32 forced: "auto" is bf16 on a CPU with AMX. A batched product sums in another order than
@@ -38,11 +39,12 @@ def _predictions(tmp_path, model_dir, data, name):
 @pytest.mark.parametrize("task", ["pos", "marc"])
 def test_three_seeds_in_one_job_equal_their_own_jobs(task, tiny_encoder, toy_data, tmp_path):
     outs = [tmp_path / f"pack{s}" for s in SEEDS]
-    packed = finetune_pack(task, str(tiny_encoder), None, toy_data / task, ["en"], HP, SEEDS, outs,
-                           [tmp_path / f"ck{s}" for s in SEEDS], tmp_path / "ck_pack")
+    packed = finetune(FinetuneJob(task=task, encoder=str(tiny_encoder), data=toy_data / task, train_langs=["en"], hparams=HP,
+                                  seeds=SEEDS, outs=outs, checkpoint_dirs=[tmp_path / f"ck{s}" for s in SEEDS],
+                                  pack_checkpoint_dir=tmp_path / "ck_pack"))
     for seed, out, summary in zip(SEEDS, outs, packed):
-        alone = finetune(task, str(tiny_encoder), None, toy_data / task, ["en"], HP, seed, tmp_path / f"alone{seed}",
-                         tmp_path / f"cka{seed}")
+        [alone] = finetune(FinetuneJob.of_seed(task, str(tiny_encoder), toy_data / task, ["en"], HP, seed, tmp_path / f"alone{seed}",
+                                               tmp_path / f"cka{seed}"))
         assert summary["pack"] == SEEDS and "pack" not in alone
         wp, wa = _weights(out), _weights(tmp_path / f"alone{seed}")
         assert wp.keys() == wa.keys()
@@ -67,11 +69,11 @@ def test_kill_9_of_a_pack_resumes_every_model(tiny_encoder, toy_data, tmp_path):
 
     def cli(name, *extra):
         return subprocess.run(
-            [sys.executable, str(REPO / "workflow_scripts" / "finetune.py"), "--task", "pos", "--encoder", str(tiny_encoder),
-             "--data", str(toy_data / "pos"), "--train-langs", "en", "--hparams", json.dumps(HP),
-             "--seed", *map(str, SEEDS), "--out", *(str(tmp_path / name / f"seed{s}") for s in SEEDS),
-             "--checkpoint-dir", *(str(tmp_path / f"ck_{name}" / f"seed{s}") for s in SEEDS),
-             "--pack-checkpoint-dir", str(tmp_path / f"ck_{name}" / "pack"), "--threads", "1", *extra],
+            [sys.executable, str(REPO / "workflow_scripts" / "finetune.py"), "--job",
+             FinetuneJob(task="pos", encoder=str(tiny_encoder), data=toy_data / "pos", train_langs=["en"], hparams=HP, seeds=SEEDS,
+                         outs=[tmp_path / name / f"seed{s}" for s in SEEDS],
+                         checkpoint_dirs=[tmp_path / f"ck_{name}" / f"seed{s}" for s in SEEDS],
+                         pack_checkpoint_dir=tmp_path / f"ck_{name}" / "pack", threads=1).to_json(), *extra],
             capture_output=True, text=True, timeout=300,
         )
 

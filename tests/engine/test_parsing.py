@@ -11,6 +11,7 @@ from xlt.engine.train_config import TrainConfig
 from xlt.engine.model import load_model
 from xlt.engine.evalset import evaluate_records
 from xlt.stages.finetune import evaluate_model, finetune
+from xlt.stages.finetune_job import FinetuneJob
 from xlt.io import read_jsonl
 from xlt.registry import UD_DEPRELS, get_task
 
@@ -49,8 +50,8 @@ def test_las_of_a_known_parser_on_a_hand_made_treebank(tiny_encoder, toy_data, t
           -> 6 words scored, 5 heads right, 3 labelled right
       UAS = 6/9, LAS = 4/9.
     """
-    finetune("parsing", str(tiny_encoder), None, toy_data / "parsing", ["en"], {**HP, "epochs": 1}, 1,
-             tmp_path / "m", tmp_path / "ck")
+    finetune(FinetuneJob.of_seed("parsing", str(tiny_encoder), toy_data / "parsing", ["en"], {**HP, "epochs": 1}, 1,
+                                 tmp_path / "m", tmp_path / "ck"))
     model, tok, meta = load_model(tmp_path / "m")
     monkeypatch.setattr(BiaffineParser, "decode", _left_neighbour_decode)
     cfg = TrainConfig.from_dict({**meta["train_config"], "parse_max_words": 5})
@@ -95,8 +96,8 @@ def test_parse_limit_counts_words_not_subwords(tiny_encoder):
 
 
 def test_parser_trains_and_evaluates_end_to_end(tiny_encoder, toy_data, tmp_path):
-    summary = finetune("parsing", str(tiny_encoder), None, toy_data / "parsing", ["en", "de"], HP, 3,
-                       tmp_path / "m", tmp_path / "ck")
+    [summary] = finetune(FinetuneJob.of_seed("parsing", str(tiny_encoder), toy_data / "parsing", ["en", "de"], HP, 3,
+                                             tmp_path / "m", tmp_path / "ck"))
     first, last = summary["history"][0], summary["history"][-1]
     assert last["las"] >= first["las"]  # (the toy chains can be learnt whole in one epoch)
     # the toy trees are chains: a parser that learnt nothing scores near 1/len on heads

@@ -12,6 +12,7 @@ from xlt.engine.recipes.finetune import train
 from xlt.engine.runtime import Preempted
 from xlt.errors import XltError
 from xlt.stages.finetune import evaluate_model, finetune
+from xlt.stages.finetune_job import FinetuneJob
 from tests.conftest import REPO
 
 HP = {"lr": 1e-3, "epochs": 2, "batch_size": 8, "warmup_ratio": 0.1, "max_length": 32, "stride": 8, "checkpoint_every": 3, "progress": False}
@@ -30,7 +31,7 @@ def _metrics(path):
 def test_training_learns_and_is_bit_identical_across_runs(task, tiny_encoder, toy_data, tmp_path):
     runs = []
     for name in ("a", "b"):
-        s = finetune(task, str(tiny_encoder), None, toy_data / task, ["en"], HP, 7, tmp_path / name, tmp_path / f"ck{name}")
+        [s] = finetune(FinetuneJob.of_seed(task, str(tiny_encoder), toy_data / task, ["en"], HP, 7, tmp_path / name, tmp_path / f"ck{name}"))
         runs.append(s)
     assert runs[0]["history"] == runs[1]["history"]
     wa, wb = _weights(tmp_path / "a"), _weights(tmp_path / "b")
@@ -43,8 +44,8 @@ def test_training_learns_and_is_bit_identical_across_runs(task, tiny_encoder, to
 
 
 def test_a_different_seed_gives_a_different_model(tiny_encoder, toy_data, tmp_path):
-    finetune("marc", str(tiny_encoder), None, toy_data / "marc", ["en"], HP, 1, tmp_path / "s1", tmp_path / "c1")
-    finetune("marc", str(tiny_encoder), None, toy_data / "marc", ["en"], HP, 2, tmp_path / "s2", tmp_path / "c2")
+    finetune(FinetuneJob.of_seed("marc", str(tiny_encoder), toy_data / "marc", ["en"], HP, 1, tmp_path / "s1", tmp_path / "c1"))
+    finetune(FinetuneJob.of_seed("marc", str(tiny_encoder), toy_data / "marc", ["en"], HP, 2, tmp_path / "s2", tmp_path / "c2"))
     w1, w2 = _weights(tmp_path / "s1"), _weights(tmp_path / "s2")
     assert not all(torch.equal(w1[k], w2[k]) for k in w1)
 
@@ -55,9 +56,9 @@ def test_kill_9_midrun_then_rerun_matches_uninterrupted_run(tiny_encoder, toy_da
 
     def cli(out, ckpt, *extra):
         return subprocess.run(
-            [sys.executable, str(REPO / "workflow_scripts" / "finetune.py"), "--task", "pos", "--encoder", str(tiny_encoder),
-             "--data", str(toy_data / "pos"), "--train-langs", "en", "de", "--hparams", json.dumps(HP), "--seed", "3",
-             "--out", str(out), "--checkpoint-dir", str(ckpt), "--threads", "1", *extra],
+            [sys.executable, str(REPO / "workflow_scripts" / "finetune.py"), "--job",
+             FinetuneJob.of_seed("pos", str(tiny_encoder), toy_data / "pos", ["en", "de"], HP, 3, out, ckpt, threads=1).to_json(),
+             *extra],
             capture_output=True, text=True, timeout=300,
         )
 
@@ -134,7 +135,7 @@ def test_one_seed_one_initialisation_whatever_the_training_data(tiny_encoder, to
     monkeypatch.setattr(recipe, "build_task_model", spy)
     hp = {**HP, "epochs": 1}
     for key, langs, seed in (("en", ["en"], 4), ("de", ["de"], 4), ("bi", ["de", "en"], 4), ("other", ["en"], 5)):
-        finetune("pos", str(tiny_encoder), None, toy_data / "pos", langs, hp, seed, tmp_path / key, tmp_path / f"ck{key}")
+        finetune(FinetuneJob.of_seed("pos", str(tiny_encoder), toy_data / "pos", langs, hp, seed, tmp_path / key, tmp_path / f"ck{key}"))
     names = list(initial["en"])
     assert any(n.startswith("heads.") for n in names)
     for other in ("de", "bi"):

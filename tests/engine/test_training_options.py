@@ -17,7 +17,8 @@ from xlt.engine.recipes.finetune import feature_languages, train
 from xlt.engine.streams import Stream
 from xlt.engine.train_config import TrainConfig
 from xlt.errors import XltError
-from xlt.stages.finetune import evaluate_model, finetune, finetune_pack
+from xlt.stages.finetune import evaluate_model, finetune
+from xlt.stages.finetune_job import FinetuneJob
 
 HP = {"lr": 1e-3, "epochs": 2, "batch_size": 8, "warmup_ratio": 0.1, "max_length": 32, "stride": 8,
       "checkpoint_every": 3, "progress": False, "precision": "fp32"}
@@ -175,8 +176,9 @@ def test_evals_per_epoch_evaluates_k_times_an_epoch_at_multiples_of_the_derived_
 def test_a_pack_with_evals_per_epoch_evaluates_each_model_k_times_an_epoch(tiny_encoder, toy_data, tmp_path):
     seeds = [1, 2]
     hp = {**HP, "evals_per_epoch": 4}
-    packed = finetune_pack("pos", str(tiny_encoder), None, toy_data / "pos", ["en"], hp, seeds,
-                           [tmp_path / f"pack{s}" for s in seeds], [tmp_path / f"ck{s}" for s in seeds], tmp_path / "ck_pack")
+    packed = finetune(FinetuneJob(task="pos", encoder=str(tiny_encoder), data=toy_data / "pos", train_langs=["en"], hparams=hp,
+                                  seeds=seeds, outs=[tmp_path / f"pack{s}" for s in seeds],
+                                  checkpoint_dirs=[tmp_path / f"ck{s}" for s in seeds], pack_checkpoint_dir=tmp_path / "ck_pack"))
     for summary in packed:
         assert summary["pack"] == seeds
         assert [(h["epoch"], h["step"]) for h in summary["history"]] == [(e, s) for e, s in zip([1] * 4 + [2] * 4, range(3, 25, 3))]
@@ -204,9 +206,9 @@ def test_kill_9_mid_epoch_with_every_option_resumes_bit_identical(tiny_encoder, 
 
     def cli(out, ckpt, *extra):
         return subprocess.run(
-            [sys.executable, str(REPO / "workflow_scripts" / "finetune.py"), "--task", "pos", "--encoder", str(tiny_encoder),
-             "--data", str(toy_data / "pos"), "--train-langs", "en", "de", "--hparams", json.dumps(hp), "--seed", "3",
-             "--out", str(out), "--checkpoint-dir", str(ckpt), "--threads", "1", *extra],
+            [sys.executable, str(REPO / "workflow_scripts" / "finetune.py"), "--job",
+             FinetuneJob.of_seed("pos", str(tiny_encoder), toy_data / "pos", ["en", "de"], hp, 3, out, ckpt, threads=1).to_json(),
+             *extra],
             capture_output=True, text=True, timeout=300,
         )
 
@@ -231,11 +233,12 @@ def test_a_pack_with_every_option_selects_what_each_model_selects_alone(tiny_enc
     seeds = [1, 2]
     hp = {**HP, **OPTIONS}
     outs = [tmp_path / f"pack{s}" for s in seeds]
-    packed = finetune_pack("pos", str(tiny_encoder), None, toy_data / "pos", ["en"], hp, seeds, outs,
-                           [tmp_path / f"ck{s}" for s in seeds], tmp_path / "ck_pack")
+    packed = finetune(FinetuneJob(task="pos", encoder=str(tiny_encoder), data=toy_data / "pos", train_langs=["en"], hparams=hp,
+                                  seeds=seeds, outs=outs, checkpoint_dirs=[tmp_path / f"ck{s}" for s in seeds],
+                                  pack_checkpoint_dir=tmp_path / "ck_pack"))
     for seed, out, summary in zip(seeds, outs, packed):
-        alone = finetune("pos", str(tiny_encoder), None, toy_data / "pos", ["en"], hp, seed, tmp_path / f"alone{seed}",
-                         tmp_path / f"cka{seed}")
+        [alone] = finetune(FinetuneJob.of_seed("pos", str(tiny_encoder), toy_data / "pos", ["en"], hp, seed, tmp_path / f"alone{seed}",
+                                               tmp_path / f"cka{seed}"))
         assert summary["pack"] == seeds
         assert [h["step"] for h in summary["history"]] == [h["step"] for h in alone["history"]] == [5, 10, 12, 15, 20, 24]
         assert (summary["selected_epoch"], summary["selected_step"]) == (alone["selected_epoch"], alone["selected_step"])
@@ -251,11 +254,11 @@ def test_kill_9_of_a_pack_with_every_option_resumes_every_model(tiny_encoder, to
 
     def cli(name, *extra):
         return subprocess.run(
-            [sys.executable, str(REPO / "workflow_scripts" / "finetune.py"), "--task", "pos", "--encoder", str(tiny_encoder),
-             "--data", str(toy_data / "pos"), "--train-langs", "en", "--hparams", json.dumps(hp),
-             "--seed", *map(str, seeds), "--out", *(str(tmp_path / name / f"seed{s}") for s in seeds),
-             "--checkpoint-dir", *(str(tmp_path / f"ck_{name}" / f"seed{s}") for s in seeds),
-             "--pack-checkpoint-dir", str(tmp_path / f"ck_{name}" / "pack"), "--threads", "1", *extra],
+            [sys.executable, str(REPO / "workflow_scripts" / "finetune.py"), "--job",
+             FinetuneJob(task="pos", encoder=str(tiny_encoder), data=toy_data / "pos", train_langs=["en"], hparams=hp, seeds=seeds,
+                         outs=[tmp_path / name / f"seed{s}" for s in seeds],
+                         checkpoint_dirs=[tmp_path / f"ck_{name}" / f"seed{s}" for s in seeds],
+                         pack_checkpoint_dir=tmp_path / f"ck_{name}" / "pack", threads=1).to_json(), *extra],
             capture_output=True, text=True, timeout=300,
         )
 

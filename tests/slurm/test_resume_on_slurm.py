@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from tests.conftest import REPO
+from xlt.stages.finetune_job import FinetuneJob
 from tests.slurm.test_slurm_smoke import wait_until
 from tests.slurm.test_workflow_on_slurm import POS, ci_profile, finish, overrides, start
 
@@ -53,10 +54,9 @@ def test_scancel_mid_training_resumes_and_matches_an_uninterrupted_run(slurm_clu
     cfg = meta["train_config"]
     hp = {k: v for k, v in cfg.items() if k not in ("task", "encoder", "encoder_revision", "seed")}
     scripts = REPO / "workflow_scripts"
-    subprocess.run([sys.executable, scripts / "finetune.py", "--task", "pos", "--encoder", str(workdir / "results/encoders/tiny/pretrained"),
-                    "--data", str(workdir / "results/data" / POS), "--train-langs", "en", "--hparams", json.dumps(hp),
-                    "--seed", "1", "--out", str(tmp_path / "clean"), "--checkpoint-dir", str(tmp_path / "ck"), "--threads", "1"],
-                   check=True, capture_output=True, timeout=600)
+    job = FinetuneJob.of_seed("pos", str(workdir / "results/encoders/tiny/pretrained"), workdir / "results/data" / POS, ["en"], hp, 1,
+                              tmp_path / "clean", tmp_path / "ck", threads=1)
+    subprocess.run([sys.executable, scripts / "finetune.py", "--job", job.to_json()], check=True, capture_output=True, timeout=600)
     subprocess.run([sys.executable, scripts / "evaluate.py", "--model", str(tmp_path / "clean"), "--data", str(workdir / "results/data" / POS),
                     "--split", "test", "--langs", "en", "de", "es", "fr", "--out", str(tmp_path / "clean.json"),
                     "--predictions", str(tmp_path / "clean.jsonl"), "--threads", "1"], check=True, capture_output=True, timeout=600)

@@ -11,6 +11,7 @@ import torch
 from tests.test_config import base
 from xlt.errors import XltError
 from xlt.stages.finetune import evaluate_model, finetune
+from xlt.stages.finetune_job import FinetuneJob
 from xlt.papers.underspec.grid import COLUMNS, GridJob, GridSpec, grid_points, run_grid_job
 from xlt.papers.underspec.interpolate import alpha_grid_1d
 from xlt.papers.underspec.aggregate import normalise_by_bilingual
@@ -25,7 +26,7 @@ def models(tiny_encoder, toy_data, tmp_path_factory):
     root = tmp_path_factory.mktemp("grid_models")
     out = {}
     for name, langs, seed in (("src", ["en"], 1), ("tgt", ["de"], 1), ("bi", ["de", "en"], 1), ("src_seed2", ["en"], 2)):
-        finetune("pos", str(tiny_encoder), None, toy_data / "pos", langs, HP, seed, root / name, root / f"ck_{name}")
+        finetune(FinetuneJob.of_seed("pos", str(tiny_encoder), toy_data / "pos", langs, HP, seed, root / name, root / f"ck_{name}"))
         out[name] = root / name
     return out
 

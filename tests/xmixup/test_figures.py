@@ -13,7 +13,8 @@ import pytest
 
 from xlt.workflow.config import load_configs, validate
 from xlt.errors import XltError
-from xlt.papers import draw_figure, figure_inputs, figure_names, figure_spec
+from xlt.workflow.paper_outputs import draw_figure
+from xlt.workflow.paper_targets import figure_inputs, figure_names, figure_spec
 from xlt.papers.xmixup import PAPER
 from xlt.papers.xmixup import plan as X
 from xlt.papers.xmixup import figures as F
@@ -73,7 +74,7 @@ def _draw(cfg: dict, figure: str, out: Path) -> pd.DataFrame:
 
 
 def test_the_tiny_preset_makes_figures_1_and_3_from_files_the_tables_already_read(tiny_cfg):
-    from xlt.papers import table_inputs
+    from xlt.workflow.paper_targets import table_inputs
 
     assert figure_names(tiny_cfg, "xmixup") == ["fig1", "fig3", "fig4"]
     files = figure_inputs(tiny_cfg, "xmixup", "fig3")

@@ -13,7 +13,8 @@ import pytest
 
 from xlt.workflow.config import load_configs
 from xlt.errors import XltError
-from xlt.papers import get_table, hparams, table_inputs
+from xlt.papers import get_table
+from xlt.workflow.paper_targets import hparams, table_inputs
 from xlt.papers.xmixup import plan as X
 from xlt.papers.xmixup import tables as T
 from xlt.papers.xmixup.checks import check
@@ -444,7 +445,7 @@ def test_table12_pairs_ours_zero_shot_with_the_papers_zero_shot_rows(in_tmp, tmp
     """Table 12's mBERT / XLM-R rows are XTREME's zero-shot (their averages are Table 3's zero-shot
     PAWS-X cells): ours zero-shot stands beside them, translate-train on a row of its own; Table
     11's are translate-train (Table 3's mBERT trans-train XNLI), so there it is the other way."""
-    from xlt.papers.published import load_published
+    from xlt.paperkit.published import load_published
 
     cfg, _, _ = in_tmp
     cfg["papers"]["xmixup"]["tasks"] = ["xnli", "pawsx"]
@@ -474,7 +475,7 @@ def test_table6_fills_the_cells_where_our_models_saw_the_language_as_the_paper_d
     """The tiny models train on every language they are scored on: en, ru, zh are seen as in the
     paper (ours); ar, de, hi are unseen in the paper but seen by ours, and the rest are not run
     (the paper's values, each with its reason); no model of the table's own."""
-    from xlt.papers import published_cells
+    from xlt.workflow.paper_outputs import published_cells
     from xlt.tables import check_accounted, unexplained
 
     cfg, spec, langs = in_tmp

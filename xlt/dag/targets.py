@@ -21,7 +21,7 @@
 A recipe is `<training languages joined by '+'>.<hparams profile>[.<aux set>]`, e.g.
 `en.<profile>` or `de+en+es+fr.<profile>` (languages sorted, so a recipe has one spelling);
 an aux set (config `aux_sets`) adds auxiliary task streams: `en.<profile>.<aux set>`. A profile
-`<profile>-<tag>` adds the extra a paper's tag names (xlt.papers.hparams).
+`<profile>-<tag>` adds the extra a paper's tag names (xlt.workflow.paper_targets.hparams).
 
 The `{task}` of a path is a *dataset*: the registry task, plus `.<set>` for a named data set of
 it: a UD treebank selection a paper picks (`pos.es_ancora`, `pos.xtreme`; config `data.ud.sets`),
@@ -48,7 +48,7 @@ TABLE_FORMATS = ("csv", "md", "tex", "html")  # html: the Markdown rendered, as 
 FIGURE_FORMATS = ("png", "pdf", "csv")  # the CSV holds the numbers plotted
 WILDCARDS = {
     "encoder": r"[A-Za-z0-9_]+",
-    # see Init; the kinds a paper registers (InitKind) join it in init_pattern()
+    # see Init; the kinds the papers declare (InitKind, Paper.inits) join it in init_pattern()
     "init": r"pretrained|mlm-[a-z]+(\.[a-z0-9_]+)?-[A-Za-z0-9_]+",
     "task": r"[a-z]+(\.[a-z0-9_]+)?",  # a dataset: <task>[.<set>]
     "testset": r"[a-z]+(\.[a-z0-9_]+)?",  # another dataset of the model's task (an eval `on-<testset>`)
@@ -83,22 +83,18 @@ class Recipe:
 
 
 # An aux set's `kind` (none: task streams) -> its streams, (cfg, recipe, set name, the set,
-# encoder, init) -> [{"kind", "data", "reference"?, …}]: a paper registers the kinds it adds
-# (xlt.papers.base.Paper.aux_kinds; its schema.yaml's extends declares their config)
+# encoder, init) -> [{"kind", "data", "reference"?, …}]: a paper declares the kinds it adds
+# (xlt.paperkit.base.Paper.aux_kinds; its schema.yaml's extends declares their config), and the
+# caller hands them in (xlt.workflow.paper_targets.aux_streams: every registered paper's)
 AuxKind = Callable[[dict, str, str, dict, "str | None", str], list[dict]]
-AUX_KINDS: dict[str, AuxKind] = {}
 
 
-def register_aux_kind(kind: str, streams: AuxKind) -> None:
-    if AUX_KINDS.setdefault(kind, streams) is not streams:
-        raise XltError(f"aux set kind {kind!r} is registered twice")
-
-
-def aux_streams(cfg: dict, recipe: str, dataset: str, encoder: str | None = None, init: str = "pretrained") -> list[dict]:
+def aux_streams(cfg: dict, recipe: str, dataset: str, encoder: str | None = None, init: str = "pretrained", *,
+                kinds: dict[str, AuxKind]) -> list[dict]:
     """The auxiliary streams of a recipe's aux set for the main task of `dataset`. A task set
     gives [{"task", "data", "weight", "batch_size"?}] (none for a task it gives none), each
     reading the training split of its dataset in the recipe's languages. A set of another
-    `kind` gives the streams its registered kind (AUX_KINDS) makes of it: [{"kind", "data",
+    `kind` gives the streams that kind of `kinds` makes of it: [{"kind", "data",
     "reference"?, …}] (a "reference": the encoder as released, which an anchor term reads)."""
     name = Recipe.parse(recipe).aux
     if name is None:
@@ -108,18 +104,18 @@ def aux_streams(cfg: dict, recipe: str, dataset: str, encoder: str | None = None
         raise XltError(f"recipe {recipe!r}: unknown aux set {name!r}; allowed: {', '.join(sorted(sets)) or '(none)'}")
     aux = sets[name]
     if "kind" in aux:
-        if aux["kind"] not in AUX_KINDS:
-            raise XltError(f"aux set {name!r}: unknown kind {aux['kind']!r}; allowed: {', '.join(sorted(AUX_KINDS)) or '(none)'}")
-        return AUX_KINDS[aux["kind"]](cfg, recipe, name, aux, encoder, init)
+        if aux["kind"] not in kinds:
+            raise XltError(f"aux set {name!r}: unknown kind {aux['kind']!r}; allowed: {', '.join(sorted(kinds)) or '(none)'}")
+        return kinds[aux["kind"]](cfg, recipe, name, aux, encoder, init)
     return [{"task": task_of(d), "data": data_dir(cfg, d), "weight": aux["weight"],
              **({"batch_size": aux["batch_size"]} if "batch_size" in aux else {})}
             for d in aux["tasks"].get(task_of(dataset), [])]
 
 
-def aux_inputs(cfg: dict, recipe: str, dataset: str, encoder: str, init: str) -> list[str]:
+def aux_inputs(cfg: dict, recipe: str, dataset: str, encoder: str, init: str, *, kinds: dict[str, AuxKind]) -> list[str]:
     """What a fine-tune's auxiliary streams read: their data, and an anchor's reference encoder."""
     out = []
-    for a in aux_streams(cfg, recipe, dataset, encoder, init):
+    for a in aux_streams(cfg, recipe, dataset, encoder, init, kinds=kinds):
         out.append(a["data"])
         if "reference" in a:
             out += encoder_inputs(cfg, encoder)
@@ -201,7 +197,7 @@ PRETRAINED = "pretrained"
 
 @dataclass(frozen=True)
 class InitKind:
-    """An encoder init a paper's rule makes, `<method>-…` (registered with register_init_kind):
+    """An encoder init a paper's rule makes, `<method>-…` (declared in its Paper.inits):
     its names' regex (joined to the `init` wildcard), their grammar as messages spell it, and
     its parser (a name -> an object with `.name` and `.method`; XltError naming the grammar)."""
 
@@ -211,21 +207,13 @@ class InitKind:
     parse: Callable[[str], object]
 
 
-INIT_KINDS: dict[str, InitKind] = {}  # method -> its kind; the papers' (xlt.papers.base.Paper.inits)
+def init_pattern(kinds: list[InitKind]) -> str:
+    """The `init` wildcard's regex: the built-in inits' and each kind's of `kinds`."""
+    return "|".join([WILDCARDS["init"], *(k.pattern for k in kinds)])
 
 
-def register_init_kind(kind: InitKind) -> None:
-    if kind.method in (PRETRAINED, "mlm") or INIT_KINDS.setdefault(kind.method, kind) is not kind:
-        raise XltError(f"encoder init kind {kind.method!r} is registered twice")
-
-
-def init_pattern() -> str:
-    """The `init` wildcard's regex: the built-in inits' and every registered kind's."""
-    return "|".join([WILDCARDS["init"], *(k.pattern for k in INIT_KINDS.values())])
-
-
-def _init_grammars() -> str:
-    names = ["'pretrained'", "'mlm-<dataset>-<language set>'", *(repr(k.grammar) for k in INIT_KINDS.values())]
+def _init_grammars(kinds: list[InitKind]) -> str:
+    names = ["'pretrained'", "'mlm-<dataset>-<language set>'", *(repr(k.grammar) for k in kinds)]
     return f"{', '.join(names[:-1])} or {names[-1]}"
 
 
@@ -234,7 +222,7 @@ class Init:
     """Where fine-tuning starts: the encoder as released (`pretrained`), or the encoder
     adapted by a rule: `mlm-<dataset>-<language set>` is MLM on the training text of a
     dataset in the languages of a language set (domain adaptation), with config `adapt.mlm`;
-    `<method>-…` of a registered kind (INIT_KINDS) is parsed by that kind."""
+    `<method>-…` of a paper's kind (InitKind) is parsed by that kind, where the caller hands it in."""
 
     method: str | None = None
     dataset: str | None = None
@@ -245,16 +233,18 @@ class Init:
         return PRETRAINED if self.method is None else f"{self.method}-{self.dataset}-{self.langset}"
 
     @classmethod
-    def parse(cls, name: str):
-        """An Init, or the object a registered kind parses its names into."""
+    def parse(cls, name: str, kinds: list[InitKind] = ()):
+        """An Init, or the object one of `kinds` parses its names into (the registered papers':
+        xlt.workflow.paper_targets.init_kinds)."""
         if name == PRETRAINED:
             return cls()
         method, _, rest = name.partition("-")
-        if method in INIT_KINDS:
-            return INIT_KINDS[method].parse(name)
+        for kind in kinds:
+            if kind.method == method:
+                return kind.parse(name)
         dataset, _, langset = rest.rpartition("-")
         if method != "mlm" or not dataset or not langset:
-            raise XltError(f"encoder init {name!r}: expected {_init_grammars()}")
+            raise XltError(f"encoder init {name!r}: expected {_init_grammars(kinds)}")
         return cls(method, dataset, langset)
 
 
@@ -270,7 +260,7 @@ def encoder_source(cfg: dict, name: str, init: str = PRETRAINED) -> str:
         spec = cfg["encoders"][name]
     except KeyError:
         raise XltError(f"unknown encoder {name!r}; allowed: {', '.join(sorted(cfg['encoders']))}") from None
-    if "build" in spec or Init.parse(init).method is not None:
+    if "build" in spec or init != PRETRAINED:
         return encoder_dir(cfg, name, init)
     return spec.get("path") or snapshot_dir(cfg, name)
 
@@ -298,7 +288,7 @@ def hub_encoders(cfg: dict) -> list[str]:
 
 def encoder_inputs(cfg: dict, name: str, init: str = PRETRAINED) -> list[str]:
     """The DAG dependency of a job on its encoder: the directory it loads (none for a local path)."""
-    if Init.parse(init).method is None and cfg["encoders"].get(name, {}).get("path"):
+    if init == PRETRAINED and cfg["encoders"].get(name, {}).get("path"):
         return []
     return [encoder_source(cfg, name, init)]
 
@@ -341,7 +331,7 @@ def hparams(cfg: dict, recipe: str, dataset: str | None = None,
     one per task (a paper's profile names the number its tables print; a task it does not list
     selects on the task's first metric). A profile `<profile>-<extra tag>` is the
     profile with one more extra, which `extra_of_tag` reads from the tag (the papers' tag
-    grammars: xlt.papers.hparams passes them)."""
+    grammars: xlt.workflow.paper_targets.hparams passes them)."""
     name = Recipe.parse(recipe).hparams
     name, _, tag = name.partition("-") if name not in cfg["hparams"] else (name, "", "")
     if name not in cfg["hparams"]:
@@ -352,7 +342,7 @@ def hparams(cfg: dict, recipe: str, dataset: str | None = None,
         hp.update(per_task.get(task_of(dataset), {}))
     if tag:
         if extra_of_tag is None:
-            raise XltError(f"recipe {recipe!r}: an extra tag ({tag!r}) is read by a paper's tag grammar (xlt.papers.hparams)")
+            raise XltError(f"recipe {recipe!r}: an extra tag ({tag!r}) is read by a paper's tag grammar (xlt.workflow.paper_targets.hparams)")
         hp["extras"] = [*hp.get("extras", []), extra_of_tag(tag)]
     if isinstance(hp.get("select_metric"), dict):  # per task: the training job gets its task's
         per_task_metric = hp.pop("select_metric")
@@ -584,25 +574,18 @@ def raw_sources(cfg: dict, dataset: str) -> dict[str, list[str]]:
     return out
 
 
-# Downloads a stage besides the tasks' reads, by config: (cfg) -> {source: languages}. xlt.papers
-# registers the alignment stage's bitext (when a configured paper reads aligned pairs), so that
-# this module imports neither (the import contracts: no circles).
-EXTRA_DOWNLOADS: list[Callable[[dict], dict[str, list[str]]]] = []
-
-
-def download_plan(cfg: dict) -> dict[str, list[str]]:
+def download_plan(cfg: dict, *, more: list[dict[str, list[str]]]) -> dict[str, list[str]]:
     """Every catalog source the configured papers read, with its languages; none with the world.
     The named sets of a task a paper reads (`data.<task>.sets`: test sets other jobs evaluate on)
     are read too: they are prepared only when a job asks for them, but fetched with the rest;
-    so is the alignment stage's bitext when a configured paper reads aligned pairs (Paper.reads_alignment)."""
+    so is what a stage besides the tasks reads, `more` ({source: languages} each: the alignment
+    stage's bitext when a configured paper reads aligned pairs, xlt.workflow.paper_targets.download_plan,
+    which hands it in, so that this module imports neither)."""
     if cfg.get("world"):
         return {}
-    if not EXTRA_DOWNLOADS:
-        raise XltError("download plan: no stage has registered its downloads; import xlt.papers first "
-                       "(it registers the alignment stage's bitext)")
     plan: dict[str, list[str]] = {}
     sources = [raw_sources(cfg, dataset) for dataset in [*datasets(cfg), *named_sets(cfg)]]
-    sources += [extra(cfg) for extra in EXTRA_DOWNLOADS]
+    sources += list(more)
     for found in sources:
         for source, langs in found.items():
             plan[source] = list(dict.fromkeys(plan.get(source, []) + langs))
@@ -613,34 +596,11 @@ def download_manifest(cfg: dict, source: str) -> str:
     return f"{cfg['raw_root']}/manifests/{source}.json"
 
 
-def download_langs(cfg: dict, source: str) -> list[str]:
-    """The languages to fetch; [] (every language of the entry) for a source no paper reads."""
-    return download_plan(cfg).get(source, [])
-
-
 def raw_inputs(cfg: dict, dataset: str) -> list[str]:
     """What a prepare job waits for: the world (tiny preset), or its sources' download manifests."""
     if cfg.get("world"):
         return [f"{cfg['results']}/world/manifest.json"]
     return [download_manifest(cfg, source) for source in raw_sources(cfg, dataset)]
-
-
-def prefetch(cfg: dict) -> list[str]:
-    """Everything a run needs from the network, fetched once where there is one (a login node):
-    the download of every source the configured papers read, and every Hub encoder's snapshot."""
-    return [download_manifest(cfg, s) for s in download_plan(cfg)] + [snapshot_dir(cfg, e) for e in hub_encoders(cfg)]
-
-
-def data_all(cfg: dict) -> list[str]:
-    """One download per real source (the catalog, less second routes to the same data, plus
-    any route a configured paper reads) and every prepared dataset of the configured papers."""
-    # deferred: loads requests, yaml only when this runs
-    from xlt.sources.catalog import catalog
-
-    entries = dict(download_plan(cfg))
-    if not cfg.get("world"):
-        entries.update({name: [] for name, src in catalog().items() if src.same_data_as is None and name not in entries})
-    return [download_manifest(cfg, s) for s in sorted(entries)] + [data_dir(cfg, d) for d in datasets(cfg)]
 
 
 def ensure_dir(path: str | Path) -> Path:

@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 from xlt.engine.train_config import TrainConfig
+from xlt.stages.finetune_job import FinetuneJob
 from xlt.errors import XltError
 from xlt.io import read_json, write_json, write_jsonl
 from xlt.provenance import provenance
@@ -57,46 +58,57 @@ def model_collapse_flag(model_dir: str | Path) -> dict:
 RETRY_SEED_STRIDE = 1000
 
 
-def finetune(task: str, encoder: str, revision: str | None, data_dir: str, train_langs: list[str],
-             hparams: dict, seed: int, out: str, checkpoint_dir: str, kill_after_steps: int | None = None,
-             collapse_retries: int = 0, aux: list[dict] | None = None, collapse_rule: dict | None = None,
-             oracle_langs: list[str] | None = None, tensorboard_dir: str | None = None, trained: dict | None = None) -> dict:
-    """Fine-tune, then judge whether the selected model collapsed (xlt.metrics.collapse_verdict
-    by `collapse_rule`, the config's `collapse:` thresholds; default xlt.metrics.COLLAPSE_RULE):
-    its dev predictions nearly all one class / tag / relation, or its dev score not above the
-    dev set's majority baseline. The verdict, the rule and each attempt go into the model's
-    xlt_model.json under `collapse`. A collapsed run is retried up to `collapse_retries` times
-    with seed + 1000·k; the last attempt is kept either way, flagged, never dropped.
+def finetune(job: FinetuneJob, kill_after_steps: int | None = None) -> list[dict]:
+    """Fine-tune the job's seeds (a pack's first attempts in one job: xlt.engine.packed; config
+    `engine.pack`, xlt.workflow.packs), each model saved to its own `job.outs[k]`; then judge
+    whether each selected model collapsed (xlt.metrics.collapse_verdict by `job.collapse_rule`,
+    the config's `collapse:` thresholds; default xlt.metrics.COLLAPSE_RULE): its dev predictions
+    nearly all one class / tag / relation, or its dev score not above the dev set's majority
+    baseline. The verdict, the rule and each attempt go into the model's xlt_model.json under
+    `collapse`. A collapsed run is retried, alone, up to `job.collapse_retries` times with seed +
+    1000·k; the last attempt is kept either way, flagged, never dropped. Returns each seed's summary.
 
-    `aux`: auxiliary streams (xlt.dag.targets.aux_streams): task streams [{"task", "data", "weight",
-    "batch_size"?}], each reading the training split of its data folder in the training
+    `job.aux`: auxiliary streams (xlt.dag.targets.aux_streams): task streams [{"task", "data",
+    "weight", "batch_size"?}], each reading the training split of its data folder in the training
     languages; an aligned-pairs stream reads its sample file ("data") as it is; X-Mixup
     tagging's source model {"kind": "soft_labels", "model"} passes as it is.
 
-    `oracle_langs`: target-dev ("oracle") selection beside the model's own, for these languages'
-    dev and test sets (xlt.engine.recipes.finetune.train's `oracle`: oracle.json beside the
-    model; not part of its training config, so the model and its provenance are as without).
+    `job.oracle_langs[k]`: target-dev ("oracle") selection beside seed k's own, for these
+    languages' dev and test sets (xlt.engine.recipes.finetune.train's `oracle`: oracle.json beside
+    the model; not part of its training config, so the model and its provenance are as without).
 
-    `tensorboard_dir`: each epoch's loss, dev scores and seconds as TensorBoard scalars there.
+    `kill_after_steps`: testing aid, the process SIGKILLs itself after that many steps."""
+    train_files, dev_files = _split_files(job)
+    if not job.packed:
+        return [_judged(job, 0, train_files, dev_files, kill_after_steps)]
+    from xlt.engine.recipes.packed_finetune import train_packed  # torch: only in the job
 
-    `trained`: the first attempt's summary where it already ran (in a pack: `finetune_pack`);
-    only the verdict, and any retry (alone), happen here."""
+    runs = [_run_config(job, seed) for seed in job.seeds]
+    firsts = train_packed([c for c, _ in runs], train_files, dev_files, job.outs, job.checkpoint_dirs,
+                          job.pack_checkpoint_dir, [r for _, r in runs], kill_after_steps=kill_after_steps,
+                          oracles=[_oracle_files(job.data, langs) or None for langs in job.oracle_langs])
+    return [_judged(job, k, train_files, dev_files, None, trained=first) for k, first in enumerate(firsts)]
 
+
+def _judged(job: FinetuneJob, i: int, train_files: list[Path], dev_files: list[Path], kill_after_steps: int | None,
+            trained: dict | None = None) -> dict:
+    """Seed i's collapse verdict (`finetune`), its first attempt trained here or, in a pack,
+    already (`trained`: its summary), and its retries, alone."""
     from xlt.engine.recipes.finetune import train  # torch: only in the job
     # deferred: loads numpy, sklearn only when this runs
     from xlt.metrics import COLLAPSE_RULE, collapse_verdict
 
-    train_files, dev_files = _split_files(task, data_dir, train_langs, hparams)
+    seed, out, checkpoint_dir = job.seeds[i], job.outs[i], job.checkpoint_dirs[i]
     aux_train = [dict(a) if a.get("kind") == "soft_labels"
                  else {**{k: v for k, v in a.items() if k != "data"}, "files": [a["data"]]} if a.get("kind") == "aligned_pairs"
-                 else {"task": a["task"], "weight": a["weight"], "files": [split_file(a["data"], lang, "train") for lang in train_langs],
-                       **({"batch_size": a["batch_size"]} if "batch_size" in a else {})} for a in aux or []]
-    rule = {**COLLAPSE_RULE, **(collapse_rule or {})}
-    oracle = _oracle_files(data_dir, oracle_langs)
+                 else {"task": a["task"], "weight": a["weight"], "files": [split_file(a["data"], lang, "train") for lang in job.train_langs],
+                       **({"batch_size": a["batch_size"]} if "batch_size" in a else {})} for a in job.aux]
+    rule = {**COLLAPSE_RULE, **job.collapse_rule}
+    oracle = _oracle_files(job.data, job.oracle_langs[i])
     attempts = []
-    for attempt in range(collapse_retries + 1):
+    for attempt in range(job.collapse_retries + 1):
         run_seed = seed + RETRY_SEED_STRIDE * attempt
-        cfg, resolved = _run_config(task, encoder, revision, data_dir, train_langs, hparams, run_seed, aux)
+        cfg, resolved = _run_config(job, run_seed)
         # A retry checkpoints apart: a rerun after a kill replays attempt 0 from scratch (its
         # checkpoint was cleared when it finished) and must not resume the retry's state.
         ckpt_dir = checkpoint_dir if attempt == 0 else f"{checkpoint_dir}.retry{attempt}"
@@ -104,69 +116,43 @@ def finetune(task: str, encoder: str, revision: str | None, data_dir: str, train
             summary = trained
         else:
             summary = train(cfg, train_files, dev_files, out, ckpt_dir, resolved_config=resolved, aux=aux_train,
-                            kill_after_steps=kill_after_steps, oracle=oracle or None, tensorboard_dir=tensorboard_dir)
+                            kill_after_steps=kill_after_steps, oracle=oracle or None, tensorboard_dir=job.tensorboard_dir)
         if int(os.environ.get("RANK", "0")) != 0:  # under torchrun the main rank checks and writes
             return summary
         measure = summary["dev_collapse"]  # of the selected epoch's dev predictions, made in training
         # a kind without labels (span QA) has nothing to judge: never flagged
         attempts.append({"seed": run_seed, **(collapse_verdict(measure, rule) if measure else {"collapsed": False, "by": []})})
-        if not attempts[-1]["collapsed"] or attempt == collapse_retries:
+        if not attempts[-1]["collapsed"] or attempt == job.collapse_retries:
             break
         shutil.rmtree(out)
     collapse = {"collapsed": attempts[-1]["collapsed"], "by": attempts[-1]["by"], "seed": attempts[-1]["seed"],
-                "retries": collapse_retries, "rule": rule, "attempts": attempts}
+                "retries": job.collapse_retries, "rule": rule, "attempts": attempts}
     meta_path = Path(out) / "xlt_model.json"
     write_json(meta_path, {**read_json(meta_path), "collapse": collapse})
     return {**summary, "collapse": collapse}
 
 
-def _split_files(task: str, data_dir: str, train_langs: list[str], hparams: dict) -> tuple[list[Path], list[Path]]:
+def _split_files(job: FinetuneJob) -> tuple[list[Path], list[Path]]:
     """The training files of the training languages, and the dev files model selection reads."""
-    t = get_task(task)
-    for lang in train_langs:
+    t = get_task(job.task)
+    for lang in job.train_langs:
         check_language(t, lang)
-    train_files = [split_file(data_dir, lang, "train") for lang in train_langs]
+    train_files = [split_file(job.data, lang, "train") for lang in job.train_langs]
     # Model selection on the dev sets of the training language(s): no target-language peeking;
     # or of the languages the profile names (`dev_languages`: translate-train data has English dev only).
-    dev_files = [split_file(data_dir, lang, "dev") for lang in hparams.get("dev_languages") or train_langs]
+    dev_files = [split_file(job.data, lang, "dev") for lang in job.hparams.get("dev_languages") or job.train_langs]
     return train_files, dev_files
 
 
-def _oracle_files(data_dir: str, oracle_langs: list[str] | None) -> dict:
-    return {lang: {split: str(split_file(data_dir, lang, split)) for split in ("dev", "test")} for lang in oracle_langs or []}
+def _oracle_files(data_dir: str, oracle_langs: list[str]) -> dict:
+    return {lang: {split: str(split_file(data_dir, lang, split)) for split in ("dev", "test")} for lang in oracle_langs}
 
 
-def _run_config(task: str, encoder: str, revision: str | None, data_dir: str, train_langs: list[str], hparams: dict,
-                seed: int, aux: list[dict] | None = None) -> tuple[TrainConfig, dict]:
+def _run_config(job: FinetuneJob, seed: int) -> tuple[TrainConfig, dict]:
     """One run's TrainConfig and the resolved config its provenance records."""
-    cfg = TrainConfig.from_dict({**hparams, "task": task, "encoder": encoder, "encoder_revision": revision, "seed": seed},
-                                where="hparams")
-    return cfg, {"task": task, "train_langs": train_langs, "data_dir": str(data_dir), **cfg.to_dict(),
-                 **({"aux": aux} if aux else {})}
-
-
-def finetune_pack(task: str, encoder: str, revision: str | None, data_dir: str, train_langs: list[str], hparams: dict,
-                  seeds: list[int], outs: list[str], checkpoint_dirs: list[str], pack_checkpoint_dir: str,
-                  kill_after_steps: int | None = None, collapse_retries: int = 0, collapse_rule: dict | None = None,
-                  oracle_langs: list[list[str]] | None = None) -> list[dict]:
-    """`finetune` of each seed, the first attempts trained in one job (xlt.engine.packed; config
-    `engine.pack`, xlt.workflow.packs): each model as alone, saved to its own `outs[k]`; then each
-    model's collapse verdict, and a collapsed one's retries alone (`finetune`'s `trained`).
-    `oracle_langs[k]`: seed k's oracle languages."""
-    from xlt.engine.recipes.packed_finetune import train_packed  # torch: only in the job
-
-    oracle_langs = oracle_langs or [[] for _ in seeds]
-    if not len(seeds) == len(outs) == len(checkpoint_dirs) == len(oracle_langs):
-        raise XltError(f"a pack of {len(seeds)} seeds needs as many outputs, checkpoint directories and oracle "
-                       f"language lists; got {len(outs)}, {len(checkpoint_dirs)}, {len(oracle_langs)}")
-    train_files, dev_files = _split_files(task, data_dir, train_langs, hparams)
-    runs = [_run_config(task, encoder, revision, data_dir, train_langs, hparams, seed) for seed in seeds]
-    summaries = train_packed([c for c, _ in runs], train_files, dev_files, outs, checkpoint_dirs, pack_checkpoint_dir,
-                             [r for _, r in runs], kill_after_steps=kill_after_steps,
-                             oracles=[_oracle_files(data_dir, langs) or None for langs in oracle_langs])
-    return [finetune(task, encoder, revision, data_dir, train_langs, hparams, seed, out, ckpt, None, collapse_retries,
-                     None, collapse_rule, langs, None, trained=summary)
-            for seed, out, ckpt, langs, summary in zip(seeds, outs, checkpoint_dirs, oracle_langs, summaries)]
+    cfg = job.train_config(seed)
+    return cfg, {"task": job.task, "train_langs": job.train_langs, "data_dir": job.data, **cfg.to_dict(),
+                 **({"aux": job.aux} if job.aux else {})}
 
 
 def evaluate_model(model_dir: str, data_dir: str, split: str, langs: list[str], out: str, predictions: str,

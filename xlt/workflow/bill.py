@@ -37,7 +37,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from xlt import papers as P
+from xlt.workflow import paper_targets as P
 from xlt.dag import resources as R
 from xlt.dag import targets as T
 from xlt.errors import XltError
@@ -219,7 +219,7 @@ def _finetune(cfg: dict, w: dict, ex: Examples) -> list[Work]:
                 # model selection: the dev sets of the training languages, or of the profile's own
                 infer=dev_evaluations(hp, steps) * ex.tokens(dataset, hp.get("dev_languages") or recipe.train_langs, "dev"))
     out = [main]
-    for a in T.aux_streams(cfg, w["recipe"], dataset, w["encoder"], w["init"]):
+    for a in P.aux_streams(cfg, w["recipe"], dataset, w["encoder"], w["init"]):
         n = steps * a.get("batch_size", bs)  # one batch of each stream per step; the streams cycle
         if a.get("kind") == "aligned_pairs":  # both sides trained; the anchor: English, released encoder
             out.append(Work(FLOPS, train=2 * n * mean_tokens("bitext"), infer=n * mean_tokens("bitext")))

@@ -19,7 +19,7 @@ from pathlib import Path
 import jsonschema
 import yaml
 
-from xlt import papers as P
+from xlt.workflow import paper_targets as P
 from xlt.dag import targets as T
 from xlt.align.targets import check as check_align
 from xlt.process.cli import not_a_config_file, run, snakemake_configfiles
@@ -243,7 +243,7 @@ def check_workflow_config(config: dict) -> dict:
     """What the workflow checks before it builds a rule: the config, then every target list,
     so that a value pointing nowhere (a source override no download delivers) fails here."""
     validate(config)
-    P.all_tables(config), T.data_all(config)
+    P.all_tables(config), P.data_all(config)
     if not config.get("world"):  # every named set's files: a catalog source must deliver them
         for dataset in all_named_sets(config):
             T.raw_sources(config, dataset)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from xlt import papers as P
+from xlt.workflow import paper_targets as P
 from xlt.dag import targets as T
 from xlt.dag.throughput import encoder_shape, shape_of
 from xlt.errors import XltError

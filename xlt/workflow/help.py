@@ -68,7 +68,7 @@ PUBLISHED_MARK = "*"
 def published_only_targets(preset: list[str]) -> set[str]:
     """`<slug>_<table>` of each table that shows the paper's numbers alone under the preset's files."""
     # deferred: loads jsonschema, numpy, pandas, yaml only when this runs
-    from xlt import papers as P
+    from xlt.workflow import paper_targets as P
     from xlt.workflow.config import load_configs
 
     cfg = load_configs(preset)
@@ -80,7 +80,7 @@ def paper_targets(published: set[str] = frozenset()) -> list[tuple[str, str]]:
     """<slug>_all and every <slug>_<table> / <slug>_<figure> of each registered paper, in paper
     order (needs the installed packages); the tables among `published` marked."""
     # deferred: loads numpy, pandas, yaml only when this runs
-    from xlt import papers as P
+    from xlt.workflow import paper_targets as P
 
     out = []
     for slug in P.PAPERS:
@@ -111,7 +111,7 @@ def rule_names(sources: list[Path] | None = None) -> set[str]:
 def known_targets() -> set[str]:
     """What `make` and `snakemake` accept as a target name: make targets, rules and the papers' aliases."""
     # deferred: loads numpy, pandas, yaml only when this runs
-    from xlt import papers as P
+    from xlt.workflow import paper_targets as P
 
     return {t for t, _ in make_targets()} | rule_names() | set(P.target_names())
 

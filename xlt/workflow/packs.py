@@ -16,11 +16,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from xlt import papers as P
+from xlt.workflow import paper_targets as P
 from xlt.dag import resources as R
 from xlt.dag import targets as T
 from xlt.errors import XltError
 from xlt.registry import get_task
+from xlt.stages.finetune_job import FinetuneJob
 
 RULE = "finetune"  # the one-model rule; a pack's rule is `<RULE>_pack_<seeds>`
 PACK_RULE = re.compile(rf"{RULE}_pack(?:_\d+)+(?:{R.TEMP_SUFFIX})?")
@@ -80,7 +81,7 @@ class Pack:
     @property
     def stem(self) -> str:
         """What names the pack beside its models' seed<n> (its log, its loop's checkpoint)."""
-        return "pack-seeds" + "-".join(map(str, self.seeds))
+        return pack_stem(self.seeds)
 
     def encoder_constraint(self) -> str:
         """The rule's `encoder` wildcard pattern: a look-ahead admits these families only (a
@@ -147,3 +148,37 @@ def pack_resources(cfg: dict, pack: Pack) -> dict:
         return runtime(wildcards, attempt, rulename=rulename or pack.rule, models=len(pack.seeds))
 
     return {**res, "runtime": pack_runtime}
+
+
+def pack_stem(seeds) -> str:
+    """What names a pack of `seeds` beside its models' seed<n> (its log, its loop's checkpoint)."""
+    return "pack-seeds" + "-".join(map(str, seeds))
+
+
+def finetune_job(cfg: dict, wildcards, outputs: list[str]) -> FinetuneJob:
+    """The job that makes the models `outputs` (results/models/<family>/seed<n>, one per seed:
+    several, a pack), read from the config once, here."""
+    w, results = wildcards, cfg["results"]
+    outs = [str(o) for o in outputs]
+    seeds = [int(o.rsplit("/seed", 1)[1]) for o in outs]
+    family = f"{w.encoder}/{w.init}/{w.task}/{w.recipe}"
+    packed = len(seeds) > 1
+    return FinetuneJob(
+        task=T.task_of(w.task),
+        encoder=T.encoder_source(cfg, w.encoder, w.init),
+        data=f"{results}/data/{w.task}",
+        train_langs=list(T.Recipe.parse(w.recipe).train_langs),
+        hparams=P.hparams(cfg, w.recipe, w.task),
+        seeds=seeds,
+        outs=outs,
+        checkpoint_dirs=[o.replace(f"{results}/models/", f"{results}/checkpoints/models/", 1) for o in outs],
+        aux=P.aux_streams(cfg, w.recipe, w.task, w.encoder, w.init),
+        # target-dev (oracle) selection beside the model's own, where a paper's table shows it
+        oracle_langs=[P.oracle_languages(cfg, o) for o in outs],
+        pack_checkpoint_dir=f"{results}/checkpoints/models/{family}/{pack_stem(seeds)}" if packed else None,
+        tensorboard_dir=None if packed else f"{results}/logs/tensorboard/models/{family}/seed{seeds[0]}",
+        collapse_retries=cfg["collapse"]["retries"],
+        collapse_rule={k: v for k, v in cfg["collapse"].items() if k != "retries"},
+        # under DDP the job's threads are shared by its processes (one per GPU)
+        threads=R.process_threads(cfg, RULE),
+    )

@@ -21,7 +21,7 @@ from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 
-from xlt import papers as P
+from xlt.workflow import paper_targets as P
 from xlt.dag import targets as T
 from xlt.workflow import footprint as F
 from xlt.workflow.help import declared_rules
@@ -102,7 +102,7 @@ def missing_first(cfg: dict, workdir: Path, env: Mapping[str, str],
     whose encoders' snapshots alone are asked for (None: every Hub encoder's)."""
     out = []
     snapshots = {T.snapshot_dir(cfg, e) for e in used_hub_encoders(cfg, jobs)}
-    fetch = [f for f in T.prefetch(cfg) if f in snapshots or not f.startswith(T.snapshot_dir(cfg, ""))]
+    fetch = [f for f in P.prefetch(cfg) if f in snapshots or not f.startswith(T.snapshot_dir(cfg, ""))]
     absent = [f for f in fetch if not (workdir / f).exists()]
     if absent:
         n_snap = sum(f in snapshots for f in absent)
@@ -262,7 +262,7 @@ def plan_lines(cfg: dict, jobs: list[tuple[str, list[str]]], target: str, config
     from xlt.sources.fetch import FetchConfig
     from xlt.sources.pins import tally
 
-    planned = T.download_plan(cfg)
+    planned = P.download_plan(cfg)
     locks = None
     if planned:
         locks = tally(FetchConfig.coerce(cfg.get("download") or {}), cfg.get("encoders") or {}, sources=set(planned))[1]

@@ -12,11 +12,11 @@ import os
 import re
 from pathlib import Path
 
-from xlt import papers as P
+from xlt.workflow import paper_targets as P
 from xlt.align.targets import CAPTIONS, TITLES
 from xlt.errors import XltError
 from xlt.io import write_text
-from xlt.papers.published import paper_title
+from xlt.paperkit.published import paper_title
 
 KINDS = {"tables": "Tables", "figures": "Figures"}  # results/<kind>/<paper>/<item>.<ext>
 READABLE = ("md", "png")  # linked first: the form a reader opens

@@ -100,7 +100,7 @@ def _clock(seconds: float) -> str:
 def summarise(cfg: dict, since: float, rc: int, command: str, workdir: str | Path = ".") -> tuple[dict, list[str]]:
     """(results/summary.json's content, the lines to print)."""
     # deferred: loads numpy, pandas, yaml only when this runs
-    from xlt import papers as P
+    from xlt.workflow import paper_targets as P
 
     log = run_log(since, workdir)
     text = log.read_text(encoding="utf-8", errors="replace") if log else ""
@@ -142,7 +142,7 @@ def summarise(cfg: dict, since: float, rc: int, command: str, workdir: str | Pat
 def write_partial_index(cfg: dict, summary: dict) -> None:
     """results/tables/index.md of what was made, and a section of what is missing and why."""
     # deferred: loads numpy, pandas, yaml only when this runs
-    from xlt import papers as P
+    from xlt.workflow import paper_targets as P
     from xlt.workflow.report import index_markdown
 
     out = P.index_file(cfg)

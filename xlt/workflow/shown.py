@@ -23,7 +23,7 @@ NOT_SHOWN = {"all_tables"}
 def target_files(cfg: dict, target: str) -> list[str]:
     """The table and figure files a target makes: a paper's alias, zero_shot, or a file itself."""
     # deferred: loads numpy, pandas, yaml only when this runs
-    from xlt import papers as P
+    from xlt.workflow import paper_targets as P
     from xlt import zeroshot as Z
 
     if target == "zero_shot":
@@ -43,7 +43,7 @@ def table_lines(md: str | Path, rows: int = ROWS) -> list[str]:
 def shown_lines(cfg: dict, targets: list[str]) -> list[str]:
     """What to print after the targets were made (only files that exist)."""
     # deferred: loads numpy, pandas, yaml only when this runs
-    from xlt import papers as P
+    from xlt.workflow import paper_targets as P
     from xlt.workflow.report import PUBLISHED_ONLY
 
     published = set(P.published_only(cfg))

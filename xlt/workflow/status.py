@@ -21,10 +21,10 @@ from itertools import groupby
 from pathlib import Path
 
 from xlt import fidelity
-from xlt import papers as P
+from xlt.workflow import paper_targets as P
 from xlt.workflow.config import REPO, load_configs
 from xlt.papers.config_files import declared, layer, paper_file
-from xlt.papers.published import list_published
+from xlt.paperkit.published import list_published
 
 BEGIN = "<!-- status: generated from the paper plugins; regenerate with: python -m xlt.workflow.status --write README.md -->"
 END = "<!-- /status -->"

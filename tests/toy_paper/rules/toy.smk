@@ -4,14 +4,14 @@
 
 rule toy_count:
     input:
-        lambda w: P.toy.plan.count_inputs(config),
+        lambda w: papers.toy.plan.count_inputs(config),
     output:
-        P.toy.plan.counts_file(config),
+        papers.toy.plan.counts_file(config),
     log:
         "logs/toy/count.log",
     conda:
         ENV
     params:
-        split=P.toy.plan.SPLIT,
+        split=papers.toy.plan.SPLIT,
     shell:
         "paper_job.py toy count --data {input} --split {params.split} --out {output} 2> {log}"

@@ -119,6 +119,43 @@ def oracle_step(state: dict, epoch: int, dev: dict[str, dict], test_of, metric: 
             book["best"][lang] = {"epoch": epoch + 1, "dev": m[metric], "test": test_of(lang)}
 
 
+class DevSelection:
+    """Dev evaluation and model selection of one model, at each epoch's end and every
+    `eval_steps` steps (TrainConfig.steps_between_evals): the one selection step of `train` and
+    of each model of a pack (xlt.engine.recipes.packed_finetune)."""
+
+    def __init__(self, task: Task, kind: Kind, cfg: TrainConfig, metric: str, dev_sets: dict, oracle_sets: dict, device):
+        self.task, self.kind, self.cfg, self.metric, self.device = task, kind, cfg, metric, device
+        self.dev_sets, self.oracle_sets = dev_sets, oracle_sets
+        # what a collapse verdict compares the dev score with: the majority baseline of the same
+        # dev sets, averaged as the score is (None where the kind has none: QA, parsing)
+        baselines = [kind.majority_baseline(task, ev.golds) for ev in dev_sets.values()]
+        self.baseline = None if None in baselines else float(np.mean([b[metric] for b in baselines]))
+        self.dev_golds = [g for ev in dev_sets.values() for g in ev.golds]
+
+    def __call__(self, model, state: dict, epoch: int, save_best) -> bool:
+        """Score `model` on the dev sets (and its oracle languages'), record the evaluation in
+        `state`; True if it became the selected model (then `save_best()` keeps its weights)."""
+        metric, device, oracle_sets = self.metric, self.device, self.oracle_sets
+        scored = {p: ev.score(model, device) for p, ev in self.dev_sets.items()}
+        dev_metrics = {p: m for p, (_, m) in scored.items()}
+        if oracle_sets:
+            oracle_step(state, epoch, {lang: (scored.get(sets["dev"].name) or sets["dev"].score(model, device))[1]
+                                       for lang, sets in oracle_sets.items()},
+                        lambda lang: oracle_sets[lang]["test"].score(model, device)[1], metric)
+        score = float(np.mean([m[metric] for m in dev_metrics.values()]))
+        state["history"].append({"epoch": epoch + 1, "step": state["global_step"], "dev": dev_metrics, metric: score})
+        if self.cfg.select == "last" or state["best"] is None or score > state["best"]:
+            state["best"], state["best_epoch"], state["best_step"] = score, epoch + 1, state["global_step"]
+            # the selected model's dev predictions, all dev sets together: what tells whether it
+            # collapsed (xlt.stages.finetune judges it by the config's rule)
+            state["dev_collapse"] = self.kind.collapse_measure(self.task, [x for preds, _ in scored.values() for x in preds],
+                                                               self.dev_golds, score, self.baseline)
+            save_best()
+            return True
+        return False
+
+
 def train(
     cfg: TrainConfig,
     train_files: list[str],
@@ -214,37 +251,13 @@ def train(
     scheduler = build_scheduler(optimizer, total, cfg.warmup_ratio, cfg.schedule)
     ckpt = Checkpointer(checkpoint_dir)
 
-    # what a collapse verdict compares the dev score with: the majority baseline of the same
-    # dev sets, averaged as the score is (None where the kind has none: QA, parsing)
-    baselines = [kind.majority_baseline(task, ev.golds) for ev in dev_sets.values()]
-    baseline = None if None in baselines else float(np.mean([b[metric] for b in baselines]))
-    dev_golds = [g for ev in dev_sets.values() for g in ev.golds]
     oracle_sets = {lang: {split: dev_sets.get(str(f)) or EvalSet.build(task, load_records([f]), tokenizer, cfg, positions,
                                                                        name=str(f), kind=kind, with_source=with_source)
                           for split, f in files.items()} for lang, files in (oracle or {}).items()}
+    selection = DevSelection(task, kind, cfg, metric, dev_sets, oracle_sets, device)
 
     def select(state: dict, epoch: int) -> bool:
-        """Dev evaluation and model selection (each epoch's end, and every `eval_steps` steps:
-        TrainConfig.steps_between_evals);
-        True if this evaluation became the selected model."""
-        scored = {p: ev.score(model, device) for p, ev in dev_sets.items()}
-        dev_metrics = {p: m for p, (_, m) in scored.items()}
-        if oracle_sets:
-            oracle_step(state, epoch, {lang: (scored.get(sets["dev"].name) or sets["dev"].score(model, device))[1]
-                                       for lang, sets in oracle_sets.items()},
-                        lambda lang: oracle_sets[lang]["test"].score(model, device)[1], metric)
-        score = float(np.mean([m[metric] for m in dev_metrics.values()]))
-        state["history"].append({"epoch": epoch + 1, "step": state["global_step"], "dev": dev_metrics, metric: score})
-        if cfg.select == "last" or state["best"] is None or score > state["best"]:
-            state["best"], state["best_epoch"], state["best_step"] = score, epoch + 1, state["global_step"]
-            # the selected model's dev predictions, all dev sets together: what tells whether it
-            # collapsed (xlt.stages.finetune judges it by the config's rule)
-            state["dev_collapse"] = kind.collapse_measure(task, [x for preds, _ in scored.values() for x in preds],
-                                                          dev_golds, score, baseline)
-            if dist.main:
-                ckpt.save_best(model)
-            return True
-        return False
+        return selection(model, state, epoch, (lambda: ckpt.save_best(model)) if dist.main else lambda: None)
 
     loop = Loop(model=ddp_model, raw_model=model, optimizer=optimizer, scheduler=scheduler, streams=streams,
                 primary=task.name, objective=Objective(terms), device=device, dist=dist, checkpointer=ckpt,

@@ -16,7 +16,6 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import numpy as np
 import torch
 
 from xlt.engine.train_config import ORACLE_FILE, TrainConfig
@@ -24,7 +23,7 @@ from xlt.engine.evalset import EvalSet, load_records, max_positions
 from xlt.engine.kinds import resolve
 from xlt.engine.model import load_encoder, save_model
 from xlt.engine.packed import PackedLoop, PackedModel, why_not_packable
-from xlt.engine.recipes.finetune import apply_sampler, build_task_model, oracle_step, train
+from xlt.engine.recipes.finetune import DevSelection, apply_sampler, build_task_model, train
 from xlt.engine.runtime import Checkpointer, Dist, build_optimizer, build_scheduler, resolve_precision, seed_everything, set_tf32
 from xlt.engine.streams import Stream
 from xlt.errors import XltError
@@ -87,34 +86,15 @@ def train_packed(cfgs: list[TrainConfig], train_files: list[str], dev_files: lis
     positions = max_positions(models[0], tokenizer)
     dev_sets = {str(p): EvalSet.build(task, load_records([p]), tokenizer, cfg0, positions, name=str(p), kind=kind)
                 for p in dev_files}
-    baselines = [kind.majority_baseline(task, ev.golds) for ev in dev_sets.values()]
-    baseline = None if None in baselines else float(np.mean([b[metric] for b in baselines]))
-    dev_golds = [g for ev in dev_sets.values() for g in ev.golds]
     oracle_sets = [{lang: {split: dev_sets.get(str(f)) or EvalSet.build(task, load_records([f]), tokenizer, cfg0, positions,
                                                                         name=str(f), kind=kind)
                            for split, f in files.items()} for lang, files in (o or {}).items()} for o in oracles]
     own = [Checkpointer(d) for d in checkpoint_dirs]
+    selections = [DevSelection(task, kind, cfg0, metric, dev_sets, sets, device) for sets in oracle_sets]
 
     def select(k: int, state: dict, epoch: int) -> bool:
-        """Model k's dev selection (an epoch's end, every `eval_steps` steps), as `train`'s
-        `select` does alone: True if this evaluation became its selected model."""
-        model = models[k]
-        scored = {p: ev.score(model, device) for p, ev in dev_sets.items()}
-        dev_metrics = {p: m for p, (_, m) in scored.items()}
-        if oracle_sets[k]:
-            sets_k = oracle_sets[k]
-            oracle_step(state, epoch, {lang: (scored.get(s["dev"].name) or s["dev"].score(model, device))[1]
-                                       for lang, s in sets_k.items()},
-                        lambda lang: sets_k[lang]["test"].score(model, device)[1], metric)
-        score = float(np.mean([m[metric] for m in dev_metrics.values()]))
-        state["history"].append({"epoch": epoch + 1, "step": state["global_step"], "dev": dev_metrics, metric: score})
-        if cfg0.select == "last" or state["best"] is None or score > state["best"]:
-            state["best"], state["best_epoch"], state["best_step"] = score, epoch + 1, state["global_step"]
-            state["dev_collapse"] = kind.collapse_measure(task, [x for preds, _ in scored.values() for x in preds],
-                                                          dev_golds, score, baseline)
-            own[k].save_best(model)
-            return True
-        return False
+        """Model k's dev selection, as `train`'s alone: True if this evaluation became its selected model."""
+        return selections[k](models[k], state, epoch, lambda: own[k].save_best(models[k]))
 
     packed = PackedModel(models).to(device)
     total = cfg0.epochs * streams[0].per_epoch()

@@ -23,7 +23,7 @@ from xlt.papers.adjust.inits import AUX_KINDS, INIT_KIND
 from xlt.papers.adjust.plan import (SLUG, WILDCARDS, data_sizes, figure_inputs, figure_spec, models_read, table2_inputs, table3_inputs, table4_inputs,
                                     table8_inputs, table9_inputs, table_spec)
 from xlt.papers.adjust.tables import VARIANT_NOTES, table2, table3, table4, table8, table9, variant_table
-from xlt.papers.base import Figure, Paper, Table
+from xlt.paperkit.base import Figure, Paper, Table
 
 PAPER = Paper(
     SLUG,

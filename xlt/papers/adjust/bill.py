@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from xlt.papers.adjust.inits import Adjusted, adjust_config
-from xlt.papers.base import BillRule, PaperBill
+from xlt.paperkit.base import BillRule, PaperBill
 from xlt.dag.work import FLOPS, Work, mean_tokens
 
 

@@ -74,7 +74,7 @@ def continual_pairs_file(cfg: dict, it: Adjusted, size: int, draw: str = "adjust
 
 def adjust_inputs(cfg: dict, encoder: str, init: str) -> dict[str, list[str]]:
     """An adjustment's inputs: the encoder it starts from and its sample of aligned pairs."""
-    it = Init.parse(init)
+    it = Init.parse(init, [INIT_KIND])
     if not isinstance(it, Adjusted):
         raise XltError(f"{encoder_dir(cfg, encoder, init)}: not made by cross-lingual adjustment ({Adjusted.GRAMMAR})")
     return {"encoder": encoder_inputs(cfg, encoder), "pairs": [adjusted_pairs_file(cfg, encoder, it)]}
@@ -95,7 +95,7 @@ def aligned_pairs_streams(cfg: dict, recipe: str, name: str, aux: dict, encoder:
     """An aux set of kind `aligned_pairs` (continual learning): one stream of the adjusted init's
     sample of aligned pairs, anchored to the encoder as released; its pairs: the set's `size`
     drawn as its `draw` says (continual_pairs_file)."""
-    it = Init.parse(init)
+    it = Init.parse(init, [INIT_KIND])
     if not isinstance(it, Adjusted):
         raise XltError(f"recipe {recipe!r}: aux set {name!r} (aligned pairs) needs an adjusted encoder init "
                        f"({Adjusted.GRAMMAR}); got {init!r}")

@@ -5,7 +5,7 @@ when it builds the DAG)."""
 from __future__ import annotations
 
 from xlt.align import targets as align
-from xlt.papers.base import DataSize
+from xlt.paperkit.base import DataSize
 from xlt.dag.targets import Recipe, dataset_name, encoder_dir, eval_file, langset_languages, model_dir, paper_language_set
 from xlt.papers.adjust.inits import Adjusted, adjust_config
 

@@ -8,8 +8,8 @@ import re
 import pandas as pd
 
 from xlt.papers.adjust.plan import QA_SETS, SLUG, VARIANT_KEY, _variant_inputs, table_spec
-from xlt.papers.base import Table
-from xlt.papers.published import load_published
+from xlt.paperkit.base import Table
+from xlt.paperkit.published import load_published
 from xlt.tables import COLLAPSE_NOTE, account, account_all, add_marks, eval_rows, paper_vs_ours, render_grid
 from xlt.papers.adjust.inits import Adjusted
 

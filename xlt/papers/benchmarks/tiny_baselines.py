@@ -112,6 +112,7 @@ def run_family(results: Path, family: str, seeds: list[int], overrides: dict, tr
     from xlt.papers import hparams
     from xlt.papers.recipes import load_recipes
     from xlt.stages.finetune import finetune
+    from xlt.stages.finetune_job import FinetuneJob
     from xlt.workflow.config import load_configs
 
     load_recipes()  # a method's fine-tune extension (X-Mixup), as the workflow's job loads it
@@ -129,9 +130,9 @@ def run_family(results: Path, family: str, seeds: list[int], overrides: dict, tr
         for seed in seeds:
             model = Path(tmp) / f"s{seed}"
             t0 = time.perf_counter()
-            summary = finetune(T.task_of(dataset), encoder, None, str(results / "data" / dataset),
-                               list(T.Recipe.parse(recipe).train_langs), hp, seed, str(model), str(Path(tmp) / "ck"),
-                               collapse_rule=rule)
+            [summary] = finetune(FinetuneJob.of_seed(T.task_of(dataset), encoder, results / "data" / dataset,
+                                                     T.Recipe.parse(recipe).train_langs, hp, seed, model, Path(tmp) / "ck",
+                                                     collapse_rule=rule))
             verdict = summary["collapse"]["attempts"][-1]
             row = {"family": family, "trial": trial, "overrides": overrides, "mlm": mlm or {}, "seed": seed,
                    **({"mlm_last_losses": [l for _, l in mlm_losses[-4:]]} if mlm_losses else {}),

@@ -18,8 +18,8 @@ declares the paper (no torch, no matplotlib): `plan` holds its settings, recipes
 
 from __future__ import annotations
 
-from xlt.papers import datasize
-from xlt.papers.base import Figure, Paper, Table
+from xlt.paperkit import datasize
+from xlt.paperkit.base import Figure, Paper, Table
 from xlt.papers.crossmulti import bill
 from xlt.papers.crossmulti.figures import draw_figure
 from xlt.papers.crossmulti.plan import (SLUG, analysed_models, analysis_spec, figure_inputs, oracle_models, pppl_files, probe_files, table2_inputs,

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from xlt.dag import targets as T
-from xlt.papers.base import BillRule, PaperBill
+from xlt.paperkit.base import BillRule, PaperBill
 from xlt.dag.work import Work, mean_square_tokens, mean_tokens, mlm_work, workload_of
 
 

@@ -76,7 +76,7 @@ def table6_models(cfg: dict) -> list[tuple[str, str, str, str, int]]:
                            f"allowed: {', '.join(p['tasks'])}")
         dataset = dataset_name(cfg, SLUG, task)
         da = Init("mlm", dataset, p["languages"]).name
-        streams = aux_streams(cfg, fa.name, dataset)
+        streams = aux_streams(cfg, fa.name, dataset, kinds={})  # +FA's set: task streams, no paper's kind
         for a in streams:  # an auxiliary dataset is prepared only when the paper reads its task
             if a["task"] not in p["tasks"]:
                 raise XltError(f"config key aux_sets.{t6['fa']}.tasks.{task}: auxiliary task {a['task']!r} is not "

@@ -11,9 +11,9 @@ import numpy as np
 import pandas as pd
 
 from xlt.errors import XltError
-from xlt.papers import datasize
+from xlt.paperkit import datasize
 from xlt.papers.crossmulti.plan import SLUG
-from xlt.papers.published import load_published
+from xlt.paperkit.published import load_published
 from xlt.tables import (COLLAPSE_NOTE, ORACLE_LEGEND, ORACLE_NOTE, SEEDS_LEGEND, TASK_LABELS, account, account_tasks, add_marks, add_oracle,
                         cell_text, eval_rows, oracle_cell, oracle_off_note, oracle_rows, paper_vs_ours, render_grid)
 from xlt.dag.targets import Recipe

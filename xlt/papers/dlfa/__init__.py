@@ -13,8 +13,8 @@ block.
 
 from __future__ import annotations
 
-from xlt.papers import datasize
-from xlt.papers.base import Paper, RecipeTags, Table
+from xlt.paperkit import datasize
+from xlt.paperkit.base import Paper, RecipeTags, Table
 from xlt.papers.dlfa.checks import check
 from xlt.papers.dlfa import bill
 from xlt.papers.dlfa.plan import (SLUG, TAG_GRAMMAR, data_sizes, extra_of_tag, models_read, oracle_models, similarity_models, table2_inputs, table3_inputs, table4_inputs,

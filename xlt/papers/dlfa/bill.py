@@ -9,7 +9,7 @@ import re
 from collections.abc import Callable
 
 from xlt.dag import targets as T
-from xlt.papers.base import BillRule, PaperBill
+from xlt.paperkit.base import BillRule, PaperBill
 from xlt.dag.work import Work, mean_tokens
 
 

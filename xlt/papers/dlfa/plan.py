@@ -6,8 +6,8 @@ from __future__ import annotations
 import functools
 
 from xlt.errors import XltError
-from xlt.papers.base import DataSize
-from xlt.papers.published import load_published
+from xlt.paperkit.base import DataSize
+from xlt.paperkit.published import load_published
 from xlt.dag.targets import Recipe, dataset_name, eval_file, model_dir, paper_language_set
 
 SLUG = "dlfa"

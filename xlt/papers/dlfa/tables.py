@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from xlt.papers import datasize
+from xlt.paperkit import datasize
 from xlt.papers.dlfa.plan import RANKED, SLUG, paper_best, ranked_tasks, setting_of, sweep, table7_settings, trained
-from xlt.papers.published import load_published
+from xlt.paperkit.published import load_published
 from xlt.stats import mean_std, paired_ttest
 from xlt.tables import (COLLAPSE_NOTE, ORACLE_LEGEND, ORACLE_NOTE, SEEDS_LEGEND, TASK_LABELS, account, account_tasks, add_oracle, cell_text,
                         collapse_mark, eval_rows, oracle_cell, oracle_off_note, oracle_rows, paper_vs_ours, render_grid)

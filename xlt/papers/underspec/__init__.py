@@ -13,8 +13,8 @@ holds its settings, recipes and inputs (no pandas), `checks` the check of its co
 
 from __future__ import annotations
 
-from xlt.papers import datasize
-from xlt.papers.base import Paper
+from xlt.paperkit import datasize
+from xlt.paperkit.base import Paper
 from xlt.papers.underspec import bill
 from xlt.papers.underspec.checks import check
 from xlt.papers.underspec.figures import FIGURES, draw

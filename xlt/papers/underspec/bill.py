@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from xlt.papers.base import BillRule, PaperBill
+from xlt.paperkit.base import BillRule, PaperBill
 from xlt.papers.underspec.plan import grid_job_grids
 from xlt.dag.work import Work, workload_of
 

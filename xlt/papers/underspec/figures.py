@@ -30,7 +30,7 @@ import pandas as pd
 
 from xlt.errors import XltError
 from xlt.io import read_json
-from xlt.papers.base import Figure
+from xlt.paperkit.base import Figure
 from xlt.papers.underspec.plan import TASK_FIGURES, TASK_NAMES
 
 __all__ = ["FIGURES", "FIGURE_IDS", "draw", "load_grids", "make_figures"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from xlt.papers import datasize
+from xlt.paperkit import datasize
 from xlt.papers.underspec.plan import SLUG
 
 

@@ -10,7 +10,7 @@ composed from the other plugins' recipes as the path grammar spells them (plan.p
 
 from __future__ import annotations
 
-from xlt.papers.base import Paper, Table
+from xlt.paperkit.base import Paper, Table
 from xlt.papers.versus.checks import check
 from xlt.papers.versus.figures import FIGURES, draw
 from xlt.papers.versus.plan import SLUG, figure_inputs, methods_inputs, table_spec, verdicts_inputs

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from xlt.papers.base import Figure
+from xlt.paperkit.base import Figure
 from xlt.papers.versus.plan import BASELINE
 from xlt.tables import TASK_LABELS
 

@@ -24,7 +24,7 @@ inputs (no pandas), `tables` and `figures` build them, `checks` checks its confi
 
 from __future__ import annotations
 
-from xlt.papers.base import Paper, RecipeTags, Table
+from xlt.paperkit.base import Paper, RecipeTags, Table
 from xlt.papers.xmixup import figures
 from xlt.papers.xmixup.checks import check
 from xlt.papers.xmixup import bill

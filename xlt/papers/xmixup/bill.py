@@ -4,7 +4,7 @@ every pair; Figure 3's CKA and Figure 4's centroids encode test sets with a trai
 from __future__ import annotations
 
 from xlt.dag import targets as T
-from xlt.papers.base import BillRule, PaperBill
+from xlt.paperkit.base import BillRule, PaperBill
 from xlt.dag.work import SPLIT_LANGSET, Work, run_output, workload_of
 
 

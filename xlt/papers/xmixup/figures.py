@@ -29,7 +29,7 @@ import re
 import pandas as pd
 
 from xlt.errors import XltError
-from xlt.papers.base import Figure
+from xlt.paperkit.base import Figure
 from xlt.papers.xmixup.cka import PCA_ROWS
 from xlt.papers.xmixup.plan import LABELS, MODELS, SLUG, _langs, _setting, cka_file, model_of, scores_file, table_spec
 from xlt.papers.xmixup.tables import _cka_rows

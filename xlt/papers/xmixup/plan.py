@@ -7,8 +7,8 @@ import functools
 import re
 
 from xlt.errors import XltError
-from xlt.papers.base import DataSize
-from xlt.papers.published import load_published
+from xlt.paperkit.base import DataSize
+from xlt.paperkit.published import load_published
 from xlt.dag.targets import Recipe, eval_file, model_dir, paper_language_set, task_languages
 from xlt.dag.targets import task_of
 from xlt.registry import get_task

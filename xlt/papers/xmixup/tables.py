@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from xlt.papers.published import load_published
+from xlt.paperkit.published import load_published
 from xlt.papers.xmixup.plan import (ABLATION_FLAGS, ABLATION_ROWS, BUILT, LABELS, MODELS, NOT_BUILT, PER_LANGUAGE, QA_METRICS, QA_TESTS, SLUG,
                                     TABLE4_ENCODER, TABLE6_TASK, TASK_TYPE, UNMIXED, _dataset, _in_table3, _qa_tests, _setting, _tasks, profile)
 from xlt.tables import COLLAPSE_NOTE, account, account_all, eval_rows, paper_vs_ours, render_grid

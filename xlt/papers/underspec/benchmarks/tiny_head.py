@@ -40,12 +40,13 @@ VARIANTS = {
 def run(results: Path, seeds: list[int], variants: list[str], out: Path | None) -> dict:
     import torch
 
-    from xlt import papers as P
+    from xlt.dag import targets as T
     from xlt.workflow.config import load_configs
     from xlt.stages.finetune import finetune
+    from xlt.stages.finetune_job import FinetuneJob
 
     cfg = load_configs([REPO / "presets/tiny.yaml"])
-    profile = P.hparams(cfg, "en.underspec", "xnli")
+    profile = T.hparams(cfg, "en.underspec", "xnli")  # no extra tag: the path grammar's own
     encoder, data = results / "encoders/tiny/pretrained", results / "data/xnli"
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -53,8 +54,9 @@ def run(results: Path, seeds: list[int], variants: list[str], out: Path | None) 
             for seed in seeds:
                 model = Path(tmp) / f"{name}-seed{seed}"
                 start = time.perf_counter()
-                finetune("xnli", str(encoder), None, str(data), ["en"], {**profile, **VARIANTS[name]}, seed, str(model),
-                         str(Path(tmp) / f"{name}-seed{seed}-checkpoints"), collapse_rule={k: v for k, v in cfg["collapse"].items() if k != "retries"})
+                finetune(FinetuneJob.of_seed("xnli", str(encoder), data, ["en"], {**profile, **VARIANTS[name]}, seed, model,
+                                             Path(tmp) / f"{name}-seed{seed}-checkpoints",
+                                             collapse_rule={k: v for k, v in cfg["collapse"].items() if k != "retries"}))
                 verdict = json.loads((model / "xlt_model.json").read_text())["collapse"]
                 first = verdict["attempts"][0]
                 rows.append({"variant": name, "seed": seed, "dev_accuracy": round(first["dev_score"], 2),

@@ -58,6 +58,7 @@ def run(results: Path, seeds: list[int], out: Path | None) -> dict:
     from xlt.dag import targets as T
     from xlt.workflow.config import load_configs
     from xlt.stages.finetune import evaluate_model, finetune
+    from xlt.stages.finetune_job import FinetuneJob
     from xlt.papers import hparams
     from xlt.papers.recipes import load_recipes
 
@@ -76,8 +77,8 @@ def run(results: Path, seeds: list[int], out: Path | None) -> dict:
                 hp = hparams(cfg, recipe, "xnli.translate_train")
                 model = Path(tmp) / f"{variant}-s{seed}"
                 t0 = time.perf_counter()
-                summary = finetune("xnli", encoder, None, str(data / "xnli.translate_train"), LANGS, hp, seed,
-                                   str(model), str(Path(tmp) / "ck"))
+                [summary] = finetune(FinetuneJob.of_seed("xnli", encoder, data / "xnli.translate_train", LANGS, hp, seed, model,
+                                                         Path(tmp) / "ck"))
                 seconds = time.perf_counter() - t0
                 testset = "xnli.translate_test" if flags is not None else "xnli"
                 report = evaluate_model(str(model), str(data / testset), "test", LANGS, str(Path(tmp) / "e.json"),

@@ -7,7 +7,7 @@ inputs (no pandas), `tables` builds the table, `jobs` is what its rule runs.
 
 from __future__ import annotations
 
-from xlt.papers.base import Paper, PaperBill, Table
+from xlt.paperkit.base import Paper, PaperBill, Table
 from xlt.papers.toy.plan import SLUG, table1_inputs, table1_spec
 from xlt.papers.toy.tables import table1
 

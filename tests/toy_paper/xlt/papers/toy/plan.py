@@ -23,7 +23,7 @@ def table1_inputs(cfg: dict) -> list[str]:
 
 
 def table1_spec(cfg: dict) -> dict:
-    """What Table 1's builder gets: per task, its dataset and languages (xlt.papers.datasize's spec)."""
+    """What Table 1's builder gets: per task, its dataset and languages (xlt.paperkit.datasize's spec)."""
     tasks = {task: {"dataset": dataset_name(cfg, SLUG, task), "languages": paper_languages(cfg, SLUG, task)}
              for task in cfg["papers"][SLUG]["tasks"]}
     return {"paper": SLUG, "tasks": tasks, "world": bool(cfg.get("world"))}

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pandas as pd
 
 from xlt.io import read_json
-from xlt.papers import datasize
-from xlt.papers.published import load_published
+from xlt.paperkit import datasize
+from xlt.paperkit.published import load_published
 from xlt.papers.toy.plan import SLUG
 from xlt.tables import why_notes
 

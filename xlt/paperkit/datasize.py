@@ -16,8 +16,8 @@ import pandas as pd
 
 from xlt.errors import XltError
 from xlt.io import read_json
-from xlt.papers.base import DataSize, Table, TableBuilder
-from xlt.papers.published import load_published
+from xlt.paperkit.base import DataSize, Table, TableBuilder
+from xlt.paperkit.published import load_published
 from xlt.registry import get_task
 from xlt.tables import account, paper_vs_ours, render_grid
 from xlt.dag.targets import data_dir, dataset_name, paper_languages, treebank_set_of, ud_selection

@@ -7,7 +7,7 @@ the paper's title and describes each table (caption, unit, keys, and notes on ho
 extraction was read). A paper is any folder of this package with ``published/index.yaml``,
 implemented (a plugin of the registry) or not yet.
 
-    >>> from xlt.papers.published import load_published, list_published
+    >>> from xlt.paperkit.published import load_published, list_published
     >>> df = load_published("crossmulti", "table2")
     >>> df.query("task == 'pos' and setting == 'cross' and lang == 'en'").value.item()
     93.85
@@ -32,7 +32,8 @@ INDEX = "published/index.yaml"  # under a paper's folder
 
 
 def _papers_root():
-    return resources.files(__package__)
+    # the papers' folders as data, without importing their package (which imports every paper)
+    return resources.files("xlt").joinpath("papers")
 
 
 @lru_cache(maxsize=1)
