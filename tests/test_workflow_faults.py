@@ -112,6 +112,7 @@ TRIM["papers"]["adjust"] = {
     "table7": {"pair": "hi", "tokens": ["cls", "all"], "tasks": ["ner"]}}
 TRIM["align"] = {"samples": {"seeds": [1], "sizes": [20], "sweep": {"pairs": ["hi"], "sizes": [10]}}}
 TRIM["aux_sets"] = {"adjust_continual": {"size": 20}}  # continual learning's own sample, as the adjustment's
+TRIM["papers"]["versus"] = {"adjust_size": 20, "seeds": [1]}  # not in all_tables, but its config reads the same samples
 
 
 def _csvs(root: Path) -> dict[str, bytes]:

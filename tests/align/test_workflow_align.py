@@ -14,8 +14,9 @@ ALIGN_SHRINK = {
     **SHRINK,
     "align": {"pairs": ["es", "hi"], "samples": {"seeds": [1, 2], "sizes": [20], "sweep": {"pairs": ["hi"], "sizes": [10]}},
               "l2": {"sentences": 30, "word_pairs": 100, "bins": 10}},
-    # adjust reads this stage's samples: its sizes and pairs must be among them
-    "papers": {**SHRINK["papers"], "adjust": {"size": 20, "table5": {"pair": "hi", "sizes": [10, 20], "tasks": ["ner"]}}},
+    # adjust and versus read this stage's samples: their sizes and pairs must be among them
+    "papers": {**SHRINK["papers"], "adjust": {"size": 20, "table5": {"pair": "hi", "sizes": [10, 20], "tasks": ["ner"]}},
+               "versus": {"adjust_size": 20}},
 }  # fmt: skip
 
 
